@@ -1,0 +1,31 @@
+"""The Zarr v3 ``bytes`` codec for numcodecs.
+
+Each element of an array in little or big endian, in order. Registered with
+numcodecs under the id ``bytes``, and under ``endian``, the name an earlier
+draft of the spec gave it: configs written then load as ``bytes`` codecs.
+"""
+
+from __future__ import annotations
+
+from numcodecs.registry import register_codec
+
+from ._threads import get_nthreads, set_nthreads
+from .codec import BytesCodec, Endian
+from .data_types import DATA_TYPES, DataType, Swap
+from .migrate import migrate_config
+
+__all__ = [
+    "DATA_TYPES",
+    "BytesCodec",
+    "DataType",
+    "Endian",
+    "Swap",
+    "get_nthreads",
+    "migrate_config",
+    "set_nthreads",
+]
+
+__version__ = "0.1.0"
+
+register_codec(BytesCodec)
+register_codec(BytesCodec, codec_id="endian")

@@ -1,0 +1,338 @@
+"""The data types of the Zarr v3 ``bytes`` codec and how byte order applies to each.
+
+`DATA_TYPES` is the one table the codec reads: every other decision (does this
+type need ``endian``, how are its bytes swapped, how is it spelled in a
+config) is derived from it here.
+
+The central idea: a byte-order swap is a permutation of fixed-size *units*
+(the element, each component of a complex number, each UTF-32 code unit, each
+field of a struct). Viewing memory as unsigned integers of the unit's size
+(the "unit dtype") lets numpy swap every type, ml_dtypes ones included, in a
+single ``copyto`` from one byte order to the other.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import types
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "DATA_TYPES",
+    "DataType",
+    "Swap",
+    "data_type_of",
+    "dtype_from_json",
+    "dtype_to_json",
+    "example_dtype",
+    "needs_endian",
+    "parse_dtype",
+    "unit_dtype",
+]
+
+
+class Swap(enum.Enum):
+    """What the ``endian`` parameter reorders the bytes of."""
+
+    ELEMENT = "element"
+    COMPONENT = "component"
+    CODE_UNIT = "code unit"
+    FIELD = "field"
+    NOTHING = "nothing"
+
+
+class DataType(NamedTuple):
+    """One row of `DATA_TYPES`.
+
+    Attributes
+    ----------
+    name : str
+        The Zarr v3 data type name.
+    dtype : numpy.dtype
+        The numpy dtype, little endian where byte order applies. For the
+        families sized or parametrised per array (``r*``, strings, datetimes,
+        structs) it is the generic member, e.g. ``V`` or ``M8``.
+    swap : Swap
+        The unit whose bytes ``endian`` orders.
+    family : bool
+        True for rows that stand for a family of numpy dtypes of one kind.
+    value_bits : int or None
+        For int2/int4/uint2/uint4: the low bits of each byte that hold the
+        value; the upper bits are arbitrary in stored data and are cleared on
+        decode (ml_dtypes' own in-memory form).
+    max_byte : int or None
+        The largest valid byte (bool: 1); larger bytes are corrupt data.
+    """
+
+    name: str
+    dtype: np.dtype[Any]
+    swap: Swap
+    family: bool = False
+    value_bits: int | None = None
+    max_byte: int | None = None
+
+    @property
+    def unit_size(self) -> int | None:
+        """Bytes in one swapped unit, or None where it depends on the array."""
+        if self.swap is Swap.NOTHING:
+            return 1
+        if self.swap is Swap.CODE_UNIT:
+            return 4
+        if self.family:
+            return None if self.swap is Swap.FIELD else self.dtype.itemsize
+        if self.swap is Swap.COMPONENT:
+            return self.dtype.itemsize // 2
+        return self.dtype.itemsize
+
+
+# The ml_dtypes types in the Zarr extension registry. ml_dtypes has more
+# (complex32 swaps per component, int1 is not registered): they are left out
+# rather than swapped wrongly.
+ML_DTYPES_NAMES = (
+    "bfloat16",
+    *(f"float8_{v}" for v in ("e3m4", "e4m3", "e4m3b11fnuz", "e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz", "e8m0fnu")),
+    "float4_e2m1fn",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
+    "int2",
+    "int4",
+    "uint2",
+    "uint4",
+)
+
+
+def _rows() -> list[DataType]:
+    E, C, N = Swap.ELEMENT, Swap.COMPONENT, Swap.NOTHING
+    rows = [
+        DataType("bool", np.dtype("|b1"), N, max_byte=1),
+        DataType("int8", np.dtype("|i1"), N),
+        DataType("int16", np.dtype("<i2"), E),
+        DataType("int32", np.dtype("<i4"), E),
+        DataType("int64", np.dtype("<i8"), E),
+        DataType("uint8", np.dtype("|u1"), N),
+        DataType("uint16", np.dtype("<u2"), E),
+        DataType("uint32", np.dtype("<u4"), E),
+        DataType("uint64", np.dtype("<u8"), E),
+        DataType("float16", np.dtype("<f2"), E),
+        DataType("float32", np.dtype("<f4"), E),
+        DataType("float64", np.dtype("<f8"), E),
+        DataType("complex64", np.dtype("<c8"), C),
+        DataType("complex128", np.dtype("<c16"), C),
+        DataType("numpy.datetime64", np.dtype("<M8"), E, family=True),
+        DataType("numpy.timedelta64", np.dtype("<m8"), E, family=True),
+        DataType("r*", np.dtype("V"), N, family=True),
+        DataType("null_terminated_bytes", np.dtype("S"), N, family=True),
+        DataType("fixed_length_utf32", np.dtype("<U"), Swap.CODE_UNIT, family=True),
+        DataType("struct", np.dtype([]), Swap.FIELD, family=True),
+    ]
+    try:
+        import ml_dtypes
+    except ImportError:  # optional extra: these types exist only with it
+        return rows
+    for name in ML_DTYPES_NAMES:
+        dtype = np.dtype(getattr(ml_dtypes, name))
+        bits = re.fullmatch(r"u?int([24])", name)
+        rows.append(
+            DataType(name, dtype, E if dtype.itemsize > 1 else N, value_bits=int(bits.group(1)) if bits else None)
+        )
+    return rows
+
+
+DATA_TYPES: Mapping[str, DataType] = types.MappingProxyType({row.name: row for row in _rows()})
+"""Zarr v3 data type name -> `DataType`: the data types the codec supports."""
+
+_FIXED_BY_NUMPY_NAME = {row.dtype.name: row for row in DATA_TYPES.values() if not row.family}
+# np.void stands for both r* and struct; structs are told apart by their fields.
+_FAMILY_BY_KIND = {row.dtype.kind: row for row in DATA_TYPES.values() if row.family and row.name != "struct"}
+_RAW_BITS = re.compile(r"r(\d+)")
+
+
+def data_type_of(dtype: np.dtype[Any]) -> DataType:
+    """Return the `DATA_TYPES` row of a numpy dtype.
+
+    Raises
+    ------
+    TypeError
+        For dtypes the codec cannot serve: object, variable-length strings,
+        subarray dtypes, and dtypes of unknown kinds.
+    ValueError
+        For zero-sized elements.
+    """
+    if dtype.hasobject:
+        raise TypeError(
+            f"dtype {dtype} holds Python objects or variable-length data; the bytes codec needs fixed-size elements"
+        )
+    if dtype.fields is not None:
+        row = DATA_TYPES["struct"]
+    elif dtype.subdtype is not None:
+        raise TypeError(f"subarray dtype {dtype} is not a data type; use its base {dtype.subdtype[0]}")
+    else:
+        found = _FIXED_BY_NUMPY_NAME.get(dtype.name) or _FAMILY_BY_KIND.get(dtype.kind)
+        if found is None:
+            raise TypeError(
+                f"dtype {dtype} (kind {dtype.kind!r}) has no fixed-size binary representation "
+                f"in the bytes codec; supported: {', '.join(DATA_TYPES)}"
+            )
+        row = found
+    if dtype.itemsize == 0:
+        raise ValueError(f"dtype {dtype} has zero-sized elements; give a size, e.g. {example_dtype(row)!r}")
+    return row
+
+
+@lru_cache(maxsize=512)
+def unit_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The same memory seen as the units `endian` orders, in ``dtype``'s byte order.
+
+    An unsigned integer of the unit's size for plain types (``>c16`` ->
+    ``>u8``: twice as many units as elements), ``|u1`` where byte order does not
+    apply, and for structs a struct of the same layout whose leaves are unit
+    dtypes. Converting a view of this dtype into the other byte order swaps
+    exactly the bytes the spec says, in one pass.
+    """
+    row = data_type_of(dtype)
+    if row.swap is Swap.FIELD:
+        assert dtype.fields is not None
+        formats: list[Any] = []
+        for name in dtype.names or ():
+            field = dtype.fields[name][0]
+            base, shape = field.subdtype or (field, ())
+            units = unit_dtype(base)
+            # Fields keep their size: c16 -> (u8, 2), S3 -> (u1, 3).
+            per_element = base.itemsize // units.itemsize
+            formats.append((units, (*shape, per_element)) if per_element > 1 else (units, shape) if shape else units)
+        return np.dtype(
+            {
+                "names": list(dtype.names or ()),
+                "formats": formats,
+                "offsets": [dtype.fields[name][1] for name in dtype.names or ()],
+                "itemsize": dtype.itemsize,
+            }
+        )
+    size = row.unit_size or dtype.itemsize
+    if size == 1:
+        return np.dtype("|u1")
+    # ml_dtypes scalars report '=' whatever their origin: they are native.
+    order = "=" if dtype.byteorder == "|" else dtype.byteorder
+    return np.dtype(f"u{size}").newbyteorder(order)
+
+
+def needs_endian(dtype: np.dtype[Any]) -> bool:
+    """Whether byte order applies to ``dtype`` (any unit wider than one byte)."""
+    units = unit_dtype(dtype)
+    return units.newbyteorder("<") != units.newbyteorder(">")
+
+
+def parse_dtype(spec: Any) -> np.dtype[Any]:
+    """Turn a Zarr v3 data type name or any numpy dtype-like into a numpy dtype.
+
+    Zarr names come first (``"int32"``, ``"r16"``, ``"bfloat16"``); anything
+    else goes to `numpy.dtype`, with JSON-decoded structured descriptions
+    (lists in place of tuples) accepted too.
+
+    Raises
+    ------
+    TypeError
+        Object and variable-length dtypes, and values that are no dtype.
+    ValueError
+        ``r<N>`` with N not a positive multiple of 8, names that need a size or
+        unit, and types that need ml_dtypes when it is not installed.
+    """
+    if isinstance(spec, str):
+        raw = _RAW_BITS.fullmatch(spec)
+        if raw:
+            bits = int(raw.group(1))
+            if bits <= 0 or bits % 8:
+                raise ValueError(f"raw data type {spec!r}: the number of bits must be a positive multiple of 8, got {bits}")
+            return np.dtype(f"V{bits // 8}")
+        row = DATA_TYPES.get(spec)
+        if row is not None:
+            if row.family:
+                raise ValueError(
+                    f"data type {spec!r} needs a size or unit; give a numpy dtype instead, "
+                    f"e.g. {example_dtype(row)!r}"
+                )
+            return row.dtype
+        if spec in ML_DTYPES_NAMES:
+            raise ValueError(f"data type {spec!r} needs ml_dtypes: pip install 'numcodecs-bytes[ml_dtypes]'")
+    try:
+        dtype = dtype_from_json(spec)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"not a data type: {spec!r} ({exc})") from None
+    data_type_of(dtype)  # rejects what the codec cannot serve
+    return dtype
+
+
+def example_dtype(row: DataType) -> str:
+    """A numpy dtype of the row, e.g. ``<U8`` for fixed_length_utf32."""
+    if not row.family:
+        return row.dtype.str if _str_is_exact(row.dtype) else row.name
+    return _FAMILY_EXAMPLES[row.name]
+
+
+_FAMILY_EXAMPLES = {
+    "numpy.datetime64": "<M8[ns]",
+    "numpy.timedelta64": "<m8[s]",
+    "r*": "r32",
+    "null_terminated_bytes": "S16",
+    "fixed_length_utf32": "<U8",
+    "struct": "[('x', '<i4'), ('y', '<f8')]",
+}
+
+
+def dtype_to_json(dtype: np.dtype[Any]) -> str | list[Any]:
+    """The JSON form of a dtype that `dtype_from_json` turns back into it.
+
+    ``dtype.str`` where that is exact; the Zarr name for ml_dtypes types (whose
+    ``str`` is a bare ``V``); for structs, numpy's ``descr`` as lists
+    (``[name, dtype]`` or ``[name, dtype, shape]``, padding as ``["", "|V<n>"]``)
+    with each field's dtype in this same form.
+    """
+    if dtype.fields is not None:
+        fields = []
+        for name, padding_or_format, *_ in dtype.descr:
+            if name == "":  # padding keeps the layout
+                fields.append(["", padding_or_format])
+                continue
+            field = dtype.fields[name][0]
+            if field.subdtype is not None:
+                fields.append([name, dtype_to_json(field.subdtype[0]), list(field.subdtype[1])])
+            else:
+                fields.append([name, dtype_to_json(field)])
+        return fields
+    return dtype.str if _str_is_exact(dtype) else data_type_of(dtype).name
+
+
+def _str_is_exact(dtype: np.dtype[Any]) -> bool:
+    """Whether ``dtype.str`` names ``dtype`` (not so for ml_dtypes: ``<V2``, ``<f1``)."""
+    try:
+        return np.dtype(dtype.str) == dtype
+    except TypeError:
+        return False
+
+
+def dtype_from_json(spec: Any) -> np.dtype[Any]:
+    """Inverse of `dtype_to_json`; also accepts anything `numpy.dtype` does."""
+    if isinstance(spec, list):
+        names: list[str] = []
+        formats: list[Any] = []
+        offsets: list[int] = []
+        offset = 0
+        for field in spec:
+            if not isinstance(field, (list, tuple)) or len(field) not in (2, 3):
+                raise ValueError(f"struct field must be [name, dtype] or [name, dtype, shape], got {field!r}")
+            base = parse_dtype(field[1])
+            sub = np.dtype((base, tuple(field[2]))) if len(field) == 3 else base
+            if field[0] != "":  # "" is padding: it only moves the offset
+                names.append(field[0])
+                formats.append(sub)
+                offsets.append(offset)
+            offset += sub.itemsize
+        return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": offset})
+    if isinstance(spec, str) and spec in DATA_TYPES and not DATA_TYPES[spec].family:
+        return DATA_TYPES[spec].dtype
+    return np.dtype(spec)
