@@ -45,7 +45,8 @@ def demo() -> int:
             print(f"{dtype:<10} {endian:<7} {array!s:<22} -> {bytes(encoded).hex(' ')}")
     legacy = numcodecs.get_codec({"id": "endian", "endian": "big", "dtype": "<i4"})
     print(f"\nlegacy id 'endian' resolves to {legacy!r}")
-    print(f"its config is {legacy.get_config()}  (equal to the bytes codec: {legacy == BytesCodec(endian='big', dtype='<i4')})")
+    same = legacy == BytesCodec(endian="big", dtype="<i4")
+    print(f"its config is {legacy.get_config()}  (equal to the bytes codec: {same})")
     print("\n" + data_type_table())
     return 0
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
-__all__ = ["get_nthreads", "set_nthreads", "copy_into", "THRESHOLD_BYTES"]
+__all__ = ["THRESHOLD_BYTES", "copy_into", "get_nthreads", "set_nthreads"]
 
 THRESHOLD_BYTES = 4 << 20
 """Copies of fewer bytes stay on the calling thread (chosen from benchmarks/run.py)."""
@@ -103,7 +104,7 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     bounds = [len(dst) * i // parts for i in range(parts + 1)]
     pool = _get_pool(nthreads - 1 or 1)
     futures: list[Future[None]] = [
-        pool.submit(_copy_part, dst[start:stop], src[start:stop]) for start, stop in zip(bounds[1:-1], bounds[2:])
+        pool.submit(_copy_part, dst[start:stop], src[start:stop]) for start, stop in pairwise(bounds[1:])
     ]
     _copy_part(dst[: bounds[1]], src[: bounds[1]])
     for future in futures:

@@ -10,7 +10,7 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from ._threads import copy_into
-from .data_types import DataType, data_type_of, dtype_to_json, needs_endian, parse_dtype, unit_dtype
+from .data_types import DataType, data_type_of, dtype_to_json, needs_endian, numpy_orders, parse_dtype, unit_dtype
 
 __all__ = ["BytesCodec", "Endian"]
 
@@ -18,7 +18,7 @@ Endian = Literal["little", "big"]
 
 _ndarray = np.ndarray  # looked up once: encode and decode are hot paths
 _frombuffer = np.frombuffer
-_BYTE_ORDER_CHAR = {"little": "<", "big": ">"}
+_BYTE_ORDER_CHAR: dict[str, Literal["<", ">"]] = {"little": "<", "big": ">"}
 _CODEC_NAMES = ("bytes", "endian")  # the Zarr v3 name and the draft's name for it
 _CONFIG_KEYS = ("endian", "dtype")
 _SMALL_BYTES = 1 << 20  # below this, astype into a fresh array; above, a threaded copy
@@ -53,16 +53,29 @@ def _plan(dtype: np.dtype[Any], endian: Endian | None) -> _Plan:
     else:
         wire = units.newbyteorder(_BYTE_ORDER_CHAR[endian])
     # numpy changes the byte order of its own types correctly (per component,
-    # code unit and field); ml_dtypes types lose their type on the way.
-    native = dtype.newbyteorder("S").newbyteorder("S") == dtype
+    # code unit and field). ml_dtypes types go through their units, and so do
+    # types numpy cannot export as a buffer (datetime64), so that encode
+    # always returns a buffer.
+    native = numpy_orders(dtype) and _exports_buffer(dtype)
     if native:
         memory = dtype
         memory_wire = dtype if endian is None else dtype.newbyteorder(_BYTE_ORDER_CHAR[endian])
-    else:  # ml_dtypes scalars and structs holding them: their units are as wide as they are
+    else:  # these types' units are as wide as their elements
+        assert units.itemsize == dtype.itemsize, dtype
         memory, memory_wire = units, wire
     checks = row.max_byte is not None or row.value_bits is not None
     swaps = units != wire
-    return _Plan(row, units, wire, memory, memory_wire, native, swaps, checks, swaps and native and not checks, dtype.itemsize)
+    return _Plan(
+        row, units, wire, memory, memory_wire, native, swaps, checks, swaps and native and not checks, dtype.itemsize
+    )
+
+
+def _exports_buffer(dtype: np.dtype[Any]) -> bool:
+    try:
+        np.empty(0, dtype).data  # noqa: B018 (numpy raises here for datetime64 and user types)
+    except (ValueError, TypeError, NotImplementedError):
+        return False
+    return True
 
 
 def _same_type(a: np.dtype[Any], b: np.dtype[Any]) -> bool:
@@ -81,7 +94,9 @@ def _byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:
     try:
         view = memoryview(buf)
     except TypeError:
-        raise TypeError(f"expected a buffer (bytes, bytearray, memoryview, array.array, ndarray), got {type(buf).__name__}") from None
+        raise TypeError(
+            f"expected a buffer (bytes, bytearray, memoryview, array.array, ndarray), got {type(buf).__name__}"
+        ) from None
     if not view.c_contiguous:
         raise ValueError(f"buffer must be C-contiguous; got a strided {type(buf).__name__}")
     return np.frombuffer(view if view.format == "B" and view.ndim == 1 else view.cast("B"), dtype=np.uint8)
@@ -189,11 +204,13 @@ class BytesCodec(Codec):
         ------
         ValueError
             For another codec name, unknown keys, or an invalid endian.
+        TypeError
+            For an entry that is neither a string nor an object.
         """
         if isinstance(metadata, str):
             metadata = {"name": metadata}
         if not isinstance(metadata, dict):
-            raise ValueError(f"a Zarr v3 codec entry is a name or an object, got {metadata!r}")
+            raise TypeError(f"a Zarr v3 codec entry is a name or an object, got {metadata!r}")
         name = metadata.get("name")
         if name not in _CODEC_NAMES:
             raise ValueError(f"not a bytes codec: name {name!r} (expected 'bytes' or legacy 'endian')")
@@ -202,7 +219,7 @@ class BytesCodec(Codec):
             raise ValueError(f"unknown keys {unknown} in bytes codec metadata")
         configuration = metadata.get("configuration") or {}
         if not isinstance(configuration, dict):
-            raise ValueError(f"bytes codec configuration must be an object, got {configuration!r}")
+            raise TypeError(f"bytes codec configuration must be an object, got {configuration!r}")
         unknown = sorted(set(configuration) - {"endian"})
         if unknown:
             raise ValueError(f"unknown bytes codec configuration keys {unknown}; allowed: endian")
@@ -251,6 +268,8 @@ class BytesCodec(Codec):
         numpy.ndarray
             A flat array whose buffer is exactly the encoded bytes; its dtype
             states the stored byte order (``bytes(result)`` gives the bytes).
+            Types numpy cannot export as a buffer (datetime64, ml_dtypes) come
+            as unsigned integers of their width.
 
         Raises
         ------
@@ -268,8 +287,9 @@ class BytesCodec(Codec):
             raise TypeError(f"encoding a raw {type(buf).__name__} needs the codec's dtype; give BytesCodec(dtype=...)")
         else:
             array = _whole_elements(_byte_view(buf), self.dtype)
-        plan = self._plan if array.dtype == self.dtype else self._plan_for(array.dtype, "the array to encode")
-        assert plan is not None
+        plan = self._plan
+        if plan is None or array.dtype != self.dtype:  # (never compare to None: np.dtype(None) is float64)
+            plan = self._plan_for(array.dtype, "the array to encode")
         if not array.flags.forc:
             # Strided: gather whole elements and swap them in the same pass.
             encoded = np.empty(array.shape, plan.memory_wire)
@@ -277,7 +297,7 @@ class BytesCodec(Codec):
             return encoded.reshape(-1)
         flat = array.ravel("K")  # a view, in memory order
         if not plan.swaps:
-            return flat
+            return flat if plan.native else flat.view(plan.memory)
         if flat.nbytes < _SMALL_BYTES:  # astype has the least overhead
             return (flat if plan.native else flat.view(plan.memory)).astype(plan.memory_wire)
         units = flat.view(plan.units)
@@ -335,8 +355,9 @@ class BytesCodec(Codec):
             return decoded if plan.native else decoded.view(dtype)
 
         target = _writable_target(out)
-        plan = self._plan if target.dtype == self.dtype else self._plan_for(target.dtype, "out")
-        assert plan is not None
+        plan = self._plan
+        if plan is None or target.dtype != self.dtype:
+            plan = self._plan_for(target.dtype, "out")
         stored = _stored(buf, plan.memory_wire, expected=target)
         # Everything is checked: nothing below can fail half-way through out.
         if plan.checks:
@@ -424,7 +445,8 @@ def _checked(
             f"but {row.name} bytes must be 0x00..0x{row.max_byte:02x}"
         )
     if row.value_bits is not None:
-        return np.bitwise_and(data, (1 << row.value_bits) - 1, out=out)
+        masked: np.ndarray[Any, np.dtype[np.uint8]] = np.bitwise_and(data, (1 << row.value_bits) - 1, out=out)
+        return masked
     if out is None:
         return data
     copy_into(out, data)

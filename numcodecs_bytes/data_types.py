@@ -31,6 +31,7 @@ __all__ = [
     "dtype_to_json",
     "example_dtype",
     "needs_endian",
+    "numpy_orders",
     "parse_dtype",
     "unit_dtype",
 ]
@@ -67,6 +68,11 @@ class DataType(NamedTuple):
         decode (ml_dtypes' own in-memory form).
     max_byte : int or None
         The largest valid byte (bool: 1); larger bytes are corrupt data.
+    numpy_orders : bool
+        Whether numpy itself stores the type in either byte order. False for
+        ml_dtypes types, whose byte order support differs between versions
+        (a swapped bfloat16 may compare equal to a native one): they are
+        always swapped as unsigned integers of their size.
     """
 
     name: str
@@ -75,6 +81,7 @@ class DataType(NamedTuple):
     family: bool = False
     value_bits: int | None = None
     max_byte: int | None = None
+    numpy_orders: bool = True
 
     @property
     def unit_size(self) -> int | None:
@@ -138,7 +145,13 @@ def _rows() -> list[DataType]:
         dtype = np.dtype(getattr(ml_dtypes, name))
         bits = re.fullmatch(r"u?int([24])", name)
         rows.append(
-            DataType(name, dtype, E if dtype.itemsize > 1 else N, value_bits=int(bits.group(1)) if bits else None)
+            DataType(
+                name,
+                dtype,
+                E if dtype.itemsize > 1 else N,
+                value_bits=int(bits.group(1)) if bits else None,
+                numpy_orders=False,
+            )
         )
     return rows
 
@@ -221,6 +234,13 @@ def unit_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return np.dtype(f"u{size}").newbyteorder(order)
 
 
+def numpy_orders(dtype: np.dtype[Any]) -> bool:
+    """Whether numpy orders the bytes of ``dtype`` itself (every leaf of a struct)."""
+    if dtype.fields is not None:
+        return all(numpy_orders(field.base) for field, *_ in dtype.fields.values())
+    return data_type_of(dtype).numpy_orders
+
+
 def needs_endian(dtype: np.dtype[Any]) -> bool:
     """Whether byte order applies to ``dtype`` (any unit wider than one byte)."""
     units = unit_dtype(dtype)
@@ -247,14 +267,15 @@ def parse_dtype(spec: Any) -> np.dtype[Any]:
         if raw:
             bits = int(raw.group(1))
             if bits <= 0 or bits % 8:
-                raise ValueError(f"raw data type {spec!r}: the number of bits must be a positive multiple of 8, got {bits}")
+                raise ValueError(
+                    f"raw data type {spec!r}: the number of bits must be a positive multiple of 8, got {bits}"
+                )
             return np.dtype(f"V{bits // 8}")
         row = DATA_TYPES.get(spec)
         if row is not None:
             if row.family:
                 raise ValueError(
-                    f"data type {spec!r} needs a size or unit; give a numpy dtype instead, "
-                    f"e.g. {example_dtype(row)!r}"
+                    f"data type {spec!r} needs a size or unit; give a numpy dtype instead, e.g. {example_dtype(row)!r}"
                 )
             return row.dtype
         if spec in ML_DTYPES_NAMES:
@@ -293,7 +314,7 @@ def dtype_to_json(dtype: np.dtype[Any]) -> str | list[Any]:
     with each field's dtype in this same form.
     """
     if dtype.fields is not None:
-        fields = []
+        fields: list[list[Any]] = []
         for name, padding_or_format, *_ in dtype.descr:
             if name == "":  # padding keeps the layout
                 fields.append(["", padding_or_format])
@@ -335,4 +356,5 @@ def dtype_from_json(spec: Any) -> np.dtype[Any]:
         return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": offset})
     if isinstance(spec, str) and spec in DATA_TYPES and not DATA_TYPES[spec].family:
         return DATA_TYPES[spec].dtype
-    return np.dtype(spec)
+    dtype: np.dtype[Any] = np.dtype(spec)
+    return dtype

@@ -1,0 +1,639 @@
+"""BytesCodec: round trips, oracles, zero copy, errors, config and registry."""
+
+from __future__ import annotations
+
+import array
+import copy
+import json
+import pickle
+import subprocess
+import sys
+import tracemalloc
+from typing import Any
+
+import numcodecs
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from samples import ML_DTYPES_NAMES, NUMPY_NATIVE, expected_bytes, sample, sample_dtype
+
+from numcodecs_bytes import DATA_TYPES, BytesCodec, migrate_config
+from numcodecs_bytes.data_types import needs_endian
+
+SHAPES = [(), (0,), (7,), (2, 3), (3, 1, 4)]
+NAMES = list(DATA_TYPES)
+
+
+def make(name: str, shape: tuple[int, ...], order: str = "C") -> np.ndarray[Any, Any]:
+    """A sample array of data type ``name`` with the given shape and memory order."""
+    base = sample(name)
+    size = int(np.prod(shape))
+    flat = base[np.arange(size) % len(base)] if size else base[:0]
+    return np.asarray(flat.reshape(shape, order=order), order=order)  # type: ignore[call-overload]
+
+
+def endians(name: str) -> list[str | None]:
+    """The endian values valid for a data type: None only where byte order does not apply."""
+    return ["little", "big"] if needs_endian(sample_dtype(name)) else ["little", "big", None]
+
+
+CASES = [(name, endian) for name in NAMES for endian in endians(name)]
+
+
+# -- round trips against the numpy oracle ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "endian"), CASES)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_round_trip_matches_numpy(name: str, endian: str | None, shape: tuple[int, ...], order: str) -> None:
+    data = make(name, shape, order)
+    before = data.copy(order="K")
+    codec = BytesCodec(endian=endian, dtype=data.dtype)  # type: ignore[arg-type]
+    encoded = codec.encode(data)
+    assert bytes(encoded) == expected_bytes(data, endian)
+    assert data.tobytes(order="A") == before.tobytes(order="A"), "encode modified its input"
+
+    decoded = codec.decode(encoded)
+    assert decoded.dtype == data.dtype and decoded.shape == (data.size,)
+    assert decoded.tobytes() == data.tobytes(order="A")
+
+    out = np.zeros(shape, dtype=data.dtype, order=order)  # type: ignore[call-overload]
+    assert codec.decode(bytes(encoded), out=out) is out
+    assert out.tobytes(order="A") == data.tobytes(order="A")
+
+
+@pytest.mark.parametrize(("name", "endian"), CASES)
+def test_dtype_from_the_data_when_not_configured(name: str, endian: str | None) -> None:
+    data = make(name, (2, 3))
+    codec = BytesCodec(endian=endian)  # type: ignore[arg-type]
+    encoded = codec.encode(data)
+    assert bytes(encoded) == expected_bytes(data, endian)
+    out = np.empty_like(data)
+    codec.decode(encoded, out=out)
+    assert out.tobytes() == data.tobytes()
+
+
+@pytest.mark.parametrize("name", NUMPY_NATIVE)
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_in_memory_byte_order_does_not_change_the_output(name: str, endian: str) -> None:
+    data = make(name, (5,))
+    big_in_memory = data.astype(data.dtype.newbyteorder(">"))
+    codec = BytesCodec(endian=endian, dtype=data.dtype)  # type: ignore[arg-type]
+    assert bytes(codec.encode(big_in_memory)) == bytes(codec.encode(data)) == expected_bytes(data, endian)
+    out = np.empty(5, big_in_memory.dtype)
+    codec.decode(codec.encode(data), out=out)
+    assert out.tobytes() == big_in_memory.tobytes()
+
+
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_strided_input_is_encoded_in_c_order(endian: str) -> None:
+    data = np.arange(60, dtype="<c8").reshape(3, 4, 5).transpose(2, 0, 1)[::2, :, 1:]
+    assert not data.flags.forc
+    codec = BytesCodec(endian=endian, dtype="<c8")  # type: ignore[arg-type]
+    assert bytes(codec.encode(data)) == data.astype({"little": "<c8", "big": ">c8"}[endian]).tobytes(order="C")
+
+
+def test_strided_ml_dtypes_input() -> None:
+    data = make("bfloat16", (4, 6))[:, ::2]
+    codec = BytesCodec(endian="big", dtype="bfloat16")
+    assert bytes(codec.encode(data)) == expected_bytes(np.ascontiguousarray(data), "big")
+
+
+# -- every kind of input buffer ------------------------------------------------------------------------
+
+
+def buffer_kinds(data: np.ndarray[Any, Any]) -> dict[str, Any]:
+    """The same bytes in every kind of buffer a caller may pass."""
+    raw = data.tobytes()
+    as_uint8 = np.frombuffer(raw, np.uint8)
+    kinds: dict[str, Any] = {
+        "bytes": raw,
+        "bytearray": bytearray(raw),
+        "memoryview": memoryview(raw),
+        "uint8 array": as_uint8,
+        "ndarray subclass": as_uint8.view(_Sub),
+    }
+    if len(raw) % 2 == 0 and len(raw) > 2:
+        kinds["2-d F-order array"] = as_uint8.reshape(-1, 2, order="F")  # memory order is still raw's
+    if data.dtype.kind in "iuf" and data.dtype.char in array.typecodes:
+        kinds["array.array"] = array.array(data.dtype.char, data.tolist())
+    return kinds
+
+
+class _Sub(np.ndarray):  # type: ignore[type-arg]
+    """An ndarray subclass, like the ones zarr-any-numcodecs passes."""
+
+
+@pytest.mark.parametrize("name", ["int32", "float64", "complex64", "bool", "fixed_length_utf32", "struct", "bfloat16"])
+def test_every_kind_of_input_buffer(name: str) -> None:
+    data = make(name, (6,))
+    codec = BytesCodec(endian="big", dtype=data.dtype)
+    want = expected_bytes(data, "big")
+    for kind, buf in buffer_kinds(data).items():
+        if isinstance(buf, np.ndarray):  # an array of another dtype is a mistake, not raw bytes
+            with pytest.raises(ValueError, match="the array to encode has dtype uint8"):
+                codec.encode(buf)
+        else:
+            assert bytes(codec.encode(buf)) == want, kind
+    stored = {kind: buf for kind, buf in buffer_kinds(np.frombuffer(want, np.uint8)).items() if kind != "array.array"}
+    for kind, buf in stored.items():
+        assert codec.decode(buf).tobytes() == data.tobytes(), kind
+        out = np.empty_like(data)
+        codec.decode(buf, out=out)
+        assert out.tobytes() == data.tobytes(), kind
+
+
+def test_ndarray_subclass_in_and_out() -> None:
+    codec = BytesCodec(endian="big", dtype="<i4")
+    data = np.arange(6, dtype="<i4").reshape(2, 3).view(_Sub)
+    encoded = codec.encode(data)
+    out = np.zeros((2, 3), "<i4").view(_Sub)
+    assert codec.decode(encoded, out=out) is out
+    assert np.array_equal(out, data)
+
+
+# -- independent oracle: zarr-python's own BytesCodec ------------------------------------------------
+
+ZARR_CASES = [
+    pytest.param(
+        name,
+        endian,
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="zarr-python 3.1 drops endian for structured data and writes native (little endian) fields",
+        ),
+    )
+    if (name, endian) == ("struct", "big")
+    else (name, endian)
+    for name in NAMES
+    if name not in ML_DTYPES_NAMES
+    for endian in ("little", "big")
+]
+
+
+@pytest.mark.parametrize(("name", "endian"), ZARR_CASES)
+def test_matches_zarr_python_bytes_codec(name: str, endian: str) -> None:
+    zarr = pytest.importorskip("zarr")
+    from zarr.codecs import BytesCodec as ZarrBytesCodec
+    from zarr.storage import MemoryStore
+
+    data = make(name, (3, 4))
+    if name == "struct":  # zarr-python 3.1 cannot create arrays of nested structs: a flat one
+        flat = np.dtype([("id", "<u2"), ("x", "<f4"), ("tag", "S2"), ("z", "<c8")])
+        data = np.array([(i * 4099, i / 3, b"ab"[: i % 3], complex(i, -i)) for i in range(12)], flat).reshape(3, 4)
+    chunks: dict[str, Any] = {}
+    z = zarr.create_array(
+        store=MemoryStore(chunks),
+        shape=data.shape,
+        chunks=data.shape,
+        dtype=data.dtype,
+        serializer=ZarrBytesCodec(endian=endian),  # type: ignore[arg-type]
+        compressors=None,
+        config={"write_empty_chunks": True},
+    )
+    z[...] = data
+    zarr_bytes = chunks["c/0/0"].to_bytes()
+    ours = BytesCodec(endian=endian, dtype=data.dtype)  # type: ignore[arg-type]
+    assert bytes(ours.encode(data)) == zarr_bytes
+    assert ours.decode(zarr_bytes).tobytes() == data.tobytes()
+
+
+# -- zero copy, one pass, no temporaries ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_no_swap_encode_is_a_view_of_the_input(order: str) -> None:
+    data = np.asarray(np.arange(24, dtype="<f8").reshape(2, 3, 4), order=order)  # type: ignore[call-overload]
+    encoded = BytesCodec(endian="little").encode(data)
+    assert np.shares_memory(encoded, data)
+    assert bytes(encoded) == data.tobytes(order="A")
+
+
+def test_no_swap_decode_is_a_view_of_the_buffer() -> None:
+    buf = np.arange(100, dtype="<i2").view(np.uint8)
+    decoded = BytesCodec(endian="little", dtype="<i2").decode(buf)
+    assert np.shares_memory(decoded, buf)
+    big = BytesCodec(endian="big", dtype=">i2").decode(buf)
+    assert np.shares_memory(big, buf)
+
+
+def test_single_byte_types_are_never_copied() -> None:
+    for name in ("bool", "uint8", "null_terminated_bytes", "r*"):
+        data = make(name, (9,))
+        assert np.shares_memory(BytesCodec(endian="big").encode(data), data), name
+
+
+def test_swapping_decode_into_out_allocates_no_temporary() -> None:
+    data = np.arange(1 << 20, dtype="<f8")  # 8 MiB
+    codec = BytesCodec(endian="big", dtype="<f8")
+    encoded = bytes(codec.encode(data))
+    out = np.empty_like(data)
+    tracemalloc.start()
+    try:
+        codec.decode(encoded, out=out)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, f"decode into out allocated {peak} bytes"
+    assert np.array_equal(out, data)
+
+
+def test_swapping_encode_allocates_only_its_output() -> None:
+    data = np.arange(1 << 20, dtype="<i4")  # 4 MiB
+    codec = BytesCodec(endian="big", dtype="<i4")
+    tracemalloc.start()
+    try:
+        encoded = codec.encode(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < data.nbytes + (1 << 20), f"encode allocated {peak} bytes for a {data.nbytes}-byte output"
+    assert bytes(encoded) == data.astype(">i4").tobytes()
+
+
+def test_caller_array_is_never_modified_even_when_read_only() -> None:
+    data = np.arange(10, dtype="<u4")
+    data.setflags(write=False)
+    encoded = BytesCodec(endian="big").encode(data)
+    assert np.array_equal(data, np.arange(10))
+    assert bytes(encoded) == np.arange(10, dtype=">u4").tobytes()
+
+
+# -- data-type specific rules ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("corrupt", [2, 0x80, 0xFF])
+def test_corrupt_bool_bytes_raise_and_leave_out_untouched(corrupt: int) -> None:
+    codec = BytesCodec(dtype="bool")
+    buf = bytes([0, 1, 1, corrupt, 0])
+    with pytest.raises(ValueError, match=rf"corrupt bool data: byte 3 is 0x{corrupt:02x}"):
+        codec.decode(buf)
+    out = np.array([True, False, True, False, True])
+    with pytest.raises(ValueError, match="corrupt bool"):
+        codec.decode(buf, out=out)
+    assert out.tolist() == [True, False, True, False, True]
+
+
+@pytest.mark.parametrize(("name", "mask"), [("int2", 0x03), ("int4", 0x0F), ("uint2", 0x03), ("uint4", 0x0F)])
+def test_sub_byte_integers_ignore_the_upper_bits(name: str, mask: int) -> None:
+    pytest.importorskip("ml_dtypes")
+    clean = make(name, (5,))
+    noisy = bytes(b | (~mask & 0xFF & (0xA5 + i)) for i, b in enumerate(clean.view(np.uint8)))
+    codec = BytesCodec(dtype=name)
+    decoded = codec.decode(noisy)
+    assert decoded.view(np.uint8).tolist() == clean.view(np.uint8).tolist()
+    assert decoded.astype(np.int8).tolist() == clean.astype(np.int8).tolist()
+    out = np.empty(5, clean.dtype)
+    codec.decode(noisy, out=out)
+    assert out.view(np.uint8).tolist() == clean.view(np.uint8).tolist()
+
+
+def test_complex_swaps_each_component() -> None:
+    encoded = BytesCodec(endian="big").encode(np.array([1 + 2j], dtype="<c8"))
+    assert bytes(encoded).hex() == "3f800000" + "40000000"
+
+
+def test_utf32_swaps_each_code_unit() -> None:
+    encoded = BytesCodec(endian="big").encode(np.array(["h\u00e9"], dtype="<U2"))
+    assert bytes(encoded).hex() == "00000068" + "000000e9"
+
+
+def test_struct_swaps_each_field_and_leaves_bytes_alone() -> None:
+    data = np.array([(0x0102, b"ab", 0x03040506)], dtype=[("a", "<u2"), ("s", "S2"), ("b", "<u4")])
+    assert bytes(BytesCodec(endian="big").encode(data)).hex() == "0102" + "6162" + "03040506"
+
+
+def test_struct_with_an_ml_dtypes_field() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dtype = np.dtype([("x", ml_dtypes.bfloat16), ("n", "<i2")])
+    data = np.array([(1.5, 258)], dtype=dtype)
+    codec = BytesCodec(endian="big", dtype=dtype)
+    assert bytes(codec.encode(data)).hex() == "3fc0" + "0102"
+    assert codec.decode(codec.encode(data)).tobytes() == data.tobytes()
+    assert BytesCodec.from_config(json.loads(json.dumps(codec.get_config()))) == codec
+
+
+# -- bad input: clear errors, nothing lost --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("endian", ["BIG", "Little", "<", ">", "", 1, True, b"big", ["big"]])
+def test_invalid_endian(endian: Any) -> None:
+    with pytest.raises(ValueError, match=r"endian must be 'little', 'big' or None, got"):
+        BytesCodec(endian=endian)
+
+
+@pytest.mark.parametrize("dtype", ["int16", "<f8", "complex64", "<U4", [("a", "u1"), ("b", "<i2")], "bfloat16"])
+def test_endian_is_required_for_multi_byte_types(dtype: Any) -> None:
+    with pytest.raises(ValueError, match="endian is required for data type"):
+        BytesCodec(dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    "dtype", ["bool", "int8", "uint8", "r24", "S7", [("a", "u1"), ("b", "S3")], "float8_e4m3fn", "int4"]
+)
+@pytest.mark.parametrize("endian", [None, "little", "big"])
+def test_endian_is_optional_and_inert_for_single_byte_types(dtype: Any, endian: Any) -> None:
+    codec = BytesCodec(endian=endian, dtype=dtype)
+    data = np.zeros(3, codec.dtype)
+    assert bytes(codec.encode(data)) == data.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [object, "O", "T", [("a", "<i4"), ("b", "O")]])
+def test_object_and_variable_length_dtypes_raise_type_error(dtype: Any) -> None:
+    with pytest.raises(TypeError, match="fixed-size"):
+        BytesCodec(endian="little", dtype=dtype)
+
+
+@pytest.mark.parametrize(("spec", "message"), [("r12", "got 12"), ("r0", "got 0"), ("r7", "got 7")])
+def test_raw_bits_must_be_a_multiple_of_eight(spec: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"positive multiple of 8, {message}"):
+        BytesCodec(dtype=spec)
+
+
+@pytest.mark.parametrize("spec", ["numpy.datetime64", "fixed_length_utf32", "struct", "U", "S"])
+def test_types_that_need_a_size_or_unit(spec: str) -> None:
+    with pytest.raises(ValueError, match=r"size or unit|zero-sized"):
+        BytesCodec(endian="little", dtype=spec)
+
+
+def test_zarr_names_and_numpy_spellings_agree() -> None:
+    for name, row in DATA_TYPES.items():
+        if not row.family:
+            assert BytesCodec(endian="little", dtype=name).dtype == row.dtype
+    assert BytesCodec(dtype="r16").dtype == np.dtype("V2")
+    assert BytesCodec(endian="big", dtype=np.int16).dtype == np.dtype("<i2")
+
+
+def test_encode_rejects_another_dtype() -> None:
+    codec = BytesCodec(endian="big", dtype="<i4")
+    with pytest.raises(ValueError, match=r"the array to encode has dtype float32, but the codec's dtype is int32"):
+        codec.encode(np.zeros(3, "<f4"))
+    with pytest.raises(ValueError, match="codec's dtype is"):
+        BytesCodec(dtype="r16").encode(np.zeros(3, "V4"))
+    with pytest.raises(ValueError, match="codec's dtype is"):
+        BytesCodec(endian="big", dtype="bfloat16").encode(np.zeros(3, "V2"))
+
+
+def test_encode_of_object_array_raises_type_error() -> None:
+    with pytest.raises(TypeError, match="Python objects"):
+        BytesCodec(endian="big").encode(np.array([1, "a"], dtype=object))
+
+
+def test_encode_multi_byte_without_endian_raises() -> None:
+    with pytest.raises(ValueError, match="endian is required for data type int64"):
+        BytesCodec().encode(np.arange(3, dtype="<i8"))
+
+
+def test_encode_raw_buffer_needs_a_dtype_and_whole_elements() -> None:
+    with pytest.raises(TypeError, match="needs the codec's dtype"):
+        BytesCodec(endian="big").encode(b"\x00\x01")
+    with pytest.raises(ValueError, match="buffer of 6 bytes is not a whole number of 4-byte elements"):
+        BytesCodec(endian="big", dtype="<i4").encode(b"\x00" * 6)
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 9])
+def test_decode_rejects_partial_elements(size: int) -> None:
+    with pytest.raises(ValueError, match=f"buffer of {size} bytes is not a whole number of 4-byte elements"):
+        BytesCodec(endian="big", dtype="<f4").decode(b"\x00" * size)
+
+
+def test_decode_size_mismatch_with_out_names_both_sizes_and_leaves_out_untouched() -> None:
+    out = np.full(3, 7, "<i4")
+    with pytest.raises(ValueError, match=r"buffer of 8 bytes does not match out: 3 elements of int32 are 12 bytes"):
+        BytesCodec(endian="big", dtype="<i4").decode(b"\x00" * 8, out=out)
+    with pytest.raises(ValueError, match=r"buffer of 16 bytes does not match out"):
+        BytesCodec(endian="big").decode(b"\x00" * 16, out=out)
+    assert out.tolist() == [7, 7, 7]
+
+
+def test_decode_into_out_of_another_type_raises_and_leaves_out_untouched() -> None:
+    out = np.full(2, 7, "<f4")
+    with pytest.raises(ValueError, match="out has dtype float32, but the codec's dtype is int32"):
+        BytesCodec(endian="big", dtype="<i4").decode(b"\x00" * 8, out=out)
+    assert out.tolist() == [7, 7]
+
+
+def test_decode_into_bad_out() -> None:
+    codec = BytesCodec(endian="big", dtype="<i4")
+    with pytest.raises(TypeError, match="Python objects"):
+        codec.decode(b"\x00" * 8, out=np.empty(1, dtype=object))
+    with pytest.raises(TypeError, match="out must be a numpy array"):
+        codec.decode(b"\x00" * 8, out=bytearray(8))
+    with pytest.raises(ValueError, match="C- or F-contiguous"):
+        codec.decode(b"\x00" * 8, out=np.zeros(4, "<i4")[::2])
+    read_only = np.zeros(2, "<i4")
+    read_only.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        codec.decode(b"\x00" * 8, out=read_only)
+
+
+def test_decode_needs_a_dtype() -> None:
+    with pytest.raises(ValueError, match="decode needs a dtype"):
+        BytesCodec(endian="big").decode(b"\x00" * 8)
+
+
+def test_decode_of_non_buffers_and_object_arrays() -> None:
+    codec = BytesCodec(endian="big", dtype="<i4")
+    with pytest.raises(TypeError, match="expected a buffer"):
+        codec.decode([1, 2, 3])
+    with pytest.raises(TypeError, match="Python objects"):
+        codec.decode(np.array([b"abcd"], dtype=object))
+    with pytest.raises(ValueError, match="contiguous"):
+        codec.decode(np.zeros(16, np.uint8)[::2])
+
+
+# -- config, equality, pickling ------------------------------------------------------------------------
+
+CONFIG_CASES = [
+    BytesCodec(),
+    BytesCodec(endian="little"),
+    BytesCodec(endian="big", dtype="<i4"),
+    BytesCodec(endian="big", dtype=">c16"),
+    BytesCodec(dtype="r24"),
+    BytesCodec(endian="little", dtype="<M8[ns]"),
+    BytesCodec(endian="big", dtype="<U5"),
+    BytesCodec(endian="big", dtype=sample_dtype("struct")),
+    BytesCodec(endian="big", dtype={"names": ["a"], "formats": ["<u4"], "offsets": [4], "itemsize": 12}),
+]
+
+
+@pytest.mark.parametrize("codec", CONFIG_CASES, ids=repr)
+def test_config_round_trips(codec: BytesCodec) -> None:
+    config = codec.get_config()
+    assert config["id"] == "bytes"
+    assert set(config) == {"id"} | {key for key in ("endian", "dtype") if getattr(codec, key) is not None}
+    from_json = json.loads(json.dumps(config))
+    assert BytesCodec.from_config(from_json) == codec
+    assert numcodecs.get_codec(from_json) == codec
+    assert numcodecs.get_codec({**from_json, "id": "endian"}) == codec
+    again = BytesCodec.from_config(from_json)
+    assert again.dtype == codec.dtype and hash(again) == hash(codec)
+    assert eval(repr(codec), {"BytesCodec": BytesCodec}) == codec
+    assert pickle.loads(pickle.dumps(codec)) == codec
+    assert copy.deepcopy(codec) == codec
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if not DATA_TYPES[n].family])
+def test_every_named_type_has_a_json_config(name: str) -> None:
+    codec = BytesCodec(endian="big", dtype=name)
+    assert BytesCodec.from_config(json.loads(json.dumps(codec.get_config()))).dtype == codec.dtype
+
+
+def test_repr_and_equality() -> None:
+    assert repr(BytesCodec(endian="big", dtype="<i4")) == "BytesCodec(endian='big', dtype='<i4')"
+    assert repr(BytesCodec()) == "BytesCodec()"
+    assert BytesCodec(endian="big") != BytesCodec(endian="little")
+    assert BytesCodec(endian="big", dtype="<i4") != BytesCodec(endian="big", dtype=">i4")
+    assert BytesCodec(endian="big", dtype="int32") == BytesCodec(endian="big", dtype=np.dtype("<i4"))
+    assert BytesCodec(endian="big") != object()
+    assert len({BytesCodec(endian="big"), BytesCodec(endian="big"), BytesCodec()}) == 2
+
+
+def test_from_config_rejects_unknown_keys_and_ids() -> None:
+    with pytest.raises(ValueError, match=r"unknown bytes codec config keys \['order'\]"):
+        BytesCodec.from_config({"endian": "big", "order": "C"})
+    with pytest.raises(ValueError, match="not a bytes codec config: id 'zlib'"):
+        BytesCodec.from_config({"id": "zlib"})
+    with pytest.raises(ValueError, match="endian must be"):
+        numcodecs.get_codec({"id": "bytes", "endian": "middle"})
+
+
+# -- Zarr v3 metadata ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["bytes", "endian"])
+def test_from_v3_accepts_every_form(name: str) -> None:
+    big = BytesCodec(endian="big", dtype="<i4")
+    assert BytesCodec.from_v3({"name": name, "configuration": {"endian": "big"}}, dtype="<i4") == big
+    assert (
+        BytesCodec.from_v3({"name": name, "configuration": {"endian": "big"}, "must_understand": True}, dtype="int32")
+        == big
+    )
+    assert (
+        BytesCodec.from_v3({"name": name, "configuration": {"endian": "big"}, "must_understand": False}, dtype="<i4")
+        == big
+    )
+    assert BytesCodec.from_v3(name) == BytesCodec()
+    assert BytesCodec.from_v3(name, dtype="uint8") == BytesCodec(dtype="u1")
+    assert BytesCodec.from_v3({"name": name}) == BytesCodec()
+    assert BytesCodec.from_v3({"name": name, "must_understand": False}) == BytesCodec()
+    assert BytesCodec.from_v3({"name": name, "configuration": {}}) == BytesCodec()
+
+
+def test_from_v3_rejects_others() -> None:
+    with pytest.raises(ValueError, match="not a bytes codec: name 'zstd'"):
+        BytesCodec.from_v3({"name": "zstd", "configuration": {"level": 1}})
+    with pytest.raises(ValueError, match="not a bytes codec: name 'transpose'"):
+        BytesCodec.from_v3("transpose")
+    with pytest.raises(ValueError, match=r"unknown bytes codec configuration keys \['order'\]"):
+        BytesCodec.from_v3({"name": "bytes", "configuration": {"endian": "big", "order": "C"}})
+    with pytest.raises(ValueError, match=r"unknown keys \['extra'\]"):
+        BytesCodec.from_v3({"name": "bytes", "extra": 1})
+    with pytest.raises(ValueError, match="endian must be"):
+        BytesCodec.from_v3({"name": "bytes", "configuration": {"endian": "BIG"}})
+    with pytest.raises(ValueError, match="endian is required"):
+        BytesCodec.from_v3({"name": "bytes"}, dtype="<f8")
+
+
+def test_to_v3() -> None:
+    assert BytesCodec(endian="big", dtype="<i4").to_v3() == {"name": "bytes", "configuration": {"endian": "big"}}
+    assert BytesCodec(endian="little").to_v3() == {"name": "bytes", "configuration": {"endian": "little"}}
+    assert BytesCodec(dtype="u1").to_v3() == {"name": "bytes"}
+    for codec in CONFIG_CASES:
+        assert BytesCodec.from_v3(codec.to_v3(), dtype=codec.dtype) == codec
+
+
+def test_to_v3_matches_zarr_python() -> None:
+    pytest.importorskip("zarr")
+    from zarr.codecs import BytesCodec as ZarrBytesCodec
+
+    for endian in ("little", "big"):
+        assert BytesCodec(endian=endian).to_v3() == ZarrBytesCodec(endian=endian).to_dict()  # type: ignore[arg-type]
+    assert BytesCodec().to_v3() == ZarrBytesCodec(endian=None).to_dict()
+
+
+# -- the legacy endian id -----------------------------------------------------------------------------------
+
+
+def test_migrate_config() -> None:
+    v2 = {"id": "endian", "endian": "big", "dtype": "<i4"}
+    v3 = {"name": "endian", "configuration": {"endian": "little"}, "must_understand": True}
+    assert migrate_config(v2) == {"id": "bytes", "endian": "big", "dtype": "<i4"}
+    assert migrate_config(v3) == {"name": "bytes", "configuration": {"endian": "little"}, "must_understand": True}
+    assert migrate_config("endian") == "bytes"
+    assert v2["id"] == "endian" and v3["name"] == "endian", "migrate_config mutated its input"
+    for other in (
+        {"id": "zlib", "level": 1},
+        {"name": "bytes"},
+        {"name": "transpose", "configuration": {"order": [1, 0]}},
+        "crc32c",
+    ):
+        migrated = migrate_config(other)
+        assert migrated == other
+    nested = {"id": "endian", "endian": "big", "extra": {"list": [1]}}
+    migrated = migrate_config(nested)
+    migrated["extra"]["list"].append(2)
+    assert nested["extra"]["list"] == [1], "migrate_config must return a new, independent config"
+    assert numcodecs.get_codec(migrate_config(v2)) == numcodecs.get_codec(v2)
+
+
+def test_both_ids_resolve_in_a_fresh_interpreter_that_never_imported_the_package() -> None:
+    script = """
+import sys, numcodecs
+assert "numcodecs_bytes" not in sys.modules
+new = numcodecs.get_codec({"id": "bytes", "endian": "big", "dtype": "<i4"})
+old = numcodecs.get_codec({"id": "endian", "endian": "big", "dtype": "<i4"})
+assert "numcodecs_bytes" in sys.modules
+assert type(new).__module__.startswith("numcodecs_bytes")
+assert new == old and old.get_config()["id"] == "bytes", (new, old)
+print(bytes(new.encode(__import__("numpy").arange(2, dtype="<i4"))).hex())
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0000000000000001"
+
+
+def test_importing_registers_both_ids() -> None:
+    from numcodecs.registry import codec_registry
+
+    assert codec_registry["bytes"] is BytesCodec
+    assert codec_registry["endian"] is BytesCodec
+
+
+# -- property-based ----------------------------------------------------------------------------------------
+
+numeric_dtypes = st.sampled_from(
+    ["<i2", ">i4", "<u8", ">u2", "<f2", ">f4", "<f8", ">c8", "<c16", "<M8[us]", ">m8[D]", "?", "i1"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), dtype=numeric_dtypes, endian=st.sampled_from(["little", "big"]), order=st.sampled_from("CF"))
+def test_random_arrays_round_trip_and_match_numpy(data: st.DataObject, dtype: str, endian: str, order: str) -> None:
+    shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5))
+    values = data.draw(hnp.arrays(np.dtype(dtype), shape))
+    values = np.asarray(values, order=order)  # type: ignore[call-overload]
+    codec = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
+    encoded = codec.encode(values)
+    assert bytes(encoded) == expected_bytes(values, endian)
+    out = np.empty(shape, dtype, order=order)  # type: ignore[call-overload]
+    codec.decode(encoded, out=out)
+    assert out.tobytes(order="A") == values.tobytes(order="A")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    name=st.sampled_from([n for n in NAMES if DATA_TYPES[n].max_byte is None and DATA_TYPES[n].value_bits is None]),
+    endian=st.sampled_from(["little", "big"]),
+    raw=st.binary(max_size=96),
+)
+def test_any_stored_bytes_decode_and_encode_back_unchanged(name: str, endian: str, raw: bytes) -> None:
+    dtype = sample_dtype(name)
+    raw = raw[: len(raw) - len(raw) % dtype.itemsize]
+    codec = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
+    assert bytes(codec.encode(codec.decode(raw))) == raw
+    out = np.empty(len(raw) // dtype.itemsize, dtype)
+    assert bytes(codec.encode(codec.decode(raw, out=out))) == raw

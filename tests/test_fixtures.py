@@ -1,0 +1,43 @@
+"""The committed encoded vectors: any change of output fails here.
+
+In the manner of numcodecs' ``check_backwards_compatibility``, but the files are
+never created by the test run: a missing file fails (``python
+tests/make_fixtures.py`` writes new ones, checked against the numpy oracle).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numcodecs
+import numpy as np
+import pytest
+from make_fixtures import FIXTURES, fixture_path
+
+from numcodecs_bytes import DATA_TYPES
+
+
+@pytest.mark.parametrize("endian", ["little", "big"])
+@pytest.mark.parametrize("name", list(DATA_TYPES))
+def test_encoded_vectors_are_unchanged(name: str, endian: str) -> None:
+    path = fixture_path(name, endian)
+    assert path.exists(), f"no fixture for {name} {endian}: run python tests/make_fixtures.py"
+    record = json.loads(path.read_text())
+    codec = numcodecs.get_codec(record["config"])
+    assert codec.get_config() == record["config"]
+    values = np.frombuffer(bytes.fromhex(record["values_hex"]), dtype=codec.dtype)
+    assert len(values) == record["count"]
+    encoded = bytes.fromhex(record["encoded_hex"])
+
+    assert bytes(codec.encode(values)) == encoded
+    assert codec.decode(encoded).tobytes() == values.tobytes()
+    out = np.empty_like(values)
+    codec.decode(encoded, out=out)
+    assert out.tobytes() == values.tobytes()
+    legacy = numcodecs.get_codec({**record["config"], "id": "endian"})
+    assert bytes(legacy.encode(values)) == encoded
+
+
+def test_no_stray_fixture_files() -> None:
+    expected = {fixture_path(name, endian) for name in DATA_TYPES for endian in ("little", "big")}
+    assert set(FIXTURES.glob("*.json")) == expected

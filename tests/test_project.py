@@ -1,0 +1,26 @@
+"""The project's own promises: CI runs what the README tells users to run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+
+
+def quick_start_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"## Quick start\s+```bash\n(.*?)```", readme, re.S)
+    assert block, "README.md has no Quick start block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_quick_start_has_exactly_two_commands() -> None:
+    install_and_demo, install_and_test = quick_start_commands()
+    assert "demo" in install_and_demo
+    assert ".[test]" in install_and_test and "pytest" in install_and_test
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert quick_start_commands()[1] in ci_lines
