@@ -1,9 +1,12 @@
 """Split large byte-order copies over a few threads.
 
-A swap is pure memory traffic, and numpy releases the GIL while it copies, so
-one thread per core moves a large buffer about twice as fast as one thread on
-two cores. Small buffers stay on the calling thread, where a hand-off would
-cost more than the copy.
+numpy releases the GIL while it copies, so a large swap can run on every
+core. Whether that pays depends on the machine: on the 2-core VM of
+benchmarks/results.md one thread already reaches the memory bandwidth
+(18-20 GB/s into existing memory) and waking a second one costs about 100 us,
+so two threads first break even at about 32 MiB; a fresh output (encode), bound
+by page faults rather than bandwidth, gains up to 1.4x above that. Smaller
+buffers stay on the calling thread.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import numpy as np
 
 __all__ = ["THRESHOLD_BYTES", "copy_into", "get_nthreads", "set_nthreads"]
 
-THRESHOLD_BYTES = 4 << 20
-"""Copies of fewer bytes stay on the calling thread (chosen from benchmarks/run.py)."""
+THRESHOLD_BYTES = 32 << 20
+"""Copies of fewer bytes stay on the calling thread (chosen from benchmarks/run.py); parts are at least half this."""
 
 _ENV_VAR = "NUMCODECS_BYTES_NTHREADS"
 

@@ -1,0 +1,199 @@
+"""Threads, partial decode and the large-buffer paths (deterministic: no timing here).
+
+Speed itself is measured by benchmarks/run.py, not by unit tests.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import numcodecs_bytes
+import numcodecs_bytes._threads
+from numcodecs_bytes import BytesCodec, get_nthreads, set_nthreads
+
+
+@pytest.fixture
+def nthreads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Restores the thread count, and lowers the threshold so that LARGE is split into parts."""
+    monkeypatch.setattr(numcodecs_bytes._threads, "THRESHOLD_BYTES", 1 << 19)
+    previous = get_nthreads()
+    yield
+    set_nthreads(previous)
+
+
+# Above the codec's astype-path limit (1 MiB), in several parts, split unevenly.
+LARGE = (3 << 20) + 24
+
+
+@pytest.mark.parametrize("dtype", ["<u2", "<i4", "<f8", "<c16", "<U3", "<M8[ns]"])
+def test_results_are_identical_with_one_and_many_threads(dtype: str, nthreads: None) -> None:
+    count = LARGE // np.dtype(dtype).itemsize
+    data = np.random.default_rng(1).integers(0, 2**15, count).astype(dtype)
+    codec = BytesCodec(endian="big", dtype=dtype)
+    results = {}
+    for n in (1, 2, 3, 8):
+        set_nthreads(n)
+        assert n == 1 or len(_parts_used(codec, data)) == min(n, LARGE // (1 << 18)), "not split into parts"
+        encoded = bytes(codec.encode(data))
+        decoded = codec.decode(encoded)
+        out = np.empty_like(data)
+        codec.decode(encoded, out=out)
+        assert decoded.tobytes() == out.tobytes() == data.tobytes()
+        results[n] = encoded
+    assert len(set(results.values())) == 1
+    assert results[1] == data.astype(np.dtype(dtype).newbyteorder(">")).tobytes()
+
+
+def _parts_used(codec: BytesCodec, data: np.ndarray) -> list[int]:  # type: ignore[type-arg]
+    """The sizes of the parts a swapping decode into out is split into."""
+    sizes: list[int] = []
+    original = numcodecs_bytes._threads._copy_part
+
+    def recording(dst: np.ndarray, src: np.ndarray) -> None:  # type: ignore[type-arg]
+        sizes.append(dst.nbytes)
+        original(dst, src)
+
+    encoded = bytes(codec.encode(data))
+    numcodecs_bytes._threads._copy_part = recording  # type: ignore[assignment]
+    try:
+        codec.decode(encoded, out=np.empty_like(data))
+    finally:
+        numcodecs_bytes._threads._copy_part = original
+    assert sum(sizes) == data.nbytes
+    return sizes
+
+
+def test_large_ml_dtypes_and_struct_paths(nthreads: None) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    set_nthreads(2)
+    data = np.linspace(-4, 4, LARGE // 2).astype(ml_dtypes.bfloat16)
+    codec = BytesCodec(endian="big", dtype="bfloat16")
+    encoded = bytes(codec.encode(data))
+    assert encoded == data.view("<u2").astype(">u2").tobytes()
+    assert codec.decode(encoded).tobytes() == data.tobytes()
+    struct = np.zeros(LARGE // 12, [("a", "<i4"), ("b", "<f8")])
+    struct["a"] = np.arange(len(struct))
+    codec = BytesCodec(endian="big", dtype=struct.dtype)
+    assert bytes(codec.encode(struct)) == struct.astype(struct.dtype.newbyteorder(">")).tobytes()
+
+
+def test_set_nthreads_validates_and_returns_the_previous_value(nthreads: None) -> None:
+    previous = set_nthreads(3)
+    assert get_nthreads() == 3
+    assert set_nthreads(previous) == 3
+    for bad in (0, -1, 1.5, "2", True, None):
+        with pytest.raises(ValueError, match="whole number >= 1"):
+            set_nthreads(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("value", "expected"), [("1", "1"), ("3", "3"), ("", str(min(os.cpu_count() or 1, 8)))])
+def test_environment_variable_sets_the_default(value: str, expected: str) -> None:
+    env = {**os.environ, "NUMCODECS_BYTES_NTHREADS": value}
+    code = "import numcodecs_bytes; print(numcodecs_bytes.get_nthreads())"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == expected
+
+
+def test_bad_environment_variable_is_a_clear_error() -> None:
+    env = {**os.environ, "NUMCODECS_BYTES_NTHREADS": "many"}
+    code = "import numcodecs_bytes"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert "NUMCODECS_BYTES_NTHREADS must be a whole number >= 1, got 'many'" in result.stderr
+
+
+def test_many_threads_calling_one_codec_at_once(nthreads: None) -> None:
+    set_nthreads(2)
+    codec = BytesCodec(endian="big", dtype="<i4")
+    arrays = [np.arange(i, i + LARGE // 4, dtype="<i4") for i in range(6)]
+    expected = [a.astype(">i4").tobytes() for a in arrays]
+    barrier = threading.Barrier(6)
+
+    def work(index: int) -> bool:
+        barrier.wait()
+        ok = True
+        for _ in range(3):
+            encoded = codec.encode(arrays[index])
+            out = np.empty_like(arrays[index])
+            codec.decode(encoded, out=out)
+            ok &= bytes(encoded) == expected[index] and np.array_equal(out, arrays[index])
+        return ok
+
+    with ThreadPoolExecutor(6) as pool:
+        assert all(pool.map(work, range(6)))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_pool_survives_fork(nthreads: None) -> None:
+    set_nthreads(2)
+    codec = BytesCodec(endian="big", dtype="<f8")
+    data = np.arange(LARGE // 8, dtype="<f8")
+    expected = data.astype(">f8").tobytes()
+    assert bytes(codec.encode(data)) == expected  # the parent's pool now exists
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: the parent's threads are gone; the codec must start its own
+        try:
+            ok = bytes(codec.encode(data)) == expected and np.array_equal(codec.decode(expected), data)
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1" and status == 0
+    assert bytes(codec.encode(data)) == expected
+
+
+# -- partial decode ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_decode_partial(endian: str) -> None:
+    data = np.arange(100, dtype="<i8") * 1_000_003
+    codec = BytesCodec(endian=endian, dtype="<i8")  # type: ignore[arg-type]
+    encoded = bytes(codec.encode(data))
+    assert np.array_equal(codec.decode_partial(encoded, 10, 5), data[10:15])
+    assert np.array_equal(codec.decode_partial(encoded, 0, 100), data)
+    assert codec.decode_partial(encoded, 100, 0).size == 0
+    out = np.zeros(7, "<i8")
+    assert codec.decode_partial(memoryview(encoded), 93, 7, out=out) is out
+    assert np.array_equal(out, data[93:])
+
+
+def test_decode_partial_reads_only_its_bytes() -> None:
+    codec = BytesCodec(endian="big", dtype="<u4")
+    big = np.zeros(1 << 22, np.uint8)  # 4 MiB of stored data: decoding 2 elements must not touch the rest
+    big[8:16] = [0, 0, 0, 7, 0, 0, 1, 0]
+    part = codec.decode_partial(big, 2, 2)
+    assert part.tolist() == [7, 256]
+    assert part.nbytes == 8
+
+
+def test_decode_partial_out_of_range() -> None:
+    codec = BytesCodec(endian="big", dtype="<u2")
+    buf = bytes(20)
+    with pytest.raises(ValueError, match=r"elements 8\.\.12 are out of range: the buffer holds 10 elements of uint16"):
+        codec.decode_partial(buf, 8, 4)
+    for start, nitems in ((-1, 2), (0, -2), (1.5, 1), (0, True)):
+        with pytest.raises(ValueError, match="must be a whole number >= 0"):
+            codec.decode_partial(buf, start, nitems)  # type: ignore[arg-type]
+    out = np.full(3, 9, "<u2")
+    with pytest.raises(ValueError, match="does not match out"):
+        codec.decode_partial(buf, 0, 2, out=out)
+    assert out.tolist() == [9, 9, 9]
+    with pytest.raises(ValueError, match="needs a dtype"):
+        BytesCodec(endian="big").decode_partial(buf, 0, 1)
+
+
+def test_public_names() -> None:
+    assert {"BytesCodec", "DATA_TYPES", "migrate_config", "set_nthreads", "get_nthreads"} <= set(
+        numcodecs_bytes.__all__
+    )
