@@ -1,0 +1,99 @@
+"""Zarr v3 arrays: the codec through zarr-any-numcodecs, and reading stores written by zarr-python."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numcodecs_bytes import BytesCodec
+
+zarr = pytest.importorskip("zarr")
+if int(zarr.__version__.split(".")[0]) < 3:
+    pytest.skip("Zarr v3 arrays need zarr 3", allow_module_level=True)
+any_numcodecs = pytest.importorskip("zarr_any_numcodecs")
+from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
+
+NUMERIC = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+NUMERIC += ["float16", "float32", "float64", "complex64", "complex128", "bool"]
+SHAPE, CHUNKS = (5, 7), (2, 3)  # edge chunks on both axes
+
+
+def values(dtype: str) -> np.ndarray[Any, Any]:
+    base = np.arange(np.prod(SHAPE)).reshape(SHAPE) * 2_654_435_761 % 100_003 - 50_000
+    if dtype == "bool":
+        return base % 3 == 0
+    if dtype.startswith("complex"):
+        return (base + 1j / (base + 0.5)).astype(dtype)
+    if dtype.startswith("float"):
+        return (base / 7).astype(dtype)
+    info = np.iinfo(dtype)
+    return (base % min(int(info.max) + 1, 1 << 62)).astype(dtype) if dtype.startswith("uint") else base.astype(dtype)
+
+
+def chunk_files(path: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(path)): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name != "zarr.json"
+    }
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("endian", ["little", "big"])
+@pytest.mark.parametrize("with_dtype", [False, True], ids=["dtype from zarr", "dtype configured"])
+def test_adapter_chunks_are_byte_identical_to_zarr_native(
+    tmp_path: Path, dtype: str, endian: str, with_dtype: bool
+) -> None:
+    data = values(dtype)
+    ours = BytesCodec(endian=endian, dtype=data.dtype if with_dtype else None)  # type: ignore[arg-type]
+    common: dict[str, Any] = dict(shape=SHAPE, chunks=CHUNKS, dtype=data.dtype, compressors=None, fill_value=0)
+    common["config"] = {"write_empty_chunks": True}  # compare all 9 chunks, fill-valued ones too
+    adapted = zarr.create_array(
+        store=str(tmp_path / "ours.zarr"), serializer=any_numcodecs.AnyNumcodecsArrayBytesCodec(ours), **common
+    )
+    native = zarr.create_array(store=str(tmp_path / "native.zarr"), serializer=ZarrBytesCodec(endian=endian), **common)  # type: ignore[arg-type]
+    adapted[...] = data
+    native[...] = data
+
+    reopened = zarr.open_array(str(tmp_path / "ours.zarr"), mode="r")
+    assert np.array_equal(reopened[...], data)
+    assert np.array_equal(reopened[1:4, 2:6], data[1:4, 2:6])
+    ours_files, native_files = chunk_files(tmp_path / "ours.zarr"), chunk_files(tmp_path / "native.zarr")
+    assert ours_files.keys() == native_files.keys() and len(ours_files) == 9
+    assert ours_files == native_files
+    codecs = json.loads((tmp_path / "ours.zarr" / "zarr.json").read_text())["codecs"]
+    assert codecs[0] == {"name": "any-numcodecs.array-bytes", "configuration": ours.get_config()}
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_from_v3_decodes_a_store_written_by_zarr_python(tmp_path: Path, dtype: str, endian: str) -> None:
+    data = values(dtype)
+    store = tmp_path / "native.zarr"
+    z = zarr.create_array(
+        store=str(store),
+        shape=SHAPE,
+        chunks=CHUNKS,
+        dtype=data.dtype,
+        compressors=None,
+        serializer=ZarrBytesCodec(endian=endian),
+        fill_value=0,
+        config={"write_empty_chunks": True},  # type: ignore[arg-type]
+    )
+    z[...] = data
+    metadata = json.loads((store / "zarr.json").read_text())
+    (entry,) = [c for c in metadata["codecs"] if (c if isinstance(c, str) else c["name"]) == "bytes"]
+    codec = BytesCodec.from_v3(entry, dtype=metadata["data_type"])
+
+    expected = zarr.open_array(str(store), mode="r")[...]
+    for i in range(0, SHAPE[0], CHUNKS[0]):
+        for j in range(0, SHAPE[1], CHUNKS[1]):
+            raw = (store / "c" / str(i // CHUNKS[0]) / str(j // CHUNKS[1])).read_bytes()
+            chunk = np.empty(CHUNKS, dtype=data.dtype)  # stored chunks are full size, edge or not
+            codec.decode(raw, out=chunk)
+            block = expected[i : i + CHUNKS[0], j : j + CHUNKS[1]]
+            assert np.array_equal(chunk[: block.shape[0], : block.shape[1]], block)
