@@ -24,3 +24,19 @@ def test_quick_start_has_exactly_two_commands() -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert quick_start_commands()[1] in ci_lines
+
+
+def test_benchmark_script_runs() -> None:
+    """The benchmark must keep working (quick mode: small sizes, writes nothing)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "| int32 | 4 KiB | encode |" in result.stdout
+    assert "4. int32 4 KiB encode" in result.stdout

@@ -1,0 +1,363 @@
+"""Benchmark numcodecs-bytes against the limit and against what users use instead.
+
+    python benchmarks/run.py            # the full run: 4 KiB .. 256 MiB, writes results + plot
+    python benchmarks/run.py --quick    # small sizes only, nothing written (a smoke test)
+
+Every contender is timed on the same data, interleaved (one call of each in
+turn, repeated), so drift on a busy machine hits all alike. Reported per case:
+the median throughput with its min-max, and ratios of best times (numcodecs-bytes
+against each contender). The targets of issue 4 are checked at the end.
+
+Contenders, each swapping native (little endian) data to big endian and back:
+- memcpy: ``np.copyto`` into a preallocated buffer, one thread (no swap: the limit)
+- numpy astype: ``a.astype(swapped dtype)``; into ``out``: ``np.copyto(out, swapped view)``
+- numcodecs AsType: ``AsType(encode_dtype=">i4", decode_dtype="<i4")`` and its kin
+- zarr BytesCodec: zarr-python's own codec, called synchronously
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import platform
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numcodecs
+import numpy as np
+
+import numcodecs_bytes
+from numcodecs_bytes import BytesCodec
+
+HERE = Path(__file__).parent
+KiB, MiB = 1 << 10, 1 << 20
+SIZES = [4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB]
+QUICK_SIZES = [4 * KiB, 64 * KiB]
+DTYPES = ["<u2", "<i4", "<f8", "<c16", "|b1"]
+OPS = ["encode", "decode", "decode into out"]
+OURS = "numcodecs-bytes"
+
+
+def _zarr_bytes_codec(
+    dtype: np.dtype[Any], shape: tuple[int, ...]
+) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """zarr-python's BytesCodec as sync encode/decode functions (its chunk-level API)."""
+    try:
+        from zarr.codecs import BytesCodec as ZarrBytesCodec
+        from zarr.core.array_spec import ArrayConfig, ArraySpec
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.buffer.cpu import NDBuffer
+        from zarr.core.dtype import get_data_type_from_native_dtype
+    except ImportError:
+        return None
+    spec = ArraySpec(
+        shape=shape,
+        dtype=get_data_type_from_native_dtype(dtype),
+        fill_value=0,
+        config=ArrayConfig(order="C", write_empty_chunks=True),
+        prototype=default_buffer_prototype(),
+    )
+    codec = ZarrBytesCodec(endian="big").evolve_from_array_spec(spec)
+    return (
+        lambda a: codec._encode_sync(NDBuffer.from_numpy_array(a), spec),
+        lambda e: codec._decode_sync(e, spec),
+    )
+
+
+def contenders(dtype: np.dtype[Any], data: np.ndarray[Any, Any]) -> dict[str, dict[str, Callable[[], Any]]]:
+    """For each contender, a zero-argument callable per operation, on this data."""
+    swapped = dtype.newbyteorder(">")
+    ours = BytesCodec(endian="big", dtype=dtype)
+    astype = numcodecs.AsType(encode_dtype=swapped.str, decode_dtype=dtype.str)
+    encoded = bytes(ours.encode(data))
+    encoded_view = np.frombuffer(encoded, swapped)
+    out = np.empty_like(data)
+    prealloc = np.empty_like(data)
+    result: dict[str, dict[str, Callable[[], Any]]] = {
+        "memcpy": {op: (lambda: np.copyto(prealloc, data)) for op in OPS},
+        "numpy astype": {
+            "encode": lambda: data.astype(swapped),
+            "decode": lambda: encoded_view.astype(dtype),
+            "decode into out": lambda: np.copyto(out, encoded_view),
+        },
+        "numcodecs AsType": {
+            "encode": lambda: astype.encode(data),
+            "decode": lambda: astype.decode(encoded),
+            "decode into out": lambda: astype.decode(encoded, out=out),
+        },
+        OURS: {
+            "encode": lambda: ours.encode(data),
+            "decode": lambda: ours.decode(encoded),
+            "decode into out": lambda: ours.decode(encoded, out=out),
+        },
+    }
+    zarr_codec = _zarr_bytes_codec(dtype, data.shape)
+    if zarr_codec is not None:
+        zarr_encode, zarr_decode = zarr_codec
+        zarr_encoded = zarr_encode(data)
+        result["zarr BytesCodec"] = {"encode": lambda: zarr_encode(data), "decode": lambda: zarr_decode(zarr_encoded)}
+    return result
+
+
+def time_calls(call: Callable[[], Any], nbytes: int) -> float:
+    """Seconds per call: loops small calls so each sample lasts about 2 ms."""
+    loops = max(1, (2 * MiB) // max(nbytes, 1) * 2) if nbytes < 16 * MiB else 1
+    start = time.perf_counter()
+    for _ in range(loops):
+        call()
+    return (time.perf_counter() - start) / loops
+
+
+def measure(size: int, repeats: int) -> list[dict[str, Any]]:
+    rows = []
+    for dtype_str in DTYPES:
+        dtype = np.dtype(dtype_str)
+        rng = np.random.default_rng(0)
+        data = (
+            rng.integers(0, 2, size // dtype.itemsize).astype(dtype)
+            if dtype.kind == "b"
+            else (
+                rng.standard_normal(size // dtype.itemsize * (2 if dtype.kind == "c" else 1)).view(dtype)
+                if dtype.kind in "fc"
+                else rng.integers(0, 1 << (8 * dtype.itemsize - 2), size // dtype.itemsize).astype(dtype)
+            )
+        )
+        calls = contenders(dtype, data)
+        for op in OPS:
+            timings: dict[str, list[float]] = {name: [] for name, ops in calls.items() if op in ops}
+            for name in timings:  # warm up: first touch, caches, lazy pools
+                calls[name][op]()
+            for _ in range(repeats):
+                for name in timings:
+                    gc.collect()
+                    timings[name].append(time_calls(calls[name][op], size))
+            for name, samples in timings.items():
+                rows.append(
+                    {
+                        "dtype": dtype.name,
+                        "size": size,
+                        "op": op,
+                        "contender": name,
+                        "best_s": min(samples),
+                        "median_s": statistics.median(samples),
+                        "worst_s": max(samples),
+                    }
+                )
+        del data, calls
+        gc.collect()
+    return rows
+
+
+def native_rows(sizes: list[int], repeats: int) -> list[dict[str, Any]]:
+    """Target 1: no swap needed, so no copy: time should not grow with size."""
+    rows = []
+    for size in sizes:
+        data = np.arange(size // 4, dtype="<i4")
+        codec = BytesCodec(endian="little", dtype="<i4")
+        encoded = codec.encode(data)
+        calls: tuple[tuple[str, Callable[[], Any]], ...] = (
+            ("encode", lambda codec=codec, data=data: codec.encode(data)),
+            ("decode", lambda codec=codec, encoded=encoded: codec.decode(encoded)),
+        )
+        for op, call in calls:
+            call()
+            samples = [time_calls(call, 4 * KiB) for _ in range(repeats)]
+            rows.append({"size": size, "op": op, "best_s": min(samples), "median_s": statistics.median(samples)})
+    return rows
+
+
+def decode_into_out_peak_bytes(size: int) -> int:
+    """Target 3: extra memory while decoding ``size`` bytes of float64 into out."""
+    data = np.arange(size // 8, dtype="<f8")
+    codec = BytesCodec(endian="big", dtype="<f8")
+    encoded = bytes(codec.encode(data))
+    out = np.empty_like(data)
+    tracemalloc.start()
+    codec.decode(encoded, out=out)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def human(size: int) -> str:
+    return f"{size // MiB} MiB" if size >= MiB else f"{size // KiB} KiB"
+
+
+def gbps(size: int, seconds: float) -> float:
+    return size / seconds / 1e9
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """Markdown: per case, throughput median [min-max] of each contender, and our ratio (best times)."""
+    names = ["memcpy", "numpy astype", "numcodecs AsType", "zarr BytesCodec", OURS]
+    lines = [
+        "| dtype | size | op | " + " | ".join(f"{n} GB/s" for n in names) + " | ours vs astype / AsType / zarr |",
+        "|" + " --- |" * (len(names) + 4),
+    ]
+    cases: dict[tuple[str, int, str], dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        cases.setdefault((row["dtype"], row["size"], row["op"]), {})[row["contender"]] = row
+    for (dtype, size, op), by_name in cases.items():
+        cells = []
+        for name in names:
+            row = by_name.get(name)
+            if row is None:
+                cells.append("n/a")
+                continue
+            cells.append(
+                f"{gbps(size, row['median_s']):.2f} [{gbps(size, row['worst_s']):.2f}-{gbps(size, row['best_s']):.2f}]"
+            )
+        ours = by_name[OURS]["best_s"]
+        ratios = [
+            f"{by_name[n]['best_s'] / ours:.2f}x" if n in by_name else "n/a"
+            for n in ("numpy astype", "numcodecs AsType", "zarr BytesCodec")
+        ]
+        lines.append(f"| {dtype} | {human(size)} | {op} | " + " | ".join(cells) + " | " + " / ".join(ratios) + " |")
+    return "\n".join(lines)
+
+
+def check_targets(rows: list[dict[str, Any]], native: list[dict[str, Any]], peak: int | None) -> list[str]:
+    """The targets of issue 4, as PASS/FAIL lines with the measured figures."""
+    best = {(r["dtype"], r["size"], r["op"], r["contender"]): r["best_s"] for r in rows}
+    lines = []
+
+    def verdict(ok: bool, text: str) -> None:
+        lines.append(f"{'PASS' if ok else 'FAIL'}  {text}")
+
+    by_size = {(r["size"], r["op"]): r["best_s"] for r in native}
+    sizes = sorted({r["size"] for r in native})
+    for op in ("encode", "decode"):
+        ratio = by_size[(sizes[-1], op)] / by_size[(sizes[0], op)]
+        verdict(
+            ratio <= 3,
+            f"1. native {op}: time at {human(sizes[-1])} is {ratio:.2f}x the time at {human(sizes[0])} (<= 3x)",
+        )
+    swap_dtypes = [d for d in DTYPES if np.dtype(d).itemsize > 1]
+    for size in sorted({r["size"] for r in rows}):
+        for dtype in (np.dtype(d).name for d in swap_dtypes):
+            ours = best.get((dtype, size, "encode", OURS))
+            if ours is None:
+                continue
+            if size >= 16 * MiB:
+                for other in ("numpy astype", "numcodecs AsType", "zarr BytesCodec"):
+                    theirs = best.get((dtype, size, "encode", other))
+                    if theirs is not None:
+                        verdict(
+                            theirs / ours >= 1.6,
+                            f"2. {dtype} {human(size)} encode: {theirs / ours:.2f}x {other} (>= 1.6x)",
+                        )
+                memcpy = best[(dtype, size, "decode into out", "numpy astype")]
+                into_out = best[(dtype, size, "decode into out", OURS)]
+                verdict(
+                    memcpy / into_out >= 1.6,
+                    f"3. {dtype} {human(size)} decode into out: "
+                    f"{memcpy / into_out:.2f}x single-thread np.copyto (>= 1.6x)",
+                )
+            if size == 4 * KiB:
+                for op in ("encode", "decode"):
+                    ratio = best[(dtype, size, op, OURS)] / best[(dtype, size, op, "numcodecs AsType")]
+                    verdict(ratio <= 0.8, f"4. {dtype} 4 KiB {op}: {ratio:.2f}x the time of AsType (<= 0.8x)")
+    if peak is not None:
+        verdict(peak <= MiB, f"3. extra memory decoding 64 MiB into out: {peak} bytes (<= 1 MiB)")
+    return lines
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), sharey=True)
+    for ax, op in zip(axes, OPS, strict=True):
+        for name in ["memcpy", "numpy astype", "numcodecs AsType", "zarr BytesCodec", OURS]:
+            points = sorted(
+                (r["size"], gbps(r["size"], r["best_s"]))
+                for r in rows
+                if r["op"] == op and r["contender"] == name and r["dtype"] == "int32"
+            )
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.plot(xs, ys, marker="o", label=name, linewidth=2.5 if name == OURS else 1.2)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(SIZES, [human(s) for s in SIZES])
+        ax.set_title(f"int32 {op}, little -> big endian")
+        ax.set_xlabel("chunk size")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("throughput, GB/s (best of interleaved runs)")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def environment() -> dict[str, str]:
+    import os
+
+    versions = {"python": platform.python_version(), "numpy": np.__version__, "numcodecs": numcodecs.__version__}
+    try:
+        import zarr
+
+        versions["zarr"] = zarr.__version__
+    except ImportError:
+        pass
+    versions["numcodecs-bytes"] = numcodecs_bytes.__version__
+    return {
+        "date": datetime.date.today().isoformat(),
+        "cores": str(os.cpu_count()),
+        "threads": str(numcodecs_bytes.get_nthreads()),
+        **versions,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats, write nothing")
+    parser.add_argument("--repeats", type=int, default=None, help="interleaved runs per case (default 7, quick 3)")
+    parser.add_argument("--sizes", help="comma-separated sizes in KiB, e.g. 16384,262144 (writes nothing)")
+    args = parser.parse_args(argv)
+    sizes = QUICK_SIZES if args.quick else SIZES
+    if args.sizes:
+        sizes = [int(kib) * KiB for kib in args.sizes.split(",")]
+        args.quick = True  # a partial run: print, write nothing
+    repeats = args.repeats or (3 if args.quick else 7)
+
+    env = environment()
+    print("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()), flush=True)
+    rows: list[dict[str, Any]] = []
+    for size in sizes:
+        print(f"measuring {human(size)} ...", file=sys.stderr, flush=True)
+        rows += measure(size, repeats)
+    native = native_rows([4 * KiB, 64 * MiB] if not args.quick else [4 * KiB, 64 * KiB], repeats)
+    peak = None if args.quick else decode_into_out_peak_bytes(64 * MiB)
+    text = table(rows)
+    targets = check_targets(rows, native, peak)
+    print(text)
+    print()
+    print("\n".join(targets))
+    if not args.quick:
+        (HERE / "results.md").write_text(
+            f"Measured {env['date']} on {platform.machine()} with {env['cores']} cores; "
+            + ", ".join(f"{k} {v}" for k, v in env.items() if k not in ("date", "cores"))
+            + ".\n\nThroughput in GB/s: median [min-max] of interleaved runs; ratios compare best times.\n\n"
+            + text
+            + "\n\n"
+            + "\n".join(f"    {line}" for line in targets)
+            + "\n"
+        )
+        (HERE / "results.json").write_text(
+            json.dumps({"environment": env, "rows": rows, "native": native, "peak_bytes": peak}, indent=1)
+        )
+        plot(rows, HERE / "throughput.png")
+        print(f"\nwrote {HERE / 'results.md'}, results.json and throughput.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
