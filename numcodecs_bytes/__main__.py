@@ -11,6 +11,7 @@ import numpy as np
 
 from . import BytesCodec
 from .data_types import DATA_TYPES, example_dtype
+from .migrate import run_migrate
 
 __all__ = ["main"]
 
@@ -62,9 +63,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="show the codec on sample data", description=demo.__doc__)
     commands.add_parser("dtypes", help="print the data type table", description="Print the data type table.")
+    migrate = commands.add_parser(
+        "migrate",
+        help="upgrade a store written with the legacy endian codec",
+        description=(
+            "Rename every legacy 'endian' codec to 'bytes' in the metadata of a Zarr store (v2 .zarray, "
+            ".zmetadata; v3 zarr.json, sharding, consolidated metadata). Each file is replaced atomically; "
+            "chunks are never touched. Exit codes: 0 done or nothing to do, 1 some files could not be "
+            "migrated (the others were), 2 usage error."
+        ),
+    )
+    migrate.add_argument("path", help="a local Zarr store (group or array), or an fsspec URL")
+    migrate.add_argument("--dry-run", action="store_true", help="print what would change; change nothing")
+    migrate.add_argument("--backup", action="store_true", help="keep each original beside it as <name>.bak")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
+    if args.command == "migrate":
+        return run_migrate(args.path, dry_run=args.dry_run, backup=args.backup)
     return _dtypes()
 
 
