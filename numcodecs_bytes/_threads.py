@@ -106,9 +106,12 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     parts = min(nthreads, max(1, dst.nbytes // (THRESHOLD_BYTES // 2)))
     bounds = [len(dst) * i // parts for i in range(parts + 1)]
     pool = _get_pool(nthreads - 1 or 1)
-    futures: list[Future[None]] = [
-        pool.submit(_copy_part, dst[start:stop], src[start:stop]) for start, stop in pairwise(bounds[1:])
-    ]
+    futures: list[Future[None]] = []
+    for start, stop in pairwise(bounds[1:]):
+        try:
+            futures.append(pool.submit(_copy_part, dst[start:stop], src[start:stop]))
+        except RuntimeError:  # set_nthreads shut this pool down meanwhile: copy the part here
+            _copy_part(dst[start:stop], src[start:stop])
     _copy_part(dst[: bounds[1]], src[: bounds[1]])
     for future in futures:
         future.result()

@@ -197,3 +197,16 @@ def test_public_names() -> None:
     assert {"BytesCodec", "DATA_TYPES", "migrate_config", "set_nthreads", "get_nthreads"} <= set(
         numcodecs_bytes.__all__
     )
+
+
+def test_a_pool_shut_down_by_set_nthreads_meanwhile_does_not_break_a_copy(
+    nthreads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_nthreads(3)
+    closed = ThreadPoolExecutor(2)
+    closed.shutdown()
+    monkeypatch.setattr(numcodecs_bytes._threads, "_get_pool", lambda workers: closed)
+    data = np.arange(LARGE // 4, dtype="<i4")
+    out = np.empty_like(data)
+    BytesCodec(endian="big", dtype="<i4").decode(data.astype(">i4").tobytes(), out=out)
+    assert np.array_equal(out, data)
