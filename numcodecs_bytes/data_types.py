@@ -272,13 +272,11 @@ def parse_dtype(spec: Any) -> np.dtype[Any]:
                 )
             return np.dtype(f"V{bits // 8}")
         row = DATA_TYPES.get(spec)
-        if row is not None:
-            if row.family:
-                raise ValueError(
-                    f"data type {spec!r} needs a size or unit; give a numpy dtype instead, e.g. {example_dtype(row)!r}"
-                )
-            return row.dtype
-        if spec in ML_DTYPES_NAMES:
+        if row is not None and row.family:
+            raise ValueError(
+                f"data type {spec!r} needs a size or unit; give a numpy dtype instead, e.g. {example_dtype(row)!r}"
+            )
+        if row is None and spec in ML_DTYPES_NAMES:
             raise ValueError(f"data type {spec!r} needs ml_dtypes: pip install 'numcodecs-bytes[ml_dtypes]'")
     try:
         dtype = dtype_from_json(spec)
