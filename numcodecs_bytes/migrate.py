@@ -236,7 +236,10 @@ class NotAStoreError(ValueError):
 class _Files(Protocol):
     """What migrate_store needs of a file system: a local folder or an fsspec one."""
 
-    def walk(self) -> Iterator[tuple[str, list[str]]]: ...
+    def walk(self) -> Iterator[tuple[str, list[str], list[str]]]:
+        """Top down: (folder, its subfolders, its files); clearing the subfolders prunes the walk."""
+        ...
+
     def read(self, path: str) -> bytes: ...
     def replace(self, path: str, data: bytes, backup: bool) -> None: ...
     def remove(self, path: str) -> None: ...
@@ -246,12 +249,10 @@ class _LocalFiles:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def walk(self) -> Iterator[tuple[str, list[str]]]:
+    def walk(self) -> Iterator[tuple[str, list[str], list[str]]]:
         for folder, subfolders, files in os.walk(self.root):
-            if ".zarray" in files or _is_v3_array(Path(folder, "zarr.json"), files):
-                subfolders.clear()  # an array holds chunks, not nodes: do not list them
             subfolders.sort()
-            yield folder, sorted(files)
+            yield folder, subfolders, sorted(files)
 
     def read(self, path: str) -> bytes:
         return Path(path).read_bytes()
@@ -289,33 +290,16 @@ class _LocalFiles:
         Path(path).unlink(missing_ok=True)
 
 
-def _is_v3_array(path: Path, files: list[str]) -> bool:
-    if "zarr.json" not in files:
-        return False
-    try:
-        return bool(json.loads(path.read_bytes()).get("node_type") == "array")
-    except (ValueError, OSError, AttributeError):
-        return False  # reported when the file itself is migrated
-
-
 class _FsspecFiles:
     """Any fsspec file system. Object stores replace an object in one PUT, which is atomic."""
 
     def __init__(self, fs: Any, root: str) -> None:
         self.fs, self.root = fs, root.rstrip("/")
 
-    def walk(self) -> Iterator[tuple[str, list[str]]]:
+    def walk(self) -> Iterator[tuple[str, list[str], list[str]]]:
         for folder, subfolders, files in self.fs.walk(self.root, detail=False):
-            names = sorted(files)
-            if ".zarray" in names or ("zarr.json" in names and self._is_array(f"{folder}/zarr.json")):
-                subfolders.clear()
-            yield folder, names
-
-    def _is_array(self, path: str) -> bool:
-        try:
-            return bool(json.loads(self.fs.cat_file(path)).get("node_type") == "array")
-        except (ValueError, OSError, AttributeError):
-            return False
+            subfolders.sort()
+            yield folder, subfolders, sorted(files)
 
     def read(self, path: str) -> bytes:
         return bytes(self.fs.cat_file(path))
@@ -397,7 +381,7 @@ def migrate_store(
     """
     files, root = _open_files(location)
     report = MigrationReport()
-    for folder, names in files.walk():
+    for folder, subfolders, names in files.walk():
         for name in names:
             if name.endswith(_TEMP_SUFFIX):  # left behind by a run that was killed
                 path = f"{folder}/{name}"
@@ -410,7 +394,7 @@ def migrate_store(
             path = f"{folder}/{name}"
             relative = _relative(path, root)
             try:
-                changes = _migrate_file(files, path, name, relative, dry_run, backup)
+                document, changes = _migrate_file(files, path, name, relative, dry_run, backup)
             except UnicodeDecodeError:
                 report.failures.append((relative, "not UTF-8 text"))
                 continue
@@ -420,6 +404,10 @@ def migrate_store(
             except OSError as exc:
                 report.failures.append((relative, exc.strerror or str(exc)))
                 continue
+            if name == ".zarray" or (
+                name == "zarr.json" and isinstance(document, dict) and document.get("node_type") == "array"
+            ):
+                subfolders.clear()  # an array holds chunks, not nodes: do not list them
             if changes:
                 report.changes += changes
                 report.files_changed.append(relative)
@@ -430,14 +418,16 @@ def migrate_store(
     return report
 
 
-def _migrate_file(files: _Files, path: str, name: str, relative: str, dry_run: bool, backup: bool) -> list[Change]:
+def _migrate_file(
+    files: _Files, path: str, name: str, relative: str, dry_run: bool, backup: bool
+) -> tuple[Any, list[Change]]:
+    """Migrate one metadata file; returns its parsed document and the changes."""
     text = files.read(path).decode("utf-8")
-    migrated, locations = migrate_metadata(json.loads(text), name)
-    if not locations:
-        return []
-    if not dry_run:
+    document = json.loads(text)
+    migrated, locations = migrate_metadata(document, name)
+    if locations and not dry_run:
         files.replace(path, rewrite_text(text, migrated).encode("utf-8"), backup)
-    return [Change(relative, location) for location in locations]
+    return document, [Change(relative, location) for location in locations]
 
 
 def _relative(path: str, root: str) -> str:

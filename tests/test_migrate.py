@@ -153,6 +153,16 @@ def test_backup_keeps_the_originals(store: Path) -> None:
         assert data == before[name.removesuffix(".bak")]
 
 
+DECOY = b'{"filters": [{"id": "endian"}]}'  # chunk bytes that happen to look like metadata
+
+
+def test_the_walk_stops_at_arrays_and_never_reads_chunks(store: Path) -> None:
+    decoy = store / "a" / "c" / "0" / ".zarray"
+    decoy.write_bytes(DECOY)
+    assert cli("migrate", str(store)).returncode == 0
+    assert decoy.read_bytes() == DECOY
+
+
 def test_permission_bits_are_kept(store: Path) -> None:
     path = store / "a" / "zarr.json"
     path.chmod(0o640)
@@ -299,8 +309,10 @@ def test_fsspec_memory_url(store: Path) -> None:
     fs = fsspec.filesystem("memory")
     for name, data in snapshot(store).items():
         fs.pipe_file(f"/legacy.zarr/{name}", data)
+    fs.pipe_file("/legacy.zarr/a/c/0/.zarray", DECOY)
     report = migrate_store("memory://legacy.zarr")
     assert len(report.files_changed) == 6 and not report.failures
+    assert fs.cat_file("/legacy.zarr/a/c/0/.zarray") == DECOY
     migrated = json.loads(fs.cat_file("/legacy.zarr/nested/sharded/zarr.json"))
     inner = migrated["codecs"][0]["configuration"]
     assert inner["codecs"][0]["name"] == inner["index_codecs"][0]["name"] == "bytes"
