@@ -144,16 +144,24 @@ class BytesCodec(Codec):
 
     codec_id = "bytes"
 
-    endian: Endian | None
-    dtype: np.dtype[Any] | None
-
     def __init__(self, *, endian: Endian | None = None, dtype: Any = None) -> None:
         if endian is not None and (not isinstance(endian, str) or endian not in _BYTE_ORDER_CHAR):
             raise ValueError(f"endian must be 'little', 'big' or None, got {endian!r}")
-        self.endian = endian
-        self.dtype = None if dtype is None else parse_dtype(dtype)
+        self._endian: Endian | None = endian
+        self._dtype: np.dtype[Any] | None = None if dtype is None else parse_dtype(dtype)
         # Validate once, here: a bad combination never reaches encode/decode.
-        self._plan = None if self.dtype is None else _plan(self.dtype, endian)
+        self._plan = None if self._dtype is None else _plan(self._dtype, endian)
+
+    # Read-only: the plan above was validated for exactly these values.
+    @property
+    def endian(self) -> Endian | None:
+        """The byte order of the encoded data: ``'little'``, ``'big'`` or None."""
+        return self._endian
+
+    @property
+    def dtype(self) -> np.dtype[Any] | None:
+        """The in-memory dtype the codec serves, or None to take it from the data."""
+        return self._dtype
 
     # -- configuration -------------------------------------------------------
 
@@ -251,9 +259,9 @@ class BytesCodec(Codec):
     # -- encode / decode -----------------------------------------------------
 
     def _plan_for(self, dtype: np.dtype[Any], what: str) -> _Plan:
-        if self.dtype is not None and not _same_type(dtype, self.dtype):
-            raise ValueError(f"{what} has dtype {dtype}, but the codec's dtype is {self.dtype}")
-        return _plan(dtype, self.endian)
+        if self._dtype is not None and not _same_type(dtype, self._dtype):
+            raise ValueError(f"{what} has dtype {dtype}, but the codec's dtype is {self._dtype}")
+        return _plan(dtype, self._endian)
 
     def encode(self, buf: Any) -> np.ndarray[Any, Any]:
         """Encode an array (or a buffer of the codec's dtype) as the spec's bytes.
@@ -283,12 +291,12 @@ class BytesCodec(Codec):
             array = buf
         elif isinstance(buf, _ndarray):
             array = buf.view(_ndarray)
-        elif self.dtype is None:
+        elif self._dtype is None:
             raise TypeError(f"encoding a raw {type(buf).__name__} needs the codec's dtype; give BytesCodec(dtype=...)")
         else:
-            array = _whole_elements(_byte_view(buf), self.dtype)
+            array = _whole_elements(_byte_view(buf), self._dtype)
         plan = self._plan
-        if plan is None or array.dtype != self.dtype:  # (never compare to None: np.dtype(None) is float64)
+        if plan is None or array.dtype != self._dtype:  # (never compare to None: np.dtype(None) is float64)
             plan = self._plan_for(array.dtype, "the array to encode")
         if not array.flags.forc:
             # Strided: gather whole elements and swap them in the same pass.
@@ -339,7 +347,7 @@ class BytesCodec(Codec):
             if size < _SMALL_BYTES and size % plan.itemsize == 0:
                 return _frombuffer(buf, plan.memory_wire).astype(plan.memory)
         if out is None:
-            dtype = self.dtype
+            dtype = self._dtype
             if plan is None or dtype is None:
                 raise ValueError("decode needs a dtype: give BytesCodec(dtype=...) or an out array")
             stored = _stored(buf, plan.memory_wire)
@@ -356,7 +364,7 @@ class BytesCodec(Codec):
 
         target = _writable_target(out)
         plan = self._plan
-        if plan is None or target.dtype != self.dtype:
+        if plan is None or target.dtype != self._dtype:
             plan = self._plan_for(target.dtype, "out")
         stored = _stored(buf, plan.memory_wire, expected=target)
         # Everything is checked: nothing below can fail half-way through out.
@@ -379,7 +387,7 @@ class BytesCodec(Codec):
         ValueError
             If the range is outside the buffer, plus everything `decode` raises.
         """
-        dtype = self.dtype if self.dtype is not None else getattr(out, "dtype", None)
+        dtype = self._dtype if self._dtype is not None else getattr(out, "dtype", None)
         if dtype is None:
             raise ValueError("decode_partial needs a dtype: give BytesCodec(dtype=...) or an out array")
         data = _byte_view(buf)

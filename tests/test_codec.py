@@ -492,6 +492,15 @@ def test_repr_and_equality() -> None:
     assert len({BytesCodec(endian="big"), BytesCodec(endian="big"), BytesCodec()}) == 2
 
 
+def test_configuration_is_read_only() -> None:
+    codec = BytesCodec(endian="big", dtype="<i4")
+    with pytest.raises(AttributeError):
+        codec.endian = "little"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        codec.dtype = np.dtype("<f8")  # type: ignore[misc]
+    assert bytes(codec.encode(np.array([1], "<i4"))) == b"\x00\x00\x00\x01"
+
+
 def test_from_config_rejects_unknown_keys_and_ids() -> None:
     with pytest.raises(ValueError, match=r"unknown bytes codec config keys \['order'\]"):
         BytesCodec.from_config({"endian": "big", "order": "C"})
