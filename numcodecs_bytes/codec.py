@@ -113,9 +113,10 @@ class BytesCodec(Codec):
         with a multi-byte field, ...); has no effect on single-byte and raw types.
     dtype : dtype-like or str, optional
         The in-memory data type, byte order included: what `decode` returns.
-        Any numpy dtype-like or Zarr v3 data type name (``'int32'``, ``'r16'``,
-        ``'bfloat16'``). If None, it is taken from the array given to `encode`,
-        or from ``out`` in `decode`.
+        Any numpy dtype-like, Zarr v3 data type name (``'int32'``, ``'r16'``,
+        ``'bfloat16'``) or Zarr v3 data type object as in ``zarr.json``. If
+        None, it is taken from the array given to `encode`, or from ``out`` in
+        `decode`.
 
     Raises
     ------

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import re
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -73,6 +73,11 @@ class DataType(NamedTuple):
         ml_dtypes types, whose byte order support differs between versions
         (a swapped bfloat16 may compare equal to a native one): they are
         always swapped as unsigned integers of their size.
+    aliases : tuple of str
+        Other names in use for the type (zarr-python's ``raw_bytes``, ``structured``).
+    from_configuration : callable or None
+        For families: turns the ``configuration`` of a Zarr v3 data type
+        object (as in ``zarr.json``) into a dtype spec `parse_dtype` reads.
     """
 
     name: str
@@ -82,6 +87,8 @@ class DataType(NamedTuple):
     value_bits: int | None = None
     max_byte: int | None = None
     numpy_orders: bool = True
+    aliases: tuple[str, ...] = ()
+    from_configuration: Callable[[Mapping[str, Any]], Any] | None = None
 
     @property
     def unit_size(self) -> int | None:
@@ -113,6 +120,10 @@ ML_DTYPES_NAMES = (
 )
 
 
+def _time_unit(generic: str) -> Callable[[Mapping[str, Any]], str]:
+    return lambda c: f"{generic}[{c.get('scale_factor', 1)}{c['unit']}]"
+
+
 def _rows() -> list[DataType]:
     E, C, N = Swap.ELEMENT, Swap.COMPONENT, Swap.NOTHING
     rows = [
@@ -130,13 +141,25 @@ def _rows() -> list[DataType]:
         DataType("float64", np.dtype("<f8"), E),
         DataType("complex64", np.dtype("<c8"), C),
         DataType("complex128", np.dtype("<c16"), C),
-        DataType("numpy.datetime64", np.dtype("<M8"), E, family=True),
-        DataType("numpy.timedelta64", np.dtype("<m8"), E, family=True),
-        DataType("r*", np.dtype("V"), N, family=True),
-        DataType("null_terminated_bytes", np.dtype("S"), N, family=True),
-        DataType("fixed_length_utf32", np.dtype("<U"), Swap.CODE_UNIT, family=True),
-        DataType("struct", np.dtype([]), Swap.FIELD, family=True),
-    ]
+        DataType("numpy.datetime64", np.dtype("<M8"), E, family=True, from_configuration=_time_unit("<M8")),
+        DataType("numpy.timedelta64", np.dtype("<m8"), E, family=True, from_configuration=_time_unit("<m8")),
+        DataType(
+            "r*", np.dtype("V"), N, family=True, aliases=("raw_bytes",),
+            from_configuration=lambda c: f"V{c['length_bytes']}",
+        ),
+        DataType(
+            "null_terminated_bytes", np.dtype("S"), N, family=True,
+            from_configuration=lambda c: f"S{c['length_bytes']}",
+        ),
+        DataType(
+            "fixed_length_utf32", np.dtype("<U"), Swap.CODE_UNIT, family=True,
+            from_configuration=lambda c: f"<U{c['length_bytes'] // 4}",
+        ),
+        DataType(
+            "struct", np.dtype([]), Swap.FIELD, family=True, aliases=("structured",),
+            from_configuration=lambda c: [list(field) for field in c["fields"]],
+        ),
+    ]  # fmt: skip
     try:
         import ml_dtypes
     except ImportError:  # optional extra: these types exist only with it
@@ -159,6 +182,7 @@ def _rows() -> list[DataType]:
 DATA_TYPES: Mapping[str, DataType] = types.MappingProxyType({row.name: row for row in _rows()})
 """Zarr v3 data type name -> `DataType`: the data types the codec supports."""
 
+_BY_NAME = {name: row for row in DATA_TYPES.values() for name in (row.name, *row.aliases)}
 _FIXED_BY_NUMPY_NAME = {row.dtype.name: row for row in DATA_TYPES.values() if not row.family}
 # np.void stands for both r* and struct; structs are told apart by their fields.
 _FAMILY_BY_KIND = {row.dtype.kind: row for row in DATA_TYPES.values() if row.family and row.name != "struct"}
@@ -250,9 +274,11 @@ def needs_endian(dtype: np.dtype[Any]) -> bool:
 def parse_dtype(spec: Any) -> np.dtype[Any]:
     """Turn a Zarr v3 data type name or any numpy dtype-like into a numpy dtype.
 
-    Zarr names come first (``"int32"``, ``"r16"``, ``"bfloat16"``); anything
-    else goes to `numpy.dtype`, with JSON-decoded structured descriptions
-    (lists in place of tuples) accepted too.
+    Zarr names come first (``"int32"``, ``"r16"``, ``"bfloat16"``), then Zarr
+    v3 data type objects as ``zarr.json`` holds them (``{"name":
+    "numpy.datetime64", "configuration": {"unit": "ns", "scale_factor": 1}}``);
+    anything else goes to `numpy.dtype`, with JSON-decoded structured
+    descriptions (lists in place of tuples) accepted too.
 
     Raises
     ------
@@ -262,6 +288,8 @@ def parse_dtype(spec: Any) -> np.dtype[Any]:
         ``r<N>`` with N not a positive multiple of 8, names that need a size or
         unit, and types that need ml_dtypes when it is not installed.
     """
+    if isinstance(spec, dict) and "name" in spec:  # a Zarr v3 data type object, as in zarr.json
+        return _from_v3_object(spec)
     if isinstance(spec, str):
         raw = _RAW_BITS.fullmatch(spec)
         if raw:
@@ -271,7 +299,7 @@ def parse_dtype(spec: Any) -> np.dtype[Any]:
                     f"raw data type {spec!r}: the number of bits must be a positive multiple of 8, got {bits}"
                 )
             return np.dtype(f"V{bits // 8}")
-        row = DATA_TYPES.get(spec)
+        row = _BY_NAME.get(spec)
         if row is not None and row.family:
             raise ValueError(
                 f"data type {spec!r} needs a size or unit; give a numpy dtype instead, e.g. {example_dtype(row)!r}"
@@ -284,6 +312,19 @@ def parse_dtype(spec: Any) -> np.dtype[Any]:
         raise TypeError(f"not a data type: {spec!r} ({exc})") from None
     data_type_of(dtype)  # rejects what the codec cannot serve
     return dtype
+
+
+def _from_v3_object(spec: Mapping[str, Any]) -> np.dtype[Any]:
+    """``{"name": ..., "configuration": {...}}``: the form zarr.json gives parametrised types."""
+    row = _BY_NAME.get(spec["name"])
+    if row is None:
+        raise ValueError(f"unknown Zarr v3 data type {spec['name']!r}; supported: {', '.join(DATA_TYPES)}")
+    if row.from_configuration is None:
+        return parse_dtype(row.name)
+    try:
+        return parse_dtype(row.from_configuration(spec.get("configuration") or {}))
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"invalid configuration for Zarr v3 data type {row.name!r}: {spec!r} ({exc!r})") from None
 
 
 def example_dtype(row: DataType) -> str:

@@ -646,3 +646,53 @@ def test_any_stored_bytes_decode_and_encode_back_unchanged(name: str, endian: st
     assert bytes(codec.encode(codec.decode(raw))) == raw
     out = np.empty(len(raw) // dtype.itemsize, dtype)
     assert bytes(codec.encode(codec.decode(raw, out=out))) == raw
+
+
+# -- Zarr v3 data type objects (the zarr.json form) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data_type", "expected"),
+    [
+        ({"name": "numpy.datetime64", "configuration": {"unit": "ns", "scale_factor": 1}}, "<M8[ns]"),
+        ({"name": "numpy.timedelta64", "configuration": {"unit": "s", "scale_factor": 10}}, "<m8[10s]"),
+        ({"name": "fixed_length_utf32", "configuration": {"length_bytes": 12}}, "<U3"),
+        ({"name": "null_terminated_bytes", "configuration": {"length_bytes": 5}}, "S5"),
+        ({"name": "raw_bytes", "configuration": {"length_bytes": 3}}, "V3"),
+        ({"name": "r*", "configuration": {"length_bytes": 2}}, "V2"),
+        ({"name": "int16"}, "<i2"),
+        (
+            {
+                "name": "structured",
+                "configuration": {
+                    "fields": [
+                        ["a", "uint16"],
+                        ["s", {"name": "null_terminated_bytes", "configuration": {"length_bytes": 2}}],
+                    ]
+                },
+            },
+            [("a", "<u2"), ("s", "S2")],
+        ),
+    ],
+)
+def test_dtype_accepts_zarr_v3_data_type_objects(data_type: dict[str, Any], expected: Any) -> None:
+    assert BytesCodec(endian="big", dtype=data_type).dtype == np.dtype(expected)
+
+
+@pytest.mark.parametrize(
+    ("data_type", "message"),
+    [
+        ({"name": "float128"}, "unknown Zarr v3 data type 'float128'"),
+        ({"name": "fixed_length_utf32"}, "invalid configuration for Zarr v3 data type 'fixed_length_utf32'"),
+        ({"name": "numpy.datetime64", "configuration": {"scale_factor": 1}}, "invalid configuration"),
+    ],
+)
+def test_bad_zarr_v3_data_type_objects(data_type: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        BytesCodec(endian="big", dtype=data_type)
+
+
+@pytest.mark.parametrize("alias", ["raw_bytes", "structured"])
+def test_zarr_python_names_of_families_need_a_size_too(alias: str) -> None:
+    with pytest.raises(ValueError, match="needs a size or unit"):
+        BytesCodec(endian="big", dtype=alias)
