@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.migrate import migrate_metadata, migrate_store, rewrite_text
@@ -375,3 +377,42 @@ def test_migrate_metadata_forms() -> None:
     assert migrated["metadata"]["x/.zattrs"] == {"id": "endian"}
     for unchanged in ({"filters": None, "compressor": None}, {"codecs": [{"name": "bytes"}]}, [], "x"):
         assert migrate_metadata(unchanged, "zarr.json")[1] == []
+
+
+json_leaves = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=False), st.text(max_size=5)
+)
+json_values = st.recursive(
+    json_leaves,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+legacy_codecs = st.one_of(
+    st.just("endian"),
+    st.fixed_dictionaries({"name": st.just("endian")}, optional={"configuration": st.just({"endian": "big"})}),
+)
+other_codecs = st.sampled_from([{"name": "gzip", "configuration": {"level": 1}}, "crc32c", {"name": "bytes"}])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    codecs=st.lists(st.one_of(legacy_codecs, other_codecs), min_size=1, max_size=4),
+    attributes=st.dictionaries(
+        st.sampled_from(["name", "id", "list", "x"]),
+        st.one_of(json_values, st.just("endian"), st.just(["endian"])),
+        max_size=4,
+    ),
+    indent=st.sampled_from([None, 0, 2, 4, "\t"]),
+)
+def test_rewrite_property(codecs: list[Any], attributes: dict[str, Any], indent: Any) -> None:
+    document = {"zarr_format": 3, "node_type": "array", "attributes": attributes, "codecs": codecs}
+    text = json.dumps(document, indent=indent)
+    migrated, locations = migrate_metadata(document, "zarr.json")
+    if not locations:
+        return
+    new = rewrite_text(text, migrated)
+    assert json.loads(new) == migrated
+    assert migrated["attributes"] == attributes
+    # the minimal edit: each renamed codec's name one character shorter, every other character kept
+    assert len(new) == len(text) - len(locations)
+    assert new.replace('"bytes"', '"endian"') == text.replace('"bytes"', '"endian"')
