@@ -416,3 +416,16 @@ def test_rewrite_property(codecs: list[Any], attributes: dict[str, Any], indent:
     # the minimal edit: each renamed codec's name one character shorter, every other character kept
     assert len(new) == len(text) - len(locations)
     assert new.replace('"bytes"', '"endian"') == text.replace('"bytes"', '"endian"')
+
+
+@pytest.mark.parametrize("array", ["a", "v2/c"])
+def test_path_may_be_a_single_array(store: Path, array: str) -> None:
+    before = snapshot(store)
+    result = cli("migrate", str(store / array))
+    assert result.returncode == 0, result.stderr
+    after = snapshot(store)
+    assert {name for name in before if before[name] != after[name]} == {
+        f"{array}/zarr.json" if array == "a" else f"{array}/.zarray"
+    }
+    assert result.stdout.strip().endswith("1 file changed (1 codec) in 1 node")
+    assert np.array_equal(zarr.open_array(str(store / array), mode="r")[...], ORIGINALS[array])
