@@ -78,6 +78,8 @@ class DataType(NamedTuple):
     from_configuration : callable or None
         For families: turns the ``configuration`` of a Zarr v3 data type
         object (as in ``zarr.json``) into a dtype spec `parse_dtype` reads.
+    example : str or None
+        For families: a numpy dtype of the family, for help and error messages.
     """
 
     name: str
@@ -89,6 +91,7 @@ class DataType(NamedTuple):
     numpy_orders: bool = True
     aliases: tuple[str, ...] = ()
     from_configuration: Callable[[Mapping[str, Any]], Any] | None = None
+    example: str | None = None
 
     @property
     def unit_size(self) -> int | None:
@@ -141,23 +144,30 @@ def _rows() -> list[DataType]:
         DataType("float64", np.dtype("<f8"), E),
         DataType("complex64", np.dtype("<c8"), C),
         DataType("complex128", np.dtype("<c16"), C),
-        DataType("numpy.datetime64", np.dtype("<M8"), E, family=True, from_configuration=_time_unit("<M8")),
-        DataType("numpy.timedelta64", np.dtype("<m8"), E, family=True, from_configuration=_time_unit("<m8")),
+        DataType(
+            "numpy.datetime64", np.dtype("<M8"), E, family=True,
+            from_configuration=_time_unit("<M8"), example="<M8[ns]",
+        ),
+        DataType(
+            "numpy.timedelta64", np.dtype("<m8"), E, family=True,
+            from_configuration=_time_unit("<m8"), example="<m8[s]",
+        ),
         DataType(
             "r*", np.dtype("V"), N, family=True, aliases=("raw_bytes",),
-            from_configuration=lambda c: f"V{c['length_bytes']}",
+            from_configuration=lambda c: f"V{c['length_bytes']}", example="r32",
         ),
         DataType(
             "null_terminated_bytes", np.dtype("S"), N, family=True,
-            from_configuration=lambda c: f"S{c['length_bytes']}",
+            from_configuration=lambda c: f"S{c['length_bytes']}", example="S16",
         ),
         DataType(
             "fixed_length_utf32", np.dtype("<U"), Swap.CODE_UNIT, family=True,
-            from_configuration=lambda c: f"<U{c['length_bytes'] // 4}",
+            from_configuration=lambda c: f"<U{c['length_bytes'] // 4}", example="<U8",
         ),
         DataType(
             "struct", np.dtype([]), Swap.FIELD, family=True, aliases=("structured",),
             from_configuration=lambda c: [list(field) for field in c["fields"]],
+            example="[('x', '<i4'), ('y', '<f8')]",
         ),
     ]  # fmt: skip
     try:
@@ -329,19 +339,9 @@ def _from_v3_object(spec: Mapping[str, Any]) -> np.dtype[Any]:
 
 def example_dtype(row: DataType) -> str:
     """A numpy dtype of the row, e.g. ``<U8`` for fixed_length_utf32."""
-    if not row.family:
-        return row.dtype.str if _str_is_exact(row.dtype) else row.name
-    return _FAMILY_EXAMPLES[row.name]
-
-
-_FAMILY_EXAMPLES = {
-    "numpy.datetime64": "<M8[ns]",
-    "numpy.timedelta64": "<m8[s]",
-    "r*": "r32",
-    "null_terminated_bytes": "S16",
-    "fixed_length_utf32": "<U8",
-    "struct": "[('x', '<i4'), ('y', '<f8')]",
-}
+    if row.example is not None:
+        return row.example
+    return row.dtype.str if _str_is_exact(row.dtype) else row.name
 
 
 def dtype_to_json(dtype: np.dtype[Any]) -> str | list[Any]:
