@@ -39,6 +39,8 @@ LEGACY_NAME = "endian"
 _NAME = "bytes"
 METADATA_FILES = (".zarray", ".zmetadata", "zarr.json")
 """The metadata files that can name a codec (``.zgroup`` and ``.zattrs`` cannot)."""
+_NODE_FILES = (*METADATA_FILES, ".zgroup")  # any of these makes a folder a Zarr node
+_RENAME = f"{LEGACY_NAME!r} -> {_NAME!r}"
 _TEMP_SUFFIX = ".numcodecs-bytes-tmp"
 _BACKUP_SUFFIX = ".bak"
 
@@ -89,7 +91,7 @@ class Change:
     location: str  # a JSON path, e.g. "codecs[0].configuration.codecs[1]"
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.location}: {LEGACY_NAME!r} -> {_NAME!r}"
+        return f"{self.file}: {self.location}: {_RENAME}"
 
 
 def migrate_metadata(document: Any, filename: str) -> tuple[Any, list[str]]:
@@ -320,18 +322,19 @@ def _open_files(location: str | os.PathLike[str]) -> tuple[_Files, str]:
             import fsspec
         except ImportError:
             raise NotAStoreError(f"{text}: URLs need fsspec (pip install fsspec)") from None
-        fs, root = fsspec.core.url_to_fs(text)
-        if not fs.isdir(root):
-            raise NotAStoreError(f"{text}: no such folder")
-        if not any(fs.exists(f"{root.rstrip('/')}/{name}") for name in (*METADATA_FILES, ".zgroup")):
-            raise NotAStoreError(f"{text}: not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)")
-        return _FsspecFiles(fs, root), root.rstrip("/")
-    root = Path(text.removeprefix("file://"))
-    if not root.is_dir():
+        fs, url_root = fsspec.core.url_to_fs(text)
+        root = url_root.rstrip("/")
+        files: _Files = _FsspecFiles(fs, root)
+        is_dir, is_file = fs.isdir, fs.isfile
+    else:
+        root = str(Path(text.removeprefix("file://")))
+        files = _LocalFiles(Path(root))
+        is_dir, is_file = os.path.isdir, os.path.isfile
+    if not is_dir(root):
         raise NotAStoreError(f"{text}: no such folder")
-    if not any((root / name).is_file() for name in (*METADATA_FILES, ".zgroup")):
+    if not any(is_file(f"{root}/{name}") for name in _NODE_FILES):
         raise NotAStoreError(f"{text}: not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)")
-    return _LocalFiles(root), str(root)
+    return files, root
 
 
 @dataclass
@@ -388,7 +391,7 @@ def migrate_store(
                 if not dry_run:
                     files.remove(path)
                 report.leftovers_removed.append(_relative(path, root))
-        if any(name in names for name in (*METADATA_FILES, ".zgroup")):
+        if any(name in names for name in _NODE_FILES):
             report.nodes += 1
         for name in (n for n in names if n in METADATA_FILES):
             path = f"{folder}/{name}"
@@ -447,7 +450,7 @@ def run_migrate(location: str, dry_run: bool, backup: bool) -> int:
     def on_change(relative: str, changes: list[Change]) -> None:
         print(f"{verb} {relative}:", flush=False)
         for change in changes:
-            print(f"  {change.location}: {LEGACY_NAME!r} -> {_NAME!r}", flush=False)
+            print(f"  {change.location}: {_RENAME}", flush=False)
         sys.stdout.flush()
 
     def on_progress(nodes: int, changed: int) -> None:
