@@ -127,6 +127,13 @@ def _time_unit(generic: str) -> Callable[[Mapping[str, Any]], str]:
     return lambda c: f"{generic}[{c.get('scale_factor', 1)}{c['unit']}]"
 
 
+def _struct_field(field: Any) -> list[Any]:
+    """A field of a struct's ``configuration``: ``[name, data_type]`` (zarr 3.1), or an object (zarr 3.3+)."""
+    if isinstance(field, Mapping):
+        return [field["name"], field["data_type"]]
+    return list(field)
+
+
 def _rows() -> list[DataType]:
     E, C, N = Swap.ELEMENT, Swap.COMPONENT, Swap.NOTHING
     rows = [
@@ -166,7 +173,7 @@ def _rows() -> list[DataType]:
         ),
         DataType(
             "struct", np.dtype([]), Swap.FIELD, family=True, aliases=("structured",),
-            from_configuration=lambda c: [list(field) for field in c["fields"]],
+            from_configuration=lambda c: [_struct_field(field) for field in c["fields"]],
             example="[('x', '<i4'), ('y', '<f8')]",
         ),
     ]  # fmt: skip
