@@ -29,6 +29,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,8 @@ def _zarr_bytes_codec(
         prototype=default_buffer_prototype(),
     )
     codec = ZarrBytesCodec(endian="big").evolve_from_array_spec(spec)
+    if not hasattr(codec, "_encode_sync"):  # before zarr 3.1.6 its BytesCodec has only the async API
+        return None
     return (
         lambda a: codec._encode_sync(NDBuffer.from_numpy_array(a), spec),
         lambda e: codec._decode_sync(e, spec),
@@ -166,8 +169,8 @@ def native_rows(sizes: list[int], repeats: int) -> list[dict[str, Any]]:
         codec = BytesCodec(endian="little", dtype="<i4")
         encoded = codec.encode(data)
         calls: tuple[tuple[str, Callable[[], Any]], ...] = (
-            ("encode", lambda codec=codec, data=data: codec.encode(data)),
-            ("decode", lambda codec=codec, encoded=encoded: codec.decode(encoded)),
+            ("encode", partial(codec.encode, data)),
+            ("decode", partial(codec.decode, encoded)),
         )
         for op, call in calls:
             call()
@@ -210,12 +213,13 @@ def table(rows: list[dict[str, Any]]) -> str:
     for (dtype, size, op), by_name in cases.items():
         cells = []
         for name in names:
-            row = by_name.get(name)
-            if row is None:
+            found = by_name.get(name)
+            if found is None:
                 cells.append("n/a")
                 continue
             cells.append(
-                f"{gbps(size, row['median_s']):.2f} [{gbps(size, row['worst_s']):.2f}-{gbps(size, row['best_s']):.2f}]"
+                f"{gbps(size, found['median_s']):.2f} "
+                f"[{gbps(size, found['worst_s']):.2f}-{gbps(size, found['best_s']):.2f}]"
             )
         ours = by_name[OURS]["best_s"]
         ratios = [

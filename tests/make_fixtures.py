@@ -30,7 +30,7 @@ def main() -> int:
     for name in DATA_TYPES:
         values = sample(name)
         for endian in ("little", "big"):
-            codec = BytesCodec(endian=endian, dtype=values.dtype)  # type: ignore[arg-type]
+            codec = BytesCodec(endian=endian, dtype=values.dtype)
             encoded = expected_bytes(values, endian)
             if bytes(codec.encode(values)) != encoded:
                 raise SystemExit(f"{name} {endian}: the codec disagrees with the numpy oracle; not writing")

@@ -5,11 +5,13 @@ Shared by the round-trip tests, the oracle tests and the fixture generator.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from numcodecs_bytes import DATA_TYPES
+
+__all__ = ["ML_DTYPES_NAMES", "NUMPY_NATIVE", "expected_bytes", "sample", "sample_dtype"]
 from numcodecs_bytes.data_types import ML_DTYPES_NAMES
 
 # For each family row: the representative numpy dtype the tests use.
@@ -25,7 +27,7 @@ FAMILY_DTYPES = {
 
 def sample_dtype(name: str) -> np.dtype[Any]:
     row = DATA_TYPES[name]
-    return np.dtype(FAMILY_DTYPES[name]) if row.family else row.dtype
+    return np.dtype(FAMILY_DTYPES[name]) if row.family else row.dtype  # type: ignore[call-overload]
 
 
 def sample(name: str) -> np.ndarray[Any, Any]:
@@ -33,10 +35,10 @@ def sample(name: str) -> np.ndarray[Any, Any]:
     dtype = sample_dtype(name)
     kind = dtype.kind
     if name in ML_DTYPES_NAMES:  # values in the type's range, through its float or int constructor
-        values: list[float] = [0, 1, -1, -2, 1] if name.startswith("int") else [0, 1, 2, 3, 1]
+        floats: list[float] = [0, 1, -1, -2, 1] if name.startswith("int") else [0, 1, 2, 3, 1]
         if not name.startswith(("int", "uint")):
-            values = [0.0, 1.0, -1.5, 0.25, 3.0, -0.5] if name != "float8_e8m0fnu" else [1.0, 2.0, 0.5, 1024.0]
-        return np.array(values, dtype=np.float64).astype(dtype)
+            floats = [0.0, 1.0, -1.5, 0.25, 3.0, -0.5] if name != "float8_e8m0fnu" else [1.0, 2.0, 0.5, 1024.0]
+        return np.array(floats, dtype=np.float64).astype(dtype)
     if name == "bool":
         return np.array([True, False, True, True, False, False, True], dtype=dtype)
     if kind in "iu":
@@ -72,10 +74,10 @@ def sample(name: str) -> np.ndarray[Any, Any]:
 
 def expected_bytes(data: np.ndarray[Any, Any], endian: str | None) -> bytes:
     """The oracle: numpy with an explicit byte order, in memory order (C for strided input)."""
-    order = "F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C"
+    order: Literal["C", "F"] = "F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C"
     if endian is None:
         return data.tobytes(order=order)
-    char = {"little": "<", "big": ">"}[endian]
+    char: Literal["<", ">"] = "<" if endian == "little" else ">"
     if data.dtype.names is None and data.dtype.name in ML_DTYPES_NAMES:
         # numpy has no byte order for ml_dtypes types: swap them as same-width unsigned integers
         units = data.view(f"u{data.dtype.itemsize}")

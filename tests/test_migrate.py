@@ -366,7 +366,10 @@ def test_rewrite_falls_back_to_the_files_own_indentation() -> None:
 
 
 def test_migrate_metadata_forms() -> None:
-    zarray = {"filters": [{"id": "endian", "endian": "big"}, {"id": "zlib"}], "compressor": {"id": "endian"}}
+    zarray: dict[str, Any] = {
+        "filters": [{"id": "endian", "endian": "big"}, {"id": "zlib"}],
+        "compressor": {"id": "endian"},
+    }
     migrated, locations = migrate_metadata(zarray, ".zarray")
     assert locations == ["compressor", "filters[0]"]
     assert migrated["filters"] == [{"id": "bytes", "endian": "big"}, {"id": "zlib"}]
@@ -375,6 +378,7 @@ def test_migrate_metadata_forms() -> None:
     migrated, locations = migrate_metadata(zmetadata, ".zmetadata")
     assert locations == ["metadata['x/.zarray'].filters[0]"]
     assert migrated["metadata"]["x/.zattrs"] == {"id": "endian"}
+    unchanged: Any
     for unchanged in ({"filters": None, "compressor": None}, {"codecs": [{"name": "bytes"}]}, [], "x"):
         assert migrate_metadata(unchanged, "zarr.json")[1] == []
 

@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,17 +53,17 @@ def test_results_are_identical_with_one_and_many_threads(dtype: str, nthreads: N
     assert results[1] == data.astype(np.dtype(dtype).newbyteorder(">")).tobytes()
 
 
-def _parts_used(codec: BytesCodec, data: np.ndarray) -> list[int]:  # type: ignore[type-arg]
+def _parts_used(codec: BytesCodec, data: np.ndarray[Any, Any]) -> list[int]:
     """The sizes of the parts a swapping decode into out is split into."""
     sizes: list[int] = []
     original = numcodecs_bytes._threads._copy_part
 
-    def recording(dst: np.ndarray, src: np.ndarray) -> None:  # type: ignore[type-arg]
+    def recording(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
         sizes.append(dst.nbytes)
         original(dst, src)
 
     encoded = bytes(codec.encode(data))
-    numcodecs_bytes._threads._copy_part = recording  # type: ignore[assignment]
+    numcodecs_bytes._threads._copy_part = recording
     try:
         codec.decode(encoded, out=np.empty_like(data))
     finally:

@@ -1,0 +1,45 @@
+"""The installed stack: upstream versions and optional packages some tests depend on.
+
+Behaviour that differs by an upstream version is named here once, with the
+upstream change, and the tests state each version's behaviour.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from importlib.metadata import PackageNotFoundError, version
+
+import pytest
+
+
+def version_of(distribution: str) -> tuple[int, ...] | None:
+    """The installed version of ``distribution`` as numbers, or None if it is not installed."""
+    try:
+        text = version(distribution)
+    except PackageNotFoundError:
+        return None
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+ZARR = version_of("zarr")
+NUMPY = version_of("numpy") or (0,)
+
+ZARR_SWAPS_STRUCT_FIELDS = ZARR is not None and ZARR >= (3, 3)
+"""zarr-python PR #4142 (released in 3.3): struct fields are written in the configured byte order.
+
+Before 3.3, zarr-python dropped ``endian`` for structured data: it wrote
+``{"name": "bytes"}`` and the fields in native (little endian) order.
+"""
+
+HAS_STRING_DTYPE = NUMPY >= (2,)
+"""numpy 2.0 added the variable-length ``StringDType`` ('T')."""
+
+
+def has_module(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+needs_ml_dtypes = pytest.mark.skipif(
+    not has_module("ml_dtypes"), reason="needs ml_dtypes (the ml_dtypes extra): its data types exist only with it"
+)
