@@ -1,55 +1,79 @@
-"""Split large byte-order copies over a few threads.
+"""Copies that convert byte order, split over threads where the machine rewards it.
 
-numpy releases the GIL while it copies, so a large swap can run on every
-core. Whether that pays depends on the machine: on the 2-core VM of
-benchmarks/results.md one thread already reaches the memory bandwidth
-(18-20 GB/s into existing memory) and waking a second one costs about 100 us,
-so two threads first break even at about 32 MiB; a fresh output (encode), bound
-by page faults rather than bandwidth, gains up to 1.4x above that. Smaller
-buffers stay on the calling thread.
+numpy releases the GIL while it copies, so a large copy can run on several
+cores. Whether that pays depends on the machine (memory bandwidth per core, the
+cost of waking a thread) and on the copy (a fresh output is faulted in page by
+page, an existing one is not): on VMs of one kind the size from which a second
+thread paid ranged from 4 MiB to more than 32 MiB. So no size is fixed here.
+Copies of `MIN_BYTES` or more are timed, per size class (a power of two) and
+kind (fresh or existing output), on one thread and on several; a class uses
+threads while they measure faster there, and tries the other way again once in
+`EXPLORE_EVERY` calls, so the choice follows the machine and its load.
+
+This module holds the whole size policy: `copy_into` and `copied_as` are the
+only ways the codec copies data.
 """
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
+import time
+import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import pairwise
-from typing import Any
+from typing import Any, SupportsIndex
 
 import numpy as np
 
-__all__ = ["THRESHOLD_BYTES", "copy_into", "get_nthreads", "set_nthreads"]
+__all__ = ["EXPLORE_EVERY", "MIN_BYTES", "copied_as", "copy_into", "get_nthreads", "set_nthreads"]
 
-THRESHOLD_BYTES = 32 << 20
-"""Copies of fewer bytes stay on the calling thread (chosen from benchmarks/run.py); parts are at least half this."""
+MIN_BYTES = 4 << 20
+"""Smaller copies stay on the calling thread: waking another costs more than it can save."""
+
+EXPLORE_EVERY = 32
+"""A size class tries the way it does not use once in this many calls."""
 
 _ENV_VAR = "NUMCODECS_BYTES_NTHREADS"
 
 
+def _checked(n: Any) -> int:
+    try:
+        value = operator.index(n)
+    except TypeError:
+        value = 0
+    if isinstance(n, bool) or value < 1:
+        raise ValueError(f"the number of threads must be a whole number >= 1, got {n!r}")
+    return value
+
+
 def _nthreads_from_env() -> int:
-    value = os.environ.get(_ENV_VAR)
-    if value is None or value.strip() == "":
-        return min(os.cpu_count() or 1, 8)
+    default = min(os.cpu_count() or 1, 8)
+    value = os.environ.get(_ENV_VAR, "").strip()
+    if not value:
+        return default
     try:
         return _checked(int(value))
     except ValueError:
-        raise ValueError(f"{_ENV_VAR} must be a whole number >= 1, got {value!r}") from None
-
-
-def _checked(n: Any) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"the number of threads must be a whole number >= 1, got {n!r}")
-    return n
+        # A bad setting must not stop `import numcodecs_bytes` (or the program importing it).
+        warnings.warn(
+            f"ignoring {_ENV_VAR}={value!r}: not a whole number >= 1; using {default} threads",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return default
 
 
 _lock = threading.Lock()
 _nthreads = _nthreads_from_env()
 _pool: ThreadPoolExecutor | None = None
+# (size class, fresh output) -> [seconds per byte on one thread, on several (None until measured), calls]
+_timings: dict[tuple[int, bool], list[Any]] = {}
 
 
-def set_nthreads(n: int) -> int:
-    """Set how many threads a large copy is split over; 1 turns threading off.
+def set_nthreads(n: SupportsIndex) -> int:
+    """Set how many threads a large copy may be split over; 1 turns threading off.
 
     Returns the previous value, like ``numcodecs.blosc.set_nthreads``. The
     default comes from the environment variable ``NUMCODECS_BYTES_NTHREADS``,
@@ -62,11 +86,12 @@ def set_nthreads(n: int) -> int:
         if _pool is not None and n != previous:
             _pool.shutdown(wait=False)  # running copies finish; new ones use the new pool
             _pool = None
+        _timings.clear()  # measured with the old number of threads
     return previous
 
 
 def get_nthreads() -> int:
-    """How many threads a large copy is split over."""
+    """How many threads a large copy may be split over."""
     return _nthreads
 
 
@@ -93,19 +118,10 @@ def _copy_part(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     dst[...] = src
 
 
-def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
-    """``dst[...] = src`` for 1-d arrays of equal length, converting byte order.
-
-    Above `THRESHOLD_BYTES` the arrays are cut into one contiguous part per
-    thread; the calling thread copies the first part itself.
-    """
-    nthreads = _nthreads
-    if nthreads == 1 or dst.nbytes < THRESHOLD_BYTES:
-        dst[...] = src
-        return
-    parts = min(nthreads, max(1, dst.nbytes // (THRESHOLD_BYTES // 2)))
-    bounds = [len(dst) * i // parts for i in range(parts + 1)]
-    pool = _get_pool(nthreads - 1 or 1)
+def _split_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], nthreads: int) -> None:
+    """One contiguous part per thread; the calling thread copies the first."""
+    bounds = [len(dst) * i // nthreads for i in range(nthreads + 1)]
+    pool = _get_pool(nthreads - 1)
     futures: list[Future[None]] = []
     for start, stop in pairwise(bounds[1:]):
         try:
@@ -115,3 +131,52 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     _copy_part(dst[: bounds[1]], src[: bounds[1]])
     for future in futures:
         future.result()
+
+
+def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], *, fresh: bool = False) -> None:
+    """``dst[...] = src``, converting byte order; on several threads where that measures faster.
+
+    Only flat, plain, non-overlapping arrays of equal length are split;
+    anything else is one numpy assignment (numpy handles overlap itself).
+    ``fresh`` says that ``dst`` was just allocated (its pages are not yet mapped).
+    """
+    nbytes = dst.nbytes
+    nthreads = _nthreads
+    if (
+        nbytes < MIN_BYTES
+        or nthreads == 1
+        or dst.ndim != 1
+        or dst.shape != src.shape
+        or type(dst) is not np.ndarray
+        or np.may_share_memory(dst, src)
+    ):
+        dst[...] = src
+        return
+    timing = _timings.setdefault((nbytes.bit_length(), fresh), [None, None, 0])
+    use_threads = _choose(timing)
+    start = time.perf_counter()
+    if use_threads:
+        _split_copy(dst, src, nthreads)
+    else:
+        dst[...] = src
+    per_byte = (time.perf_counter() - start) / nbytes
+    previous = timing[use_threads]
+    timing[use_threads] = per_byte if previous is None else previous + (per_byte - previous) / 4
+
+
+def _choose(timing: list[Any]) -> bool:
+    """Whether the next copy of a size class uses threads, from its timings; counts the call."""
+    single, threaded, calls = timing
+    timing[2] = calls + 1
+    if single is None or threaded is None:  # measure each way once
+        return single is not None
+    return bool((threaded < single) != (calls % EXPLORE_EVERY == 0))
+
+
+def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """A new flat array of ``dtype`` holding ``src`` (``src.astype(dtype)``), threaded as `copy_into`."""
+    if src.nbytes < MIN_BYTES:
+        return src.astype(dtype)  # the least overhead per call
+    out = np.empty(src.shape, dtype)
+    copy_into(out, src, fresh=True)
+    return out

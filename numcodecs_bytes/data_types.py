@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import re
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -123,15 +123,35 @@ ML_DTYPES_NAMES = (
 )
 
 
+_MAX_COUNT = 2**31 - 1  # numpy's limit for itemsizes and datetime scale factors
+_TIME_UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as")
+
+
+def _whole_number(configuration: Mapping[str, Any], key: str, default: int | None = None, multiple_of: int = 1) -> int:
+    """``configuration[key]``: an int from 1 to 2**31 - 1 and a multiple of ``multiple_of``, else ValueError."""
+    value = configuration.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_COUNT or value % multiple_of:
+        multiple = f", a multiple of {multiple_of}" if multiple_of > 1 else ""
+        raise ValueError(f"{key} must be a whole number from 1 to {_MAX_COUNT}{multiple}, got {value!r}")
+    return value
+
+
 def _time_unit(generic: str) -> Callable[[Mapping[str, Any]], str]:
-    return lambda c: f"{generic}[{c.get('scale_factor', 1)}{c['unit']}]"
+    def parse(configuration: Mapping[str, Any]) -> str:
+        unit = configuration.get("unit")
+        if unit not in _TIME_UNITS:
+            raise ValueError(f"unit must be one of {', '.join(_TIME_UNITS)}, got {unit!r}")
+        return f"{generic}[{_whole_number(configuration, 'scale_factor', default=1)}{unit}]"
+
+    return parse
 
 
-def _struct_field(field: Any) -> list[Any]:
-    """A field of a struct's ``configuration``: ``[name, data_type]`` (zarr 3.1), or an object (zarr 3.3+)."""
-    if isinstance(field, Mapping):
-        return [field["name"], field["data_type"]]
-    return list(field)
+def _struct_fields(configuration: Mapping[str, Any]) -> list[Any]:
+    """A struct's fields: each ``[name, data_type]`` (zarr 3.1) or ``{"name", "data_type"}`` (zarr 3.3+)."""
+    fields = configuration["fields"]
+    if not isinstance(fields, list):
+        raise TypeError(f"fields must be a list, got {fields!r}")
+    return [[field["name"], field["data_type"]] if isinstance(field, Mapping) else field for field in fields]
 
 
 def _rows() -> list[DataType]:
@@ -161,19 +181,19 @@ def _rows() -> list[DataType]:
         ),
         DataType(
             "r*", np.dtype("V"), N, family=True, aliases=("raw_bytes",),
-            from_configuration=lambda c: f"V{c['length_bytes']}", example="r32",
+            from_configuration=lambda c: f"V{_whole_number(c, 'length_bytes')}", example="r32",
         ),
         DataType(
             "null_terminated_bytes", np.dtype("S"), N, family=True,
-            from_configuration=lambda c: f"S{c['length_bytes']}", example="S16",
+            from_configuration=lambda c: f"S{_whole_number(c, 'length_bytes')}", example="S16",
         ),
         DataType(
             "fixed_length_utf32", np.dtype("<U"), Swap.CODE_UNIT, family=True,
-            from_configuration=lambda c: f"<U{c['length_bytes'] // 4}", example="<U8",
+            from_configuration=lambda c: f"<U{_whole_number(c, 'length_bytes', multiple_of=4) // 4}", example="<U8",
         ),
         DataType(
             "struct", np.dtype([]), Swap.FIELD, family=True, aliases=("structured",),
-            from_configuration=lambda c: [_struct_field(field) for field in c["fields"]],
+            from_configuration=_struct_fields,
             example="[('x', '<i4'), ('y', '<f8')]",
         ),
     ]  # fmt: skip
@@ -201,13 +221,14 @@ DATA_TYPES: Mapping[str, DataType] = types.MappingProxyType({row.name: row for r
 
 _BY_NAME = {name: row for row in DATA_TYPES.values() for name in (row.name, *row.aliases)}
 _FIXED_BY_NUMPY_NAME = {row.dtype.name: row for row in DATA_TYPES.values() if not row.family}
-# np.void stands for both r* and struct; structs are told apart by their fields.
-_FAMILY_BY_KIND = {row.dtype.kind: row for row in DATA_TYPES.values() if row.family and row.name != "struct"}
+# By numpy's own scalar type, so that other void-kind types (ml_dtypes' int1, say) are
+# not taken for raw bytes. np.void stands for both r* and struct: structs have fields.
+_FAMILY_BY_TYPE = {row.dtype.type: row for row in DATA_TYPES.values() if row.family and row.name != "struct"}
 _RAW_BITS = re.compile(r"r(\d+)")
 
 
 def data_type_of(dtype: np.dtype[Any]) -> DataType:
-    """Return the `DATA_TYPES` row of a numpy dtype.
+    """Return the `DATA_TYPES` row of a numpy dtype, after checking that the codec can serve it.
 
     Raises
     ------
@@ -215,18 +236,23 @@ def data_type_of(dtype: np.dtype[Any]) -> DataType:
         For dtypes the codec cannot serve: object, variable-length strings,
         subarray dtypes, and dtypes of unknown kinds.
     ValueError
-        For zero-sized elements.
+        For zero-sized elements, datetimes without a unit or with a scale
+        factor below 1, ml_dtypes types not in native byte order, and struct
+        layouts with titles or with overlapping or out-of-order fields.
     """
+    if not isinstance(dtype, np.dtype):
+        raise TypeError(f"expected a numpy dtype, got {type(dtype).__name__}")
     if dtype.hasobject:
         raise TypeError(
             f"dtype {dtype} holds Python objects or variable-length data; the bytes codec needs fixed-size elements"
         )
     if dtype.fields is not None:
         row = DATA_TYPES["struct"]
+        _check_struct_layout(dtype)
     elif dtype.subdtype is not None:
         raise TypeError(f"subarray dtype {dtype} is not a data type; use its base {dtype.subdtype[0]}")
     else:
-        found = _FIXED_BY_NUMPY_NAME.get(dtype.name) or _FAMILY_BY_KIND.get(dtype.kind)
+        found = _FAMILY_BY_TYPE.get(dtype.type) or _FIXED_BY_NUMPY_NAME.get(dtype.name)
         if found is None:
             raise TypeError(
                 f"dtype {dtype} (kind {dtype.kind!r}) has no fixed-size binary representation "
@@ -235,7 +261,59 @@ def data_type_of(dtype: np.dtype[Any]) -> DataType:
         row = found
     if dtype.itemsize == 0:
         raise ValueError(f"dtype {dtype} has zero-sized elements; give a size, e.g. {example_dtype(row)!r}")
+    if dtype.kind in "Mm":
+        unit, count = np.datetime_data(dtype)
+        if unit == "generic" or count < 1:
+            raise ValueError(
+                f"dtype {dtype} needs a time unit with a scale factor of 1 or more, e.g. {example_dtype(row)!r}"
+            )
+    if not row.numpy_orders and not dtype.isnative:
+        raise ValueError(
+            f"dtype {dtype} is in non-native byte order, which {row.name} does not keep in numpy; use the native dtype"
+        )
     return row
+
+
+def _check_struct_layout(dtype: np.dtype[Any]) -> None:
+    """Structs are served when each byte belongs to at most one field, fields in memory order, no titles."""
+    assert dtype.fields is not None
+    end = 0
+    for name in dtype.names or ():
+        field, offset, *title = dtype.fields[name]
+        if title:
+            raise ValueError(f"struct dtype {dtype}: field {name!r} has a title; the bytes codec serves fields without")
+        if offset < end:
+            raise ValueError(
+                f"struct dtype {dtype}: field {name!r} at byte {offset} overlaps or precedes the previous field "
+                f"(ending at byte {end}); give fields in memory order without overlap "
+                "(numpy.lib.recfunctions.repack_fields makes such a copy)"
+            )
+        end = offset + field.itemsize
+        data_type_of(field.subdtype[0] if field.subdtype else field)
+    if end > dtype.itemsize:
+        raise ValueError(f"struct dtype {dtype}: fields end at byte {end}, past its itemsize {dtype.itemsize}")
+
+
+def leaves(dtype: np.dtype[Any], offset: int = 0) -> Iterator[tuple[int, int, DataType]]:
+    """The runs of plain values in one element of ``dtype``: (byte offset, count, row).
+
+    A plain dtype is one run of one value; a struct yields its fields' runs, a
+    subarray field of a plain type one run of all its values.
+    """
+    if dtype.fields is not None:
+        for name in dtype.names or ():
+            field, field_offset, *_ = dtype.fields[name]
+            yield from leaves(field, offset + field_offset)
+    elif dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        count = int(np.prod(shape))
+        if base.fields is None:
+            yield offset, count, data_type_of(base)
+        else:
+            for i in range(count):
+                yield from leaves(base, offset + i * base.itemsize)
+    else:
+        yield offset, 1, data_type_of(dtype)
 
 
 @lru_cache(maxsize=512)
@@ -245,28 +323,37 @@ def unit_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     An unsigned integer of the unit's size for plain types (``>c16`` ->
     ``>u8``: twice as many units as elements), ``|u1`` where byte order does not
     apply, and for structs a struct of the same layout whose leaves are unit
-    dtypes. Converting a view of this dtype into the other byte order swaps
-    exactly the bytes the spec says, in one pass.
+    dtypes, with the bytes between and after fields as ``u1`` fields of their
+    own, so that a copy carries them too (never uninitialised memory).
+    Converting a view of this dtype into the other byte order swaps exactly
+    the bytes the spec says, in one pass.
     """
     row = data_type_of(dtype)
     if row.swap is Swap.FIELD:
         assert dtype.fields is not None
+        names: list[str] = []
         formats: list[Any] = []
+        offsets: list[int] = []
+
+        def add(name: str, units: Any, offset: int) -> None:
+            names.append(name)
+            formats.append(units)
+            offsets.append(offset)
+
+        end = 0
         for name in dtype.names or ():
-            field = dtype.fields[name][0]
+            field, offset, *_ = dtype.fields[name]
+            if offset > end:
+                add(f"\x00padding at {end}", (np.uint8, offset - end), end)
             base, shape = field.subdtype or (field, ())
             units = unit_dtype(base)
             # Fields keep their size: c16 -> (u8, 2), S3 -> (u1, 3).
             per_element = base.itemsize // units.itemsize
-            formats.append((units, (*shape, per_element)) if per_element > 1 else (units, shape) if shape else units)
-        return np.dtype(
-            {
-                "names": list(dtype.names or ()),
-                "formats": formats,
-                "offsets": [dtype.fields[name][1] for name in dtype.names or ()],
-                "itemsize": dtype.itemsize,
-            }
-        )
+            add(name, (units, (*shape, per_element)) if per_element > 1 else (units, shape) if shape else units, offset)
+            end = offset + field.itemsize
+        if dtype.itemsize > end:
+            add(f"\x00padding at {end}", (np.uint8, dtype.itemsize - end), end)
+        return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": dtype.itemsize})
     size = row.unit_size or dtype.itemsize
     if size == 1:
         return np.dtype("|u1")
@@ -333,15 +420,19 @@ def parse_dtype(spec: Any) -> np.dtype[Any]:
 
 def _from_v3_object(spec: Mapping[str, Any]) -> np.dtype[Any]:
     """``{"name": ..., "configuration": {...}}``: the form zarr.json gives parametrised types."""
-    row = _BY_NAME.get(spec["name"])
+    name = spec["name"]
+    row = _BY_NAME.get(name) if isinstance(name, str) else None
     if row is None:
         raise ValueError(f"unknown Zarr v3 data type {spec['name']!r}; supported: {', '.join(DATA_TYPES)}")
     if row.from_configuration is None:
         return parse_dtype(row.name)
+    configuration = spec.get("configuration", {})
+    if not isinstance(configuration, Mapping):
+        raise TypeError(f"configuration of Zarr v3 data type {row.name!r} must be an object, got {configuration!r}")
     try:
-        return parse_dtype(row.from_configuration(spec.get("configuration") or {}))
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"invalid configuration for Zarr v3 data type {row.name!r}: {spec!r} ({exc!r})") from None
+        return parse_dtype(row.from_configuration(configuration))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"invalid configuration for Zarr v3 data type {row.name!r}: {spec!r} ({exc})") from None
 
 
 def example_dtype(row: DataType) -> str:
@@ -393,7 +484,8 @@ def dtype_from_json(spec: Any) -> np.dtype[Any]:
             if not isinstance(field, (list, tuple)) or len(field) not in (2, 3):
                 raise ValueError(f"struct field must be [name, dtype] or [name, dtype, shape], got {field!r}")
             base = parse_dtype(field[1])
-            sub = np.dtype((base, tuple(field[2]))) if len(field) == 3 else base
+            shape = field[2] if len(field) == 3 else ()
+            sub = np.dtype((base, (shape,) if isinstance(shape, int) else tuple(shape))) if shape else base
             if field[0] != "":  # "" is padding: it only moves the offset
                 names.append(field[0])
                 formats.append(sub)

@@ -442,8 +442,10 @@ def test_decode_into_bad_out() -> None:
     codec = BytesCodec(endian="big", dtype="<i4")
     with pytest.raises(TypeError, match="Python objects"):
         codec.decode(b"\x00" * 8, out=np.empty(1, dtype=object))
-    with pytest.raises(TypeError, match="out must be a numpy array"):
-        codec.decode(b"\x00" * 8, out=bytearray(8))
+    with pytest.raises(TypeError, match="out must be a numpy array or a writable buffer, got str"):
+        codec.decode(b"\x00" * 8, out="12345678")
+    with pytest.raises(ValueError, match=r"out is read-only \(bytes\)"):
+        codec.decode(b"\x00" * 8, out=bytes(8))
     with pytest.raises(ValueError, match="C- or F-contiguous"):
         codec.decode(b"\x00" * 8, out=np.zeros(4, "<i4")[::2])
     read_only = np.zeros(2, "<i4")

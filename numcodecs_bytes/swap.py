@@ -1,0 +1,202 @@
+"""The swap core: how a dtype's memory becomes the spec's bytes, as plain functions on numpy views.
+
+`layout` resolves a dtype and an ``endian`` once (and caches it): the dtype
+to see memory as, the same in the stored byte order, and the checks the data
+type needs. Every encode and decode is then one numpy copy between views of
+these two dtypes, or no copy at all where they are equal. Both codecs (the
+numcodecs one and the Zarr v3 one) use these functions.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+
+from ._threads import copied_as, copy_into
+from .data_types import data_type_of, leaves, needs_endian, numpy_orders, unit_dtype
+
+__all__ = ["ENDIANS", "Checks", "Layout", "byte_view", "decode", "decode_into", "encode", "layout", "stored_view"]
+
+Endian = Literal["little", "big"]
+ENDIANS: dict[str, Literal["<", ">"]] = {"little": "<", "big": ">"}
+
+
+class Checks(NamedTuple):
+    """What single-byte values need beyond a copy: runs of (offset, count) within an element."""
+
+    bools: tuple[tuple[int, int], ...]  # bool bytes: only 0x00 and 0x01 are valid
+    masks: tuple[tuple[int, int, int], ...]  # int2/int4 bytes (offset, count, mask): upper bits are arbitrary
+    itemsize: int
+
+
+class Layout(NamedTuple):
+    """One in-memory dtype and one endian, resolved: memory and stored dtypes, and checks."""
+
+    memory: np.dtype[Any]
+    """The array's memory as numpy swaps it exactly: the dtype itself, or its units (`unit_dtype`)."""
+    stored: np.dtype[Any]
+    """The same in the stored byte order; the very same object as ``memory`` when nothing is swapped."""
+    checks: Checks | None
+    """None for every type but bool, int2/int4/uint2/uint4 and structs holding them."""
+
+
+@lru_cache(maxsize=1024)
+def layout(dtype: np.dtype[Any], endian: Endian | None) -> Layout:
+    """Resolve ``dtype`` for ``endian``: every check on the pair happens here, once.
+
+    Raises
+    ------
+    ValueError
+        If ``endian`` is None for a data type with multi-byte units, or
+        `data_type_of` finds a problem with ``dtype``.
+    TypeError
+        If ``dtype`` is not a data type the codec serves.
+    """
+    row = data_type_of(dtype)
+    if endian is None and needs_endian(dtype):
+        raise ValueError(
+            f"endian is required for data type {row.name} ({dtype}): its {row.swap.value}s are multi-byte; "
+            "give endian='little' or endian='big'"
+        )
+    # numpy swaps plain numeric elements itself at full speed. Everything else goes
+    # through its units: UTF-32 (numpy's own swap of it is slow), datetimes (they
+    # cannot be exported as a buffer), ml_dtypes types (numpy does not know their
+    # byte order) and structs (their units also carry the padding bytes).
+    plain = dtype.fields is None and dtype.kind not in "UMm" and numpy_orders(dtype)
+    memory = dtype if plain else unit_dtype(dtype)
+    stored = memory if endian is None else memory.newbyteorder(ENDIANS[endian])
+    if stored == memory:
+        stored = memory
+    runs = list(leaves(dtype))
+    bools = tuple((offset, count) for offset, count, leaf in runs if leaf.max_byte is not None)
+    masks = tuple(
+        (offset, count, (1 << leaf.value_bits) - 1) for offset, count, leaf in runs if leaf.value_bits is not None
+    )
+    return Layout(memory, stored, Checks(bools, masks, dtype.itemsize) if bools or masks else None)
+
+
+def byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """The bytes of any contiguous buffer, in memory order, as a flat uint8 array: never a copy.
+
+    Raises
+    ------
+    TypeError
+        For objects that are no buffer, and for buffers of Python objects.
+    ValueError
+        For buffers that are not contiguous.
+    """
+    if isinstance(buf, np.ndarray):
+        array = buf if type(buf) is np.ndarray else buf.view(np.ndarray)  # np.matrix and others: plain bytes
+        if array.dtype.hasobject:
+            raise TypeError(f"cannot use an array of dtype {array.dtype} as bytes: it holds Python objects")
+        if not array.flags.forc:
+            raise ValueError(f"buffer must be contiguous; got a strided array of shape {array.shape}")
+        return array.ravel("K").view(np.uint8)
+    try:
+        view = memoryview(buf)
+    except TypeError:
+        raise TypeError(
+            f"expected a buffer (bytes, bytearray, memoryview, array.array, ndarray), got {type(buf).__name__}"
+        ) from None
+    if "O" in view.format:
+        raise TypeError(f"cannot use a buffer of format {view.format!r} as bytes: it holds Python objects")
+    if not view.contiguous:
+        raise ValueError(f"buffer must be contiguous; got a strided {type(buf).__name__}")
+    if view.ndim != 1 or view.format != "B":
+        view = view.cast("B") if view.c_contiguous else memoryview(view.tobytes(order="A"))
+    return np.frombuffer(view, np.uint8)
+
+
+def stored_view(buf: Any, stored: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """``buf``'s bytes as a flat array of ``stored``, without a copy; a whole number of elements."""
+    data = buf if type(buf) is bytes else byte_view(buf)
+    try:
+        return np.frombuffer(data, stored)
+    except ValueError:
+        raise ValueError(
+            f"buffer of {len(data)} bytes is not a whole number of {stored.itemsize}-byte elements"
+        ) from None
+
+
+def _runs(data: np.ndarray[Any, Any], itemsize: int, offset: int, count: int) -> np.ndarray[Any, Any]:
+    """Bytes ``offset`` to ``offset + count`` of every element of the flat ``data``, as a 2-d view."""
+    return data.view(np.uint8).reshape(-1, itemsize)[:, offset : offset + count]
+
+
+def check_stored(stored: np.ndarray[Any, Any], checks: Checks) -> None:
+    """Raise ValueError at the first invalid bool byte of ``stored``."""
+    for offset, count in checks.bools:
+        values = _runs(stored, checks.itemsize, offset, count)
+        if values.size and int(values.max()) > 1:
+            element, position = divmod(int(np.argmax(values > 1)), count)
+            byte = element * checks.itemsize + offset + position
+            raise ValueError(
+                f"corrupt bool data: byte {byte} is 0x{int(values[element, position]):02x}, "
+                "but bool bytes must be 0x00..0x01"
+            )
+
+
+def _normalised(memory: np.ndarray[Any, Any], checks: Checks) -> np.ndarray[Any, Any]:
+    """``memory``, or a copy whose bool bytes are 0x00/0x01: numpy takes any other byte for True."""
+    for offset, count in checks.bools:
+        values = _runs(memory, checks.itemsize, offset, count)
+        if values.size and int(values.max()) > 1:
+            memory = memory.copy()
+            for offset, count in checks.bools:
+                values = _runs(memory, checks.itemsize, offset, count)
+                np.not_equal(values, 0, out=values.view(np.bool_))
+            break
+    return memory
+
+
+def _mask(target: np.ndarray[Any, Any], checks: Checks) -> None:
+    for offset, count, mask in checks.masks:
+        values = _runs(target, checks.itemsize, offset, count)
+        np.bitwise_and(values, mask, out=values)
+
+
+def encode(array: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any]:
+    """The stored bytes of a plain ndarray as a flat array of ``resolved.stored``.
+
+    A view of ``array`` where nothing is swapped; else one copy. Elements go in
+    memory order (C or F), strided arrays in C order. The input is never modified.
+    """
+    if not array.flags.forc:
+        array = np.ascontiguousarray(array)  # gathered first: strided input is rare
+    memory = array.ravel("K").view(resolved.memory)
+    if resolved.checks is not None:
+        memory = _normalised(memory, resolved.checks)
+    if resolved.stored is resolved.memory:
+        return memory
+    return copied_as(memory, resolved.stored)
+
+
+def decode(stored: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any]:
+    """Stored elements back in memory: a flat array of ``resolved.memory``; a view where nothing is swapped."""
+    checks = resolved.checks
+    if checks is not None:
+        check_stored(stored, checks)
+        if checks.masks:
+            decoded = copied_as(stored, resolved.memory)  # a copy: the masks must not write to the input
+            _mask(decoded, checks)
+            return decoded
+    if resolved.stored is resolved.memory:
+        return stored
+    return copied_as(stored, resolved.memory)
+
+
+def decode_into(stored: np.ndarray[Any, Any], resolved: Layout, target: np.ndarray[Any, Any]) -> None:
+    """Decode into ``target``, a flat writable view of the output of the same bytes; checks come first."""
+    if stored.nbytes != target.nbytes:
+        raise ValueError(
+            f"buffer of {stored.nbytes} bytes does not match out: "
+            f"{target.size} elements of {target.dtype} are {target.nbytes} bytes"
+        )
+    checks = resolved.checks
+    if checks is not None:
+        check_stored(stored, checks)
+    copy_into(target.view(resolved.memory), stored)  # nothing below can fail: target is only written now
+    if checks is not None and checks.masks:
+        _mask(target, checks)

@@ -1,0 +1,454 @@
+"""Hostile input: every input gives the spec's exact bytes or a clean ValueError/TypeError.
+
+Regression tests for the defects of the second review (issue 9), numcodecs'
+own round-trip checks (written here: numcodecs' test module is leaving its
+wheel), and a fuzz test over dtypes, configs, buffers and ``out`` arrays.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import pickle
+from typing import Any, Literal
+
+import numcodecs
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from samples import expected_bytes
+from stack import needs_ml_dtypes
+
+import numcodecs_bytes._threads
+from numcodecs_bytes import BytesCodec, set_nthreads
+
+BIG_I4 = BytesCodec(endian="big", dtype="<i4")
+
+
+# -- decode_partial: exact integer arithmetic ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [np.int8, np.int16, np.int32, np.uint64, np.int64])
+def test_decode_partial_with_numpy_integers_is_exact(kind: Any) -> None:
+    data = np.arange(20_000, dtype="<i4")
+    encoded = bytes(BIG_I4.encode(data))
+    start = kind(100) if kind is np.int8 else kind(10_000)
+    decoded = BIG_I4.decode_partial(encoded, start, kind(3))
+    assert decoded.tolist() == data[int(start) : int(start) + 3].tolist()
+
+
+@pytest.mark.parametrize(
+    ("start", "nitems"), [(np.int64(2**62), np.int64(2**62)), (2**62, 2**62), (np.uint64(2**63), 1), (19_999, 2)]
+)
+def test_decode_partial_out_of_range_is_a_value_error(start: Any, nitems: Any) -> None:
+    encoded = bytes(BIG_I4.encode(np.arange(20_000, dtype="<i4")))
+    with pytest.raises(ValueError, match="out of range"):
+        BIG_I4.decode_partial(encoded, start, nitems)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.0, "1", None, True, np.float32(1)])
+def test_decode_partial_rejects_what_is_no_whole_number(bad: Any) -> None:
+    with pytest.raises(ValueError, match="must be a whole number >= 0"):
+        BIG_I4.decode_partial(b"\x00" * 8, bad, 1)
+
+
+def test_decode_partial_with_a_zero_itemsize_out() -> None:
+    with pytest.raises(ValueError, match="zero-sized elements"):
+        BytesCodec().decode_partial(b"abcd", 0, 1, out=np.empty(0, "V0"))
+
+
+# -- numeric parameters from metadata -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "configuration",
+    [
+        {"unit": "s", "scale_factor": 0},
+        {"unit": "s", "scale_factor": -3},
+        {"unit": "s", "scale_factor": 1.5},
+        {"unit": "s", "scale_factor": True},
+        {"unit": "s", "scale_factor": 2**40},
+        {"unit": "s", "scale_factor": "2"},
+        {"unit": "fortnight"},
+        {"unit": ["s"]},
+        {},
+    ],
+)
+def test_bad_datetime_configurations_are_refused(configuration: dict[str, Any]) -> None:
+    for name in ("numpy.datetime64", "numpy.timedelta64"):
+        with pytest.raises(ValueError, match="invalid configuration"):
+            BytesCodec(endian="big", dtype={"name": name, "configuration": configuration})
+
+
+@pytest.mark.parametrize("dtype", ["M8[0ms]", "m8[0s]", "M8", "m8"])
+def test_datetime_dtypes_without_a_unit_or_with_scale_zero_are_refused(dtype: str) -> None:
+    # M8[0ms] used to kill the interpreter with SIGFPE inside numpy
+    with pytest.raises(ValueError, match="needs a time unit with a scale factor of 1 or more"):
+        BytesCodec(endian="big", dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    ("name", "length"),
+    [
+        ("fixed_length_utf32", 6),
+        ("fixed_length_utf32", 0),
+        ("r*", 0),
+        ("r*", -1),
+        ("r*", 2**40),
+        ("null_terminated_bytes", 1.0),
+        ("null_terminated_bytes", None),
+    ],
+)
+def test_bad_lengths_are_refused(name: str, length: Any) -> None:
+    with pytest.raises(ValueError, match="length_bytes must be a whole number"):
+        BytesCodec(endian="big", dtype={"name": name, "configuration": {"length_bytes": length}})
+
+
+@pytest.mark.parametrize(
+    "data_type",
+    [
+        {"name": ["int32"]},
+        {"name": None},
+        {"name": "struct", "configuration": {"fields": "ab"}},
+        {"name": "struct", "configuration": {"fields": [{"name": "a"}]}},
+        {"name": "struct", "configuration": []},
+        {"name": "numpy.datetime64", "configuration": "s"},
+    ],
+)
+def test_malformed_data_type_objects_are_clean_errors(data_type: Any) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        BytesCodec(endian="big", dtype=data_type)
+
+
+# -- structs ---------------------------------------------------------------------------------------------
+
+PADDED = np.dtype({"names": ["a", "b"], "formats": ["<i2", "<i4"], "offsets": [0, 4], "itemsize": 12})
+
+
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_struct_padding_is_copied_from_the_input_never_uninitialised(endian: str) -> None:
+    codec = BytesCodec(endian=endian, dtype=PADDED)  # type: ignore[arg-type]
+    for _ in range(20):  # fresh buffers of a few sizes, as the allocator hands them out
+        zeros = np.zeros(100, PADDED)
+        assert bytes(codec.encode(zeros)) == bytes(zeros.nbytes)
+    data = np.frombuffer(bytes(range(120)), PADDED)  # padding bytes hold 2, 3, 8..11 of each element
+    encoded = bytes(codec.encode(data))
+    expected = bytearray(data.tobytes())
+    if endian == "big":
+        for i in range(10):
+            expected[i * 12 : i * 12 + 2] = expected[i * 12 : i * 12 + 2][::-1]
+            expected[i * 12 + 4 : i * 12 + 8] = expected[i * 12 + 4 : i * 12 + 8][::-1]
+    assert encoded == bytes(expected)
+    assert codec.decode(encoded).tobytes() == data.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "message"),
+    [
+        (np.dtype({"names": ["a", "b"], "formats": ["<i4", "<i4"], "offsets": [0, 2], "itemsize": 8}), "overlaps"),
+        (np.dtype([(("a title", "a"), "<i4")]), "has a title"),
+        (np.zeros(1, [("a", "<i4"), ("b", "<f8")])[["b", "a"]].dtype, "memory order"),
+    ],
+)
+def test_struct_layouts_that_cannot_round_trip_are_refused_at_construction(dtype: np.dtype[Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        BytesCodec(endian="big", dtype=dtype)
+    with pytest.raises(ValueError, match=message):
+        BytesCodec(endian="big").encode(np.zeros(2, dtype))
+
+
+def test_numpy_subarray_field_spelling_is_accepted() -> None:
+    codec = BytesCodec(endian="big", dtype=[("a", "<i4", 3)])
+    data = np.array([([1, 2, 3],)], codec.dtype)
+    assert bytes(codec.encode(data)) == data.astype([("a", ">i4", 3)]).tobytes()
+    assert numcodecs.get_codec(json.loads(json.dumps(codec.get_config()))) == codec
+
+
+# -- bool -----------------------------------------------------------------------------------------------
+
+
+def test_encode_writes_only_canonical_bool_bytes() -> None:
+    data = np.array([0, 7, 1, 255], np.uint8).view(np.bool_)
+    codec = BytesCodec(dtype="bool")
+    encoded = codec.encode(data)
+    assert bytes(encoded) == b"\x00\x01\x01\x01"
+    assert data.view(np.uint8).tolist() == [0, 7, 1, 255], "the input must not change"
+    assert codec.decode(encoded).tolist() == [False, True, True, True]
+
+
+STRUCT_WITH_BOOLS = np.dtype([("x", "<i2"), ("flags", "?", (2,)), ("inner", [("ok", "?"), ("y", "<f4")])])
+
+
+def test_bool_fields_of_structs_are_checked_on_decode_and_normalised_on_encode() -> None:
+    codec = BytesCodec(endian="big", dtype=STRUCT_WITH_BOOLS)
+    data = np.zeros(3, STRUCT_WITH_BOOLS)
+    raw = data.view(np.uint8).reshape(3, -1)
+    raw[1, 3] = 9  # flags[1] of element 1
+    raw[2, 4] = 2  # inner.ok of element 2
+    encoded = bytes(codec.encode(data))
+    assert encoded[STRUCT_WITH_BOOLS.itemsize + 3] == 1 and encoded[2 * STRUCT_WITH_BOOLS.itemsize + 4] == 1
+    stored = bytearray(encoded)
+    stored[STRUCT_WITH_BOOLS.itemsize + 3] = 9
+    out = np.full(3, 0, STRUCT_WITH_BOOLS)
+    before = out.tobytes()
+    with pytest.raises(ValueError, match=f"corrupt bool data: byte {STRUCT_WITH_BOOLS.itemsize + 3} is 0x09"):
+        codec.decode(bytes(stored), out=out)
+    assert out.tobytes() == before
+    with pytest.raises(ValueError, match="corrupt bool data"):
+        codec.decode(bytes(stored))
+
+
+# -- overlap, subclasses, threads -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def split_copies(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Every copy from 1 MiB on would be split over threads if it could be."""
+    monkeypatch.setattr(numcodecs_bytes._threads, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(numcodecs_bytes._threads, "_choose", lambda timing: True)
+    previous = set_nthreads(2)
+    yield
+    set_nthreads(previous)
+
+
+@pytest.mark.parametrize("shift", [0, 4, 1 << 20, -(1 << 20)])
+def test_decode_into_an_out_that_overlaps_buf(split_copies: None, shift: int) -> None:
+    count = 3 << 20  # int32: 12 MiB
+    data = np.arange(count, dtype="<i4")
+    encoded = bytes(BIG_I4.encode(data))
+    memory = np.zeros(4 * count + 2 * abs(shift) + 8, np.uint8)
+    base = abs(shift)
+    memory[base : base + 4 * count] = np.frombuffer(encoded, np.uint8)
+    buf = memory[base : base + 4 * count]
+    out = memory[base + shift : base + shift + 4 * count].view("<i4")
+    BIG_I4.decode(buf, out=out)
+    assert np.array_equal(out, data)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_matrix_out_of_a_large_decode(split_copies: None) -> None:
+    data = np.arange(3 << 20, dtype="<i4")
+    out = np.matrix(np.zeros((1, data.size), "<i4"))
+    assert BIG_I4.decode(bytes(BIG_I4.encode(data)), out=out) is out
+    assert np.array_equal(np.asarray(out).ravel(), data)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_matrix_as_buf_is_its_flat_bytes() -> None:
+    data = np.arange(6, dtype="<i4")
+    buf = np.matrix(np.frombuffer(bytes(BIG_I4.encode(data)), np.uint8))
+    decoded = BIG_I4.decode(buf)
+    assert type(decoded) is np.ndarray and decoded.shape == (6,) and decoded.tolist() == data.tolist()
+    assert BIG_I4.decode_partial(buf, 2, 3).tolist() == [2, 3, 4]
+    with pytest.raises(ValueError, match="corrupt bool data: byte 2 is 0x07"):
+        BytesCodec(dtype="bool").decode(np.matrix([[0, 1, 7]], dtype=np.uint8))
+
+
+# -- every codec that constructs round-trips ------------------------------------------------------------------
+
+
+@needs_ml_dtypes
+def test_ml_dtypes_that_the_registry_does_not_know_are_refused() -> None:
+    import ml_dtypes
+
+    for name in ("int1", "uint1"):
+        if hasattr(ml_dtypes, name):
+            with pytest.raises(TypeError, match="no fixed-size binary representation"):
+                BytesCodec(dtype=getattr(ml_dtypes, name))
+    swapped = np.dtype(ml_dtypes.bfloat16).newbyteorder(">")
+    if not swapped.isnative:  # some ml_dtypes versions keep no byte order at all
+        with pytest.raises(ValueError, match="non-native byte order"):
+            BytesCodec(endian="big", dtype=swapped)
+
+
+# -- clean errors ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", ["bytes", ["id", "bytes"], None, 3])
+def test_from_config_of_no_dict_is_a_type_error(config: Any) -> None:
+    with pytest.raises(TypeError, match="a bytes codec config is a dict"):
+        BytesCodec.from_config(config)
+
+
+@pytest.mark.parametrize("configuration", [[], "", 0, None, "little"])
+def test_from_v3_configuration_must_be_an_object(configuration: Any) -> None:
+    with pytest.raises(TypeError, match="configuration must be an object"):
+        BytesCodec.from_v3({"name": "bytes", "configuration": configuration}, dtype="int8")
+
+
+def test_out_that_is_not_an_array_or_buffer() -> None:
+    class HasDtype:
+        dtype = "x"
+
+    with pytest.raises(TypeError, match="out must be a numpy array or a writable buffer"):
+        BIG_I4.decode(b"\x00" * 4, out=HasDtype())
+
+
+def test_memoryview_of_python_objects_is_refused() -> None:
+    objects = np.array([1, "a"], dtype=object)
+    with pytest.raises(TypeError, match="Python objects"):
+        BIG_I4.decode(memoryview(objects))  # type: ignore[arg-type]
+
+
+# -- numcodecs' own checks ---------------------------------------------------------------------------------
+
+
+def check_encode_decode(data: np.ndarray[Any, Any], codec: BytesCodec) -> None:
+    """numcodecs' ``check_encode_decode``: any buffer in, any buffer out."""
+
+    def same(result: Any) -> None:
+        order: Literal["C", "F"] = "F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C"
+        stored = result.ravel("K").view(np.uint8).tobytes() if isinstance(result, np.ndarray) else bytes(result)
+        got = np.frombuffer(stored, data.dtype).reshape(data.shape, order=order)
+        assert got.tobytes(order="A") == data.tobytes(order="A")
+
+    raw = data.tobytes(order="A")
+    for source in (data, raw, bytearray(raw), array.array("b", raw)):
+        same(codec.decode(codec.encode(source)))
+    encoded = bytes(codec.encode(data))
+    for stored in (encoded, bytearray(encoded), array.array("b", encoded), np.frombuffer(encoded, "u1")):
+        same(codec.decode(stored))
+    out = np.empty_like(data)
+    codec.decode(encoded, out=out)
+    same(out)
+    out_bytes = bytearray(data.nbytes)
+    codec.decode(encoded, out=out_bytes)
+    same(out_bytes)
+
+
+def check_config(codec: BytesCodec) -> None:
+    config = json.loads(json.dumps(codec.get_config()))
+    assert codec == numcodecs.get_codec(config)
+    assert pickle.loads(pickle.dumps(codec)) == codec
+
+
+@pytest.mark.parametrize("dtype", ["<i2", ">i4", "<u8", "<f4", ">f8", "<c16", "|b1", "|i1", "<M8[ms]", "<U3", "S4"])
+@pytest.mark.parametrize("endian", ["little", "big"])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_numcodecs_round_trip_checks(dtype: str, endian: str, order: str) -> None:
+    data = np.asarray(np.arange(24).reshape(4, 6).astype(dtype), order=order)  # type: ignore[call-overload]
+    codec = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
+    check_encode_decode(data, codec)
+    check_config(codec)
+
+
+# -- the fuzz test ----------------------------------------------------------------------------------------------
+
+SCALAR_DTYPES = ["|b1", "|i1", "|u1", "<i2", ">i2", "<u4", ">i8", "<f2", ">f4", "<f8", "<c8", ">c16"]
+SCALAR_DTYPES += ["<M8[s]", ">m8[10ms]", "<U2", ">U1", "S3", "V2"]
+
+
+@st.composite
+def dtypes(draw: st.DrawFn) -> np.dtype[Any]:
+    if draw(st.booleans()):
+        return np.dtype(draw(st.sampled_from(SCALAR_DTYPES)))
+    fields = draw(st.lists(st.sampled_from(SCALAR_DTYPES), min_size=1, max_size=3))
+    shapes = [draw(st.sampled_from([(), (2,)])) for _ in fields]
+    gaps = [draw(st.integers(0, 3)) for _ in fields]
+    offsets, offset = [], 0
+    for name, gap in zip(fields, gaps, strict=True):
+        offset += gap
+        offsets.append(offset)
+        offset += np.dtype(name).itemsize * (2 if shapes[len(offsets) - 1] else 1)
+    return np.dtype(
+        {
+            "names": [f"f{i}" for i in range(len(fields))],
+            "formats": [(f, s) if s else f for f, s in zip(fields, shapes, strict=True)],
+            "offsets": offsets,
+            "itemsize": offset + draw(st.integers(0, 3)),
+        }
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    dtype=dtypes(),
+    endian=st.sampled_from(["little", "big", None, "BIG", ""]),
+    raw=st.binary(max_size=64),
+    out_kind=st.sampled_from(["none", "array", "bytearray", "wrong size", "other dtype", "read-only"]),
+    configured=st.booleans(),
+)
+def test_fuzz_equals_the_oracle_or_a_clean_error(
+    dtype: np.dtype[Any], endian: Any, raw: bytes, out_kind: str, configured: bool
+) -> None:
+    try:
+        codec = BytesCodec(endian=endian, dtype=dtype if configured else None)
+    except (ValueError, TypeError):
+        return
+    check_config(codec)
+    # encode: a sample of the dtype made from the raw bytes
+    count = len(raw) // dtype.itemsize
+    data = np.frombuffer(bytearray(raw[: count * dtype.itemsize]), dtype)  # (numpy's copy() drops padding bytes)
+    before = _bytes_of(data)
+    try:
+        encoded = bytes(codec.encode(data))
+    except (ValueError, TypeError):
+        encoded = None
+    else:
+        canonical = np.frombuffer(bytearray(before), dtype)
+        for offset, run in _bool_runs(dtype):  # numpy's meaning of other bytes: True
+            view = canonical.view(np.uint8).reshape(-1, dtype.itemsize)[:, offset : offset + run]
+            view[...] = view != 0
+        assert encoded == _oracle(canonical, endian)
+    assert _bytes_of(data) == before, "encode modified its input"
+
+    # decode: the raw bytes as stored data, into every kind of out
+    out: Any = None
+    if out_kind == "array":
+        out = np.full(count * dtype.itemsize, 0x5A, np.uint8).view(dtype)
+    elif out_kind == "bytearray":
+        out = bytearray(b"\x5a" * len(raw))
+    elif out_kind == "wrong size":
+        out = np.zeros(count + 1, dtype)
+    elif out_kind == "other dtype":
+        out = np.zeros(len(raw), np.uint8)
+    elif out_kind == "read-only":
+        out = np.zeros(count, dtype)
+        out.setflags(write=False)
+    out_before = _bytes_of(out) if out is not None else None
+    try:
+        decoded = codec.decode(raw, out=out)
+    except (ValueError, TypeError):
+        if out is not None:
+            assert _bytes_of(out) == out_before, "out changed although decode failed"
+        return
+    # Without a codec dtype, an out array's dtype is the data type; else the two agree but for byte order.
+    decoded_type = out.dtype if isinstance(out, np.ndarray) else dtype
+    assert configured or out_kind in ("array", "other dtype")
+    assert len(raw) % decoded_type.itemsize == 0
+    stored = np.frombuffer(raw, np.uint8).reshape(-1, decoded_type.itemsize)
+    for offset, run in _bool_runs(decoded_type):
+        assert int(stored[:, offset : offset + run].max(initial=0)) <= 1, "corrupt bool bytes were accepted"
+    assert _oracle(np.frombuffer(_bytes_of(decoded), decoded_type), endian) == raw
+
+
+def _bytes_of(buffer: Any) -> bytes:
+    if isinstance(buffer, np.ndarray):
+        return np.ascontiguousarray(buffer).reshape(-1).view(np.uint8).tobytes()
+    return bytes(buffer)
+
+
+def _oracle(data: np.ndarray[Any, Any], endian: str | None) -> bytes:
+    """numpy with an explicit byte order; the bytes of no field (padding) as ``data`` holds them."""
+    expected = np.frombuffer(bytearray(expected_bytes(data, endian)), np.uint8).reshape(-1, data.dtype.itemsize)
+    own = np.frombuffer(_bytes_of(data), np.uint8).reshape(-1, data.dtype.itemsize)
+    padding = sorted(set(range(data.dtype.itemsize)) - _field_bytes(data.dtype))
+    expected[:, padding] = own[:, padding]
+    return expected.tobytes()
+
+
+def _field_bytes(dtype: np.dtype[Any], offset: int = 0) -> set[int]:
+    if dtype.fields is None:
+        return set(range(offset, offset + dtype.itemsize))
+    covered: set[int] = set()
+    for name in dtype.names or ():
+        field, field_offset, *_ = dtype.fields[name]
+        covered |= _field_bytes(field, offset + field_offset)
+    return covered
+
+
+def _bool_runs(dtype: np.dtype[Any]) -> list[tuple[int, int]]:
+    from numcodecs_bytes.data_types import leaves
+
+    return [(offset, count) for offset, count, row in leaves(dtype) if row.name == "bool"]
