@@ -10,7 +10,7 @@ from __future__ import annotations
 from numcodecs.registry import register_codec
 
 from ._threads import get_nthreads, set_nthreads
-from .codec import BytesCodec, Endian
+from .codec import LEGACY_CODEC_ID, BytesCodec, Endian
 from .data_types import DATA_TYPES, DataType, Swap
 from .migrate import migrate_config
 
@@ -28,4 +28,4 @@ __all__ = [
 __version__ = "0.1.0"
 
 register_codec(BytesCodec)
-register_codec(BytesCodec, codec_id="endian")
+register_codec(BytesCodec, codec_id=LEGACY_CODEC_ID)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from .codec import CODEC_ID, LEGACY_CODEC_ID
+
 __all__ = [
     "LEGACY_NAME",
     "METADATA_FILES",
@@ -33,10 +35,10 @@ __all__ = [
     "migrate_store",
 ]
 
-LEGACY_NAME = "endian"
+LEGACY_NAME = LEGACY_CODEC_ID
 """The codec's name in the draft spec, as v2 ``id`` and as v3 ``name``."""
 
-_NAME = "bytes"
+_NAME = CODEC_ID
 METADATA_FILES = (".zarray", ".zmetadata", "zarr.json")
 """The metadata files that can name a codec (``.zgroup`` and ``.zattrs`` cannot)."""
 _NODE_FILES = (*METADATA_FILES, ".zgroup")  # any of these makes a folder a Zarr node
@@ -157,7 +159,7 @@ def _migrate_codec_list(codecs: Any, where: str, locations: list[str]) -> None:
 
 
 # The legacy name where a codec names itself; the parse check below decides which ones are codecs.
-_NAME_TOKEN = re.compile(r'("(?:id|name)"\s*:\s*)"endian"|(?<=[\[,])(\s*)"endian"(?=\s*[,\]])')
+_NAME_TOKEN = re.compile(rf'("(?:id|name)"\s*:\s*)"{LEGACY_NAME}"|(?<=[\[,])(\s*)"{LEGACY_NAME}"(?=\s*[,\]])')
 
 
 def rewrite_text(text: str, migrated: Any) -> str:
