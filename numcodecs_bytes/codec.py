@@ -146,32 +146,14 @@ class BytesCodec(Codec):
         TypeError
             For an entry that is neither a string nor an object.
         """
-        if isinstance(metadata, str):
-            metadata = {"name": metadata}
-        if not isinstance(metadata, dict):
-            raise TypeError(f"a Zarr v3 codec entry is a name or an object, got {metadata!r}")
-        name = metadata.get("name")
-        if not isinstance(name, str) or name not in CODEC_IDS:
-            raise ValueError(f"not a bytes codec: name {name!r} (expected 'bytes' or legacy 'endian')")
-        unknown = sorted(set(metadata) - {"name", "configuration", "must_understand"})
-        if unknown:
-            raise ValueError(f"unknown keys {unknown} in bytes codec metadata")
-        configuration = metadata.get("configuration", {})
-        if not isinstance(configuration, dict):
-            raise TypeError(f"bytes codec configuration must be an object, got {configuration!r}")
-        unknown = sorted(set(configuration) - {"endian"})
-        if unknown:
-            raise ValueError(f"unknown bytes codec configuration keys {unknown}; allowed: endian")
-        return cls(endian=configuration.get("endian"), dtype=dtype)
+        return cls(endian=parse_v3_entry(metadata)[1], dtype=dtype)
 
     def to_v3(self) -> dict[str, Any]:
         """The Zarr v3 codec entry: ``{"name": "bytes", "configuration": {"endian": ...}}``.
 
         ``{"name": "bytes"}`` when there is no endian to state.
         """
-        if self.endian is None:
-            return {"name": "bytes"}
-        return {"name": "bytes", "configuration": {"endian": self.endian}}
+        return v3_entry(CODEC_ID, self.endian)
 
     def __hash__(self) -> int:
         return hash(json.dumps(self.get_config(), sort_keys=True))
@@ -346,6 +328,48 @@ class BytesCodec(Codec):
                 f"elements {first}..{first + count} are out of range: the buffer holds {total} elements of {dtype}"
             )
         return self.decode(data[first * dtype.itemsize : (first + count) * dtype.itemsize], out=out)
+
+
+def parse_v3_entry(metadata: Any) -> tuple[str, Any]:
+    """The name and the endian (None if absent; not yet validated) of a Zarr v3 ``bytes`` codec entry.
+
+    Accepts the short form ``"bytes"`` and objects with ``name``,
+    ``configuration`` (only the key ``endian``) and ``must_understand``; the
+    legacy name ``endian`` in each form.
+
+    Raises
+    ------
+    ValueError
+        For another codec name, unknown keys, or a non-boolean ``must_understand``.
+    TypeError
+        For an entry or configuration that is neither what the spec allows.
+    """
+    if isinstance(metadata, str):
+        metadata = {"name": metadata}
+    if not isinstance(metadata, dict):
+        raise TypeError(f"a Zarr v3 codec entry is a name or an object, got {metadata!r}")
+    name = metadata.get("name")
+    if not isinstance(name, str) or name not in CODEC_IDS:
+        raise ValueError(f"not a bytes codec: name {name!r} (expected 'bytes' or legacy 'endian')")
+    unknown = sorted(set(metadata) - {"name", "configuration", "must_understand"})
+    if unknown:
+        raise ValueError(f"unknown keys {unknown} in bytes codec metadata")
+    if not isinstance(metadata.get("must_understand", True), bool):
+        raise TypeError(f"must_understand must be true or false, got {metadata['must_understand']!r}")
+    configuration = metadata.get("configuration", {})
+    if not isinstance(configuration, dict):
+        raise TypeError(f"bytes codec configuration must be an object, got {configuration!r}")
+    unknown = sorted(set(configuration) - {"endian"})
+    if unknown:
+        raise ValueError(f"unknown bytes codec configuration keys {unknown}; allowed: endian")
+    return name, configuration.get("endian")
+
+
+def v3_entry(name: str, endian: Endian | None) -> dict[str, Any]:
+    """The canonical Zarr v3 codec entry: no ``configuration`` where there is no endian to state."""
+    if endian is None:
+        return {"name": name}
+    return {"name": name, "configuration": {"endian": endian}}
 
 
 def _codec_from_config(config: dict[str, Any]) -> BytesCodec:
