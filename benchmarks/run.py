@@ -41,7 +41,7 @@ from numcodecs_bytes import BytesCodec
 
 HERE = Path(__file__).parent
 KiB, MiB = 1 << 10, 1 << 20
-SIZES = [4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB]
+SIZES = [4 * KiB, 64 * KiB, 1 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 256 * MiB]
 QUICK_SIZES = [4 * KiB, 64 * KiB]
 DTYPES = ["<u2", "<i4", "<f8", "<c16", "|b1"]
 OPS = ["encode", "decode", "decode into out"]
@@ -280,6 +280,224 @@ def check_targets(rows: list[dict[str, Any]], native: list[dict[str, Any]], peak
     return lines
 
 
+def per_call_rows(repeats: int) -> list[dict[str, Any]]:
+    """Issue 9: a 4 KiB swap per call, against the bare numpy call it wraps, interleaved."""
+    rows = []
+    for dtype_str in ("<i4", "<f8"):
+        rows += _interleaved(np.dtype(dtype_str).name, _per_call_cases(np.dtype(dtype_str)), repeats)
+    flags = np.random.default_rng(0).integers(0, 2, 4 * KiB).astype(bool)
+    bool_codec = BytesCodec(dtype="bool")
+    stored = bytes(flags.view(np.uint8))
+    out_bool, out_bytes = np.empty_like(flags), np.empty(4 * KiB, np.uint8)
+    bool_case = (
+        lambda: bool_codec.decode(stored, out=out_bool),
+        lambda: np.copyto(out_bytes, np.frombuffer(stored, np.uint8)),
+    )
+    return rows + _interleaved("bool", {"decode into out": bool_case}, repeats)
+
+
+def _per_call_cases(dtype: np.dtype[Any]) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+    swapped = dtype.newbyteorder(">")
+    data = np.arange(4 * KiB // dtype.itemsize).astype(dtype)
+    codec = BytesCodec(endian="big", dtype=dtype)
+    encoded = bytes(codec.encode(data))
+    as_uint8, as_memoryview = np.frombuffer(encoded, np.uint8), memoryview(encoded)
+    out = np.empty_like(data)
+    return {
+        "encode": (partial(codec.encode, data), partial(data.astype, swapped)),
+        "decode bytes": (partial(codec.decode, encoded), lambda: np.frombuffer(encoded, swapped).astype(dtype)),
+        "decode uint8": (partial(codec.decode, as_uint8), lambda: np.frombuffer(as_uint8, swapped).astype(dtype)),
+        "decode memoryview": (
+            partial(codec.decode, as_memoryview),
+            lambda: np.frombuffer(as_memoryview, swapped).astype(dtype),
+        ),
+        "decode into out": (
+            lambda: codec.decode(encoded, out=out),
+            lambda: np.copyto(out, np.frombuffer(encoded, swapped)),
+        ),
+    }
+
+
+def _interleaved(
+    name: str, cases: dict[str, tuple[Callable[[], Any], Callable[[], Any]]], repeats: int
+) -> list[dict[str, Any]]:
+    rows = []
+    for op, (ours, bare) in cases.items():
+        ours(), bare()
+        ours_s, bare_s = [], []
+        for _ in range(repeats):
+            ours_s.append(time_calls(ours, 4 * KiB))
+            bare_s.append(time_calls(bare, 4 * KiB))
+        rows.append({"dtype": name, "op": op, "ours_s": min(ours_s), "bare_s": min(bare_s)})
+    return rows
+
+
+PER_CALL_LIMITS = {"encode": 1.4, "decode into out": 1.8}  # decode from any buffer: 1.3
+
+
+def check_issue9_targets(rows: list[dict[str, Any]], per_call: list[dict[str, Any]]) -> list[str]:
+    """The speed targets of issue 9, as PASS/FAIL lines with the measured figures."""
+    best = {(r["dtype"], r["size"], r["op"], r["contender"]): r["best_s"] for r in rows}
+    lines = []
+
+    def verdict(ok: bool, text: str) -> None:
+        lines.append(f"{'PASS' if ok else 'FAIL'}  {text}")
+
+    for row in per_call:
+        ratio = row["ours_s"] / row["bare_s"]
+        if row["dtype"] == "bool":
+            verdict(ratio <= 2, f"9a. bool 4 KiB decode into out: {ratio:.2f}x the time of a plain copy (<= 2x)")
+            continue
+        limit = PER_CALL_LIMITS.get(row["op"], 1.3)
+        verdict(ratio <= limit, f"9a. {row['dtype']} 4 KiB {row['op']}: {ratio:.2f}x the bare numpy call (<= {limit}x)")
+    for dtype in ("uint16", "int32", "float64", "complex128"):
+        for size in sorted({r["size"] for r in rows}):
+            for op in ("encode", "decode"):
+                ours, theirs = best.get((dtype, size, op, OURS)), best.get((dtype, size, op, "numpy astype"))
+                if ours is None or theirs is None:
+                    continue
+                ratio = theirs / ours
+                if 8 * MiB <= size <= 32 * MiB:
+                    verdict(ratio >= 1.4, f"9b. {dtype} {human(size)} {op}: {ratio:.2f}x numpy astype (>= 1.4x)")
+                else:
+                    verdict(ratio >= 0.95, f"9b. {dtype} {human(size)} {op}: {ratio:.2f}x numpy astype (>= 0.95x)")
+    for size in sorted({r["size"] for r in rows if r["size"] >= 16 * MiB}):
+        ours, memcpy = (
+            best.get(("bool", size, "decode into out", OURS)),
+            best.get(("bool", size, "decode into out", "memcpy")),
+        )
+        if ours is not None and memcpy is not None:
+            verdict(
+                memcpy / ours >= 0.9, f"9c. bool {human(size)} decode into out: {memcpy / ours:.2f}x memcpy (>= 0.9x)"
+            )
+    return lines
+
+
+def zarr_v3_rows(repeats: int, total: int = 256 * MiB, chunk: int = 4 * MiB) -> list[dict[str, Any]]:
+    """Issue 11: whole Zarr v3 arrays (float64, stored big endian) written and read, contenders interleaved.
+
+    Contenders: numcodecs_bytes.zarr3 (read with ``codecs.bytes`` pointing at it),
+    zarr-python's own BytesCodec, zarr-any-numcodecs and the zarrs pipeline where
+    they are installed. Stores: in memory and a local folder.
+    """
+    import tempfile
+
+    try:
+        import zarr
+        from zarr.codecs import BytesCodec as ZarrBytesCodec
+
+        from numcodecs_bytes.zarr3 import BytesCodec as Zarr3BytesCodec
+    except ImportError:
+        return []
+    data = np.random.default_rng(0).standard_normal(total // 8)
+    contenders: dict[str, tuple[Any, dict[str, Any]]] = {
+        OURS: (Zarr3BytesCodec(endian="big"), {"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}),
+        "zarr native": (ZarrBytesCodec(endian="big"), {}),
+    }
+    try:
+        from zarr_any_numcodecs import AnyNumcodecsArrayBytesCodec
+
+        contenders["any-numcodecs"] = (AnyNumcodecsArrayBytesCodec(BytesCodec(endian="big")), {})
+    except ImportError:
+        pass
+    try:
+        import zarrs  # noqa: F401
+
+        contenders["zarrs pipeline"] = (
+            ZarrBytesCodec(endian="big"),
+            {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"},
+        )
+    except ImportError:
+        pass
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for where in ("memory", "local disk"):
+            arrays = {}
+            for name, (serializer, settings) in contenders.items():
+                store: Any = {} if where == "memory" else f"{folder}/{name.replace(' ', '_')}.zarr"
+                with zarr.config.set(settings):
+                    arrays[name] = zarr.create_array(
+                        store=store, shape=data.shape, chunks=(chunk // 8,), dtype="<f8",
+                        serializer=serializer, compressors=None, overwrite=True,
+                    )  # fmt: skip
+            timings: dict[tuple[str, str], list[float]] = {}
+            for _ in range(repeats):
+                for name, (_, settings) in contenders.items():
+                    with zarr.config.set(settings):
+                        array = arrays[name]
+                        start = time.perf_counter()
+                        array[...] = data
+                        timings.setdefault((name, "write"), []).append(time.perf_counter() - start)
+                        reopened = zarr.open_array(array.store, mode="r")
+                        start = time.perf_counter()
+                        read = reopened[...]
+                        timings.setdefault((name, "read"), []).append(time.perf_counter() - start)
+                        assert np.array_equal(read, data), name
+                        del read
+                        gc.collect()
+            rows += [
+                {"where": where, "contender": name, "op": op, "best_s": min(samples), "size": total}
+                for (name, op), samples in timings.items()
+            ]
+        rows += _one_element_rows(zarr, ZarrBytesCodec, Zarr3BytesCodec, folder, repeats)
+    return rows
+
+
+def _one_element_rows(zarr: Any, native_codec: Any, our_codec: Any, folder: str, repeats: int) -> list[dict[str, Any]]:
+    """One element from an uncompressed 64 MiB chunk (and from a 4 KiB one) on local disk."""
+    rows = []
+    for size in (4 * KiB, 64 * MiB):
+        data = np.arange(size // 4, dtype="<i4")
+        for name, codec, settings in (
+            (OURS, our_codec(endian="big"), {"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}),
+            ("zarr native", native_codec(endian="big"), {}),
+        ):
+            path = f"{folder}/one_{size}_{name.replace(' ', '_')}.zarr"
+            zarr.create_array(store=path, data=data, chunks=data.shape, serializer=codec, compressors=None)
+            with zarr.config.set(settings):
+                array = zarr.open_array(path, mode="r")
+                array[5]
+                samples = []
+                for _ in range(repeats * 3):
+                    start = time.perf_counter()
+                    assert int(array[len(data) // 2]) == len(data) // 2
+                    samples.append(time.perf_counter() - start)
+            rows.append({"where": "local disk", "contender": name, "op": f"one element of {human(size)}",
+                         "best_s": min(samples), "size": size})  # fmt: skip
+    return rows
+
+
+def zarr_v3_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| store | op | contender | best time | time vs numcodecs-bytes |", "| --- | --- | --- | --- | --- |"]
+    ours = {(r["where"], r["op"]): r["best_s"] for r in rows if r["contender"] == OURS}
+    for r in rows:
+        ratio = "-" if r["contender"] == OURS else f"{r['best_s'] / ours[(r['where'], r['op'])]:.2f}x"
+        lines.append(f"| {r['where']} | {r['op']} | {r['contender']} | {r['best_s'] * 1e3:.2f} ms | {ratio} |")
+    return "\n".join(lines)
+
+
+def check_issue11_targets(rows: list[dict[str, Any]]) -> list[str]:
+    """The speed targets of issue 11, as PASS/FAIL lines with the measured figures."""
+    best = {(r["where"], r["op"], r["contender"]): r["best_s"] for r in rows}
+    lines = []
+
+    def verdict(ok: bool, text: str) -> None:
+        lines.append(f"{'PASS' if ok else 'FAIL'}  11. {text}")
+
+    for where in ("memory", "local disk"):
+        for op in ("write", "read"):
+            if (where, op, OURS) in best:
+                ratio = best[(where, op, "zarr native")] / best[(where, op, OURS)]
+                verdict(ratio >= 1.0, f"{where} {op}: {ratio:.2f}x zarr native (>= 1.0x; aim 1.2x on read)")
+    big, small = ("local disk", "one element of 64 MiB"), ("local disk", "one element of 4 KiB")
+    if (*big, OURS) in best:
+        ratio = best[(*big, "zarr native")] / best[(*big, OURS)]
+        verdict(ratio >= 20, f"one element of a 64 MiB chunk: {ratio:.1f}x faster than zarr native (>= 20x)")
+        growth = best[(*big, OURS)] / best[(*small, OURS)]
+        verdict(growth <= 2, f"one element: from a 64 MiB chunk {growth:.2f}x the time from a 4 KiB one (<= 2x)")
+    return lines
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -331,12 +549,31 @@ def environment() -> dict[str, str]:
     }
 
 
-def write_results(
-    env: dict[str, str], rows: list[dict[str, Any]], native: list[dict[str, Any]], peak: int | None
-) -> None:
-    """Print the table and the targets; write results.md, results.json and throughput.png."""
+def report(
+    rows: list[dict[str, Any]],
+    native: list[dict[str, Any]],
+    peak: int | None,
+    per_call: list[dict[str, Any]],
+    zarr_v3: list[dict[str, Any]],
+) -> tuple[str, list[str]]:
+    """The tables (chunks; Zarr v3 arrays) and every target's PASS/FAIL line."""
     text = table(rows)
-    targets = check_targets(rows, native, peak)
+    if zarr_v3:
+        text += "\n\nZarr v3 arrays (float64 stored big endian; best of interleaved runs):\n\n" + zarr_v3_table(zarr_v3)
+    targets = check_targets(rows, native, peak) + check_issue9_targets(rows, per_call)
+    return text, targets + check_issue11_targets(zarr_v3)
+
+
+def write_results(
+    env: dict[str, str],
+    rows: list[dict[str, Any]],
+    native: list[dict[str, Any]],
+    peak: int | None,
+    per_call: list[dict[str, Any]],
+    zarr_v3: list[dict[str, Any]],
+) -> None:
+    """Print the tables and the targets; write results.md, results.json and throughput.png."""
+    text, targets = report(rows, native, peak, per_call, zarr_v3)
     print(text)
     print()
     print("\n".join(targets))
@@ -351,7 +588,17 @@ def write_results(
         + "\n"
     )
     (HERE / "results.json").write_text(
-        json.dumps({"environment": env, "rows": rows, "native": native, "peak_bytes": peak}, indent=1)
+        json.dumps(
+            {
+                "environment": env,
+                "rows": rows,
+                "native": native,
+                "peak_bytes": peak,
+                "per_call": per_call,
+                "zarr_v3": zarr_v3,
+            },
+            indent=1,
+        )
     )
     plot(rows, HERE / "throughput.png")
     print(f"\nwrote {HERE / 'results.md'}, results.json and throughput.png")
@@ -368,7 +615,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.render:
         saved = json.loads((HERE / "results.json").read_text())
-        write_results(saved["environment"], saved["rows"], saved["native"], saved["peak_bytes"])
+        write_results(
+            saved["environment"],
+            saved["rows"],
+            saved["native"],
+            saved["peak_bytes"],
+            saved.get("per_call", []),
+            saved.get("zarr_v3", []),
+        )
         return 0
     sizes = QUICK_SIZES if args.quick else SIZES
     if args.sizes:
@@ -384,12 +638,17 @@ def main(argv: list[str] | None = None) -> int:
         rows += measure(size, repeats)
     native = native_rows([4 * KiB, 64 * MiB] if not args.quick else [4 * KiB, 64 * KiB], repeats)
     peak = None if args.quick else decode_into_out_peak_bytes(64 * MiB)
+    print("measuring per call ...", file=sys.stderr, flush=True)
+    per_call = per_call_rows(repeats)
+    print("measuring Zarr v3 arrays ...", file=sys.stderr, flush=True)
+    zarr_v3 = zarr_v3_rows(repeats, total=4 * MiB, chunk=MiB) if args.quick else zarr_v3_rows(3)
     if args.quick:
-        print(table(rows))
+        text, targets = report(rows, native, peak, per_call, zarr_v3)
+        print(text)
         print()
-        print("\n".join(check_targets(rows, native, peak)))
+        print("\n".join(targets))
     else:
-        write_results(env, rows, native, peak)
+        write_results(env, rows, native, peak, per_call, zarr_v3)
     return 0
 
 

@@ -141,10 +141,12 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], *, fresh: bo
     ``fresh`` says that ``dst`` was just allocated (its pages are not yet mapped).
     """
     nbytes = dst.nbytes
+    if nbytes < MIN_BYTES:
+        dst[...] = src
+        return
     nthreads = _nthreads
     if (
-        nbytes < MIN_BYTES
-        or nthreads == 1
+        nthreads == 1
         or dst.ndim != 1
         or dst.shape != src.shape
         or type(dst) is not np.ndarray

@@ -19,6 +19,7 @@ from .data_types import data_type_of, leaves, needs_endian, numpy_orders, unit_d
 
 __all__ = ["ENDIANS", "Checks", "Layout", "byte_view", "decode", "decode_into", "encode", "layout", "stored_view"]
 
+_UINT8 = np.dtype(np.uint8)
 Endian = Literal["little", "big"]
 ENDIANS: dict[str, Literal["<", ">"]] = {"little": "<", "big": ">"}
 
@@ -89,11 +90,12 @@ def byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:
     """
     if isinstance(buf, np.ndarray):
         array = buf if type(buf) is np.ndarray else buf.view(np.ndarray)  # np.matrix and others: plain bytes
-        if array.dtype.hasobject:
+        if array.dtype is not _UINT8 and array.dtype.hasobject:
             raise TypeError(f"cannot use an array of dtype {array.dtype} as bytes: it holds Python objects")
         if not array.flags.forc:
             raise ValueError(f"buffer must be contiguous; got a strided array of shape {array.shape}")
-        return array.ravel("K").view(np.uint8)
+        flat = array.ravel("K")
+        return flat if flat.dtype is _UINT8 else flat.view(np.uint8)
     try:
         view = memoryview(buf)
     except TypeError:
@@ -111,13 +113,12 @@ def byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:
 
 def stored_view(buf: Any, stored: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """``buf``'s bytes as a flat array of ``stored``, without a copy; a whole number of elements."""
-    data = buf if type(buf) is bytes else byte_view(buf)
-    try:
-        return np.frombuffer(data, stored)
-    except ValueError:
-        raise ValueError(
-            f"buffer of {len(data)} bytes is not a whole number of {stored.itemsize}-byte elements"
-        ) from None
+    if type(buf) is bytes and len(buf) % stored.itemsize == 0:
+        return np.frombuffer(buf, stored)
+    data = byte_view(buf)
+    if data.size % stored.itemsize:
+        raise ValueError(f"buffer of {data.size} bytes is not a whole number of {stored.itemsize}-byte elements")
+    return data if stored is _UINT8 else data.view(stored)
 
 
 def _runs(data: np.ndarray[Any, Any], itemsize: int, offset: int, count: int) -> np.ndarray[Any, Any]:
@@ -165,7 +166,9 @@ def encode(array: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any
     """
     if not array.flags.forc:
         array = np.ascontiguousarray(array)  # gathered first: strided input is rare
-    memory = array.ravel("K").view(resolved.memory)
+    memory = array.ravel("K")
+    if memory.dtype is not resolved.memory:
+        memory = memory.view(resolved.memory)
     if resolved.checks is not None:
         memory = _normalised(memory, resolved.checks)
     if resolved.stored is resolved.memory:
@@ -197,6 +200,8 @@ def decode_into(stored: np.ndarray[Any, Any], resolved: Layout, target: np.ndarr
     checks = resolved.checks
     if checks is not None:
         check_stored(stored, checks)
-    copy_into(target.view(resolved.memory), stored)  # nothing below can fail: target is only written now
+    if target.dtype is not resolved.memory:
+        target = target.view(resolved.memory)
+    copy_into(target, stored)  # nothing below can fail: target is only written now
     if checks is not None and checks.masks:
-        _mask(target, checks)
+        _mask(target, checks)  # (single bytes: the view above is the same bytes)

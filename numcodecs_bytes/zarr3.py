@@ -147,24 +147,33 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
     async def _decode_partial_single(
         self, byte_getter: ByteGetter, selection: Any, chunk_spec: ArraySpec
     ) -> NDBuffer | None:
-        """Read the selected elements of an uncompressed chunk: only the span from the first to the last."""
+        """Read the selected elements of an uncompressed chunk: only the bytes from the first to the last."""
         dtype = chunk_spec.dtype.to_native_dtype()
-        flat = _flat_indices(chunk_spec.shape, selection)
-        if flat.size == 0:
-            return _nd_buffer(chunk_spec, np.empty(flat.shape, dtype))
-        first, last = int(flat.min()), int(flat.max())
+        shape = chunk_spec.shape
+        bounds = _bounds(shape, selection)
+        if bounds is None:  # selects nothing
+            return _nd_buffer(chunk_spec, np.empty(shape, dtype)[selection])
+        first, last = bounds
         start, stop = first * dtype.itemsize, (last + 1) * dtype.itemsize
-        chunk_bytes = await byte_getter.get(prototype=chunk_spec.prototype, byte_range=RangeByteRequest(start, stop))
+        whole = first == 0 and last == int(np.prod(shape)) - 1
+        byte_range = None if whole else RangeByteRequest(start, stop)
+        chunk_bytes = await byte_getter.get(prototype=chunk_spec.prototype, byte_range=byte_range)
         if chunk_bytes is None:
             return None  # no chunk: zarr fills in the fill value
         data = _host(chunk_bytes.as_array_like())
         if data.nbytes != stop - start:
             raise ValueError(
-                f"chunk too short: bytes {start}..{stop} of a chunk of shape {chunk_spec.shape} of {dtype} "
-                f"were requested, {data.nbytes} came back"
+                f"chunk of {data.nbytes} bytes does not match its shape {shape} of {dtype}: "
+                f"{stop - start} bytes expected from byte {start}"
             )
-        span = self._decode_elements(data, dtype)
-        return _nd_buffer(chunk_spec, span[flat - first])
+        if whole:
+            return _nd_buffer(chunk_spec, self._decode_elements(data, dtype).reshape(shape)[selection])
+        # Decode the span into its place in an empty chunk: memory is only touched where it is written.
+        chunk = np.empty(shape, dtype)
+        target = chunk.reshape(-1)[first : last + 1]
+        resolved = swap.layout(dtype, self.endian)
+        swap.decode_into(swap.stored_view(data, resolved.stored), resolved, target)
+        return _nd_buffer(chunk_spec, chunk[selection])
 
 
 def _nd_buffer(chunk_spec: ArraySpec, array: Any) -> NDBuffer:
@@ -177,22 +186,42 @@ def _host(array: Any) -> np.ndarray[Any, Any]:
     return array
 
 
-def _flat_indices(shape: tuple[int, ...], selection: Any) -> np.ndarray[Any, Any]:
-    """The C-order positions of ``chunk[selection]``, shaped as that result (numpy's own indexing rules).
+def _bounds(shape: tuple[int, ...], selection: Any) -> tuple[int, int] | None:
+    """The C-order positions of the first and the last element ``chunk[selection]`` can touch.
 
-    Each axis's coordinates are a broadcast view of ``arange`` (no memory of
-    the chunk's size); indexing them with the selection gives just the
-    selected elements' coordinates.
+    From each axis's lowest and highest index (ints, slices, integer or boolean
+    arrays: zarr's chunk selections); None if the selection is empty. Anything
+    else spans the whole chunk.
     """
-    flat: np.ndarray[Any, Any] = np.zeros((), np.intp)
-    stride = 1
-    for axis in reversed(range(len(shape))):
-        along = np.arange(shape[axis], dtype=np.intp).reshape([-1 if i == axis else 1 for i in range(len(shape))])
-        flat = flat + np.broadcast_to(along, shape)[selection] * stride
-        stride *= shape[axis]
+    if not isinstance(selection, tuple):
+        selection = (selection,)
+    if len(selection) != len(shape):
+        return (0, int(np.prod(shape)) - 1) if int(np.prod(shape)) else None
+    lows, highs = [], []
+    for index, length in zip(selection, shape, strict=True):
+        if isinstance(index, slice):
+            span = range(*index.indices(length))
+            if not span:
+                return None
+            low, high = min(span[0], span[-1]), max(span[0], span[-1])
+        elif isinstance(index, (int, np.integer)):
+            low = high = int(index) % length if length else 0
+        else:
+            positions = np.asarray(index)
+            if positions.dtype == np.bool_:
+                positions = np.flatnonzero(positions)
+            if positions.size == 0:
+                return None
+            if positions.dtype.kind not in "iu":
+                return (0, int(np.prod(shape)) - 1)
+            low, high = int(positions.min()) % length, int(positions.max()) % length
+            if (positions < 0).any():  # negative indices wrap: their order is not the order of positions
+                low, high = 0, length - 1
+        lows.append(low)
+        highs.append(high)
     if not shape:
-        flat = np.zeros((), np.intp)[selection]
-    return np.asarray(flat)
+        return (0, 0)
+    return int(np.ravel_multi_index(lows, shape)), int(np.ravel_multi_index(highs, shape))
 
 
 def _point_zarr_at_this_class_for_the_legacy_name() -> None:
