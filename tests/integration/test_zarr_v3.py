@@ -147,3 +147,23 @@ def test_from_v3_takes_the_data_type_object_of_zarr_json(tmp_path: Path, name: s
     assert codec.dtype == data.dtype
     decoded = codec.decode((store / "c" / "0").read_bytes())
     assert decoded.tobytes() == zarr.open_array(str(store), mode="r")[...].tobytes() == data.tobytes()
+
+
+@needs_any_numcodecs
+def test_adapter_scrambles_arrays_in_f_order_so_the_readme_steers_to_the_native_codec() -> None:
+    """zarr-any-numcodecs 0.1.3 encodes a chunk in its memory order but decodes into a C-order array.
+
+    The README documents C order as the only safe configuration of the adapter;
+    if this starts to pass through unchanged data, the adapter was fixed.
+    """
+    import zarr_any_numcodecs as any_numcodecs
+
+    data = np.arange(24, dtype="<i4").reshape(4, 6)
+    for order, intact in (("C", True), ("F", False)):
+        z = zarr.create_array(
+            store={}, shape=data.shape, chunks=(2, 3), dtype=data.dtype, compressors=None,
+            serializer=any_numcodecs.AnyNumcodecsArrayBytesCodec(BytesCodec(endian="big")),
+            config={"order": order},
+        )  # fmt: skip
+        z[...] = data
+        assert np.array_equal(z[...], data) == intact, order
