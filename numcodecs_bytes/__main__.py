@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from collections.abc import Sequence
 
 import numcodecs
@@ -11,7 +13,7 @@ import numpy as np
 
 from . import BytesCodec
 from .data_types import DATA_TYPES, example_dtype
-from .migrate import run_migrate
+from .migrate import LEGACY_NAME, METADATA_FILES, Change, NotAStoreError, StoreBusyError, migrate_store
 
 __all__ = ["main"]
 
@@ -57,6 +59,60 @@ def _dtypes() -> int:
     return 0
 
 
+def _shown(path: str) -> str:
+    """A path as text any terminal takes: bytes that are not UTF-8 (in names) as escapes."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def run_migrate(location: str, dry_run: bool, backup: bool) -> int:
+    """``numcodecs-bytes migrate``: print each change and a summary; return the exit code.
+
+    Exit codes: 0 done or nothing to do; 1 some files could not be migrated or
+    some folders were not visited (each is named; the rest was migrated); 2 a
+    usage error (no such store, a URL that cannot be opened, a store busy with
+    another run). A closed output (``| head``) stops the run between two files.
+    """
+    verb = "would change" if dry_run else "changed"
+    rename = f"{LEGACY_NAME!r} -> 'bytes'"
+    last_progress = [0.0]
+    show_progress = sys.stderr.isatty() or os.environ.get("NUMCODECS_BYTES_PROGRESS") == "1"
+
+    def on_change(relative: str, changes: list[Change]) -> None:
+        lines = [f"{verb} {_shown(relative)}:", *(f"  {change.location}: {rename}" for change in changes)]
+        print("\n".join(lines), flush=True)  # a closed pipe raises here, between two files
+
+    def on_progress(nodes: int, changed: int) -> None:
+        now = time.monotonic()
+        if show_progress and nodes >= 100 and now - last_progress[0] > 0.2:
+            last_progress[0] = now
+            print(f"\r{nodes} nodes scanned, {_count(changed, 'file')} {verb}", end="", file=sys.stderr, flush=True)
+
+    try:
+        report = migrate_store(location, dry_run=dry_run, backup=backup, on_change=on_change, on_progress=on_progress)
+    except (NotAStoreError, StoreBusyError) as exc:
+        print(f"numcodecs-bytes migrate: error: {_shown(str(exc))}", file=sys.stderr)
+        return 2
+    if show_progress and report.nodes >= 100:
+        print(file=sys.stderr)
+    for leftover in report.leftovers_removed:
+        print(f"{'would remove' if dry_run else 'removed'} {_shown(leftover)} (left by an interrupted run)")
+    for relative, reason in report.failures:
+        print(f"failed {_shown(relative)}: {_shown(reason)}", file=sys.stderr)
+    summary = (
+        f"{'dry run: ' if dry_run else ''}{_count(len(report.files_changed), 'file')} {verb} "
+        f"({_count(len(report.changes), 'codec')}) in {_count(report.nodes, 'node')}"
+    )
+    if report.failures:
+        files_only = all(relative.rsplit("/", 1)[-1] in METADATA_FILES for relative, _ in report.failures)
+        summary += f"; {_count(len(report.failures), 'file' if files_only else 'path')} could not be migrated"
+    print(summary)
+    return 1 if report.failures else 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="numcodecs-bytes", description="The Zarr v3 bytes codec for numcodecs.")
@@ -84,5 +140,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _dtypes()
 
 
+def _console() -> int:
+    """The console script: `main`, plus a quiet end when the reader of the output goes away."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Output closed (a pipe into `head`): stop quietly. Files already replaced are
+        # whole; Python must not complain again when it flushes stdout on exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_console())

@@ -13,15 +13,19 @@ import json
 import os
 import re
 import stat
-import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from .codec import CODEC_ID, LEGACY_CODEC_ID
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "LEGACY_NAME",
@@ -29,7 +33,9 @@ __all__ = [
     "Change",
     "MigrationReport",
     "NotAStoreError",
+    "StoreBusyError",
     "is_legacy_config",
+    "legacy_codecs",
     "migrate_config",
     "migrate_metadata",
     "migrate_store",
@@ -48,10 +54,17 @@ _BACKUP_SUFFIX = ".bak"
 
 
 def is_legacy_config(config: Any) -> bool:
-    """Whether ``config`` is a legacy ``endian`` codec entry (v2 or v3 form)."""
+    """Whether ``config`` is a legacy ``endian`` codec entry.
+
+    A v2 codec (numcodecs) is named by its ``id`` alone, a v3 codec by its
+    ``name`` (or is the bare name): ``{"id": "zlib", "name": "endian"}`` is a
+    zlib codec with a parameter called ``name``, not ours.
+    """
     if isinstance(config, str):
         return config == LEGACY_NAME
-    return isinstance(config, dict) and (config.get("id") == LEGACY_NAME or config.get("name") == LEGACY_NAME)
+    if not isinstance(config, dict):
+        return False
+    return config.get("id") == LEGACY_NAME if "id" in config else config.get("name") == LEGACY_NAME
 
 
 def migrate_config(config: Any) -> Any:
@@ -69,20 +82,21 @@ def migrate_config(config: Any) -> Any:
     {'id': 'bytes', 'endian': 'big', 'dtype': '<i4'}
     >>> migrate_config({"name": "endian", "configuration": {"endian": "little"}})
     {'name': 'bytes', 'configuration': {'endian': 'little'}}
-    >>> migrate_config({"id": "zlib", "level": 1})
-    {'id': 'zlib', 'level': 1}
+    >>> migrate_config({"id": "zlib", "level": 1, "name": "endian"})
+    {'id': 'zlib', 'level': 1, 'name': 'endian'}
     """
     migrated = copy.deepcopy(config)
     if not is_legacy_config(config):
         return migrated
     if isinstance(migrated, str):
         return _NAME
-    key = "id" if migrated.get("id") == LEGACY_NAME else "name"
-    migrated[key] = _NAME
+    migrated["id" if "id" in migrated else "name"] = _NAME
     return migrated
 
 
 # -- one metadata document ------------------------------------------------------------------------------
+
+Path_ = tuple[str | int, ...]  # a JSON path: object keys and array indices
 
 
 @dataclass(frozen=True)
@@ -112,174 +126,218 @@ def migrate_metadata(document: Any, filename: str) -> tuple[Any, list[str]]:
         The migrated document (a new object; the input is not mutated) and the
         JSON paths of the codecs that were renamed.
     """
-    document = copy.deepcopy(document)
-    locations: list[str] = []
+    migrated = copy.deepcopy(document)
+    found = legacy_codecs(document, filename)
+    for _, name_path in found:
+        _set(migrated, name_path, _NAME)
+    return migrated, [location for location, _ in found]
+
+
+def legacy_codecs(document: Any, filename: str) -> list[tuple[str, Path_]]:
+    """The legacy codecs of one parsed metadata file: (readable location, JSON path of the name string)."""
+    found: list[tuple[str, Path_]] = []
     if filename == ".zarray":
-        _migrate_zarray(document, "", locations)
+        _zarray(document, (), "", found)
     elif filename == ".zmetadata":
-        for key, node in (document.get("metadata") or {}).items() if isinstance(document, dict) else ():
-            if key.endswith(".zarray"):
-                _migrate_zarray(node, f"metadata[{key!r}].", locations)
+        metadata = document.get("metadata") if isinstance(document, dict) else None
+        for key, node in metadata.items() if isinstance(metadata, dict) else ():
+            if isinstance(key, str) and key.endswith(".zarray"):
+                _zarray(node, ("metadata", key), f"metadata[{key!r}].", found)
     elif filename == "zarr.json":
-        _migrate_v3_node(document, "", locations)
-    return document, locations
-
-
-def _migrate_zarray(node: Any, where: str, locations: list[str]) -> None:
-    if not isinstance(node, dict):
-        return
-    if is_legacy_config(node.get("compressor")):
-        node["compressor"] = migrate_config(node["compressor"])
-        locations.append(f"{where}compressor")
-    _migrate_codec_list(node.get("filters"), f"{where}filters", locations)
-
-
-def _migrate_v3_node(node: Any, where: str, locations: list[str]) -> None:
-    if not isinstance(node, dict):
-        return
-    _migrate_codec_list(node.get("codecs"), f"{where}codecs", locations)
-    consolidated = node.get("consolidated_metadata")
-    if isinstance(consolidated, dict) and isinstance(consolidated.get("metadata"), dict):
-        for key, child in consolidated["metadata"].items():
-            _migrate_v3_node(child, f"{where}consolidated_metadata.metadata[{key!r}].", locations)
-
-
-def _migrate_codec_list(codecs: Any, where: str, locations: list[str]) -> None:
-    """Rename legacy codecs in a codec list, and in the codec lists nested in its codecs (sharding)."""
-    if not isinstance(codecs, list):
-        return
-    for index, codec in enumerate(codecs):
-        if is_legacy_config(codec):
-            codecs[index] = migrate_config(codec)
-            locations.append(f"{where}[{index}]")
-        configuration = codec.get("configuration") if isinstance(codec, dict) else None
-        if isinstance(configuration, dict):
-            for nested in ("codecs", "index_codecs"):
-                _migrate_codec_list(configuration.get(nested), f"{where}[{index}].configuration.{nested}", locations)
-
-
-# The legacy name where a codec names itself; the parse check below decides which ones are codecs.
-_NAME_TOKEN = re.compile(rf'("(?:id|name)"\s*:\s*)"{LEGACY_NAME}"|(?<=[\[,])(\s*)"{LEGACY_NAME}"(?=\s*[,\]])')
-
-
-def rewrite_text(text: str, migrated: Any) -> str:
-    """The file's text with only the renamed codecs changed, parsing to ``migrated``.
-
-    Replaces the legacy name tokens in place, so that key order, indentation,
-    number formatting and escapes all stay as they were. Should a token
-    stand elsewhere too (a user attribute), each one is tried alone and kept
-    only if it brings the text closer to ``migrated``. Failing that, the
-    document is written again in the file's own indentation.
-    """
-    matches = list(_NAME_TOKEN.finditer(text))
-
-    def replaced(chosen: list[re.Match[str]]) -> str:
-        pieces, last = [], 0
-        for match in chosen:
-            pieces += [text[last : match.start()], match.group(0).replace(f'"{LEGACY_NAME}"', f'"{_NAME}"')]
-            last = match.end()
-        return "".join(pieces) + text[last:]
-
-    candidate = replaced(matches)
-    if _parses_to(candidate, migrated):
-        return candidate
-    original = json.loads(text)
-    wanted = _differences(original, migrated)
-    chosen = [m for m in matches if _differences(original, json.loads(replaced([m]))) <= wanted]
-    candidate = replaced(chosen)
-    if _parses_to(candidate, migrated):
-        return candidate
-    return _dumps_like(text, migrated)
-
-
-def _parses_to(text: str, expected: Any) -> bool:
-    try:
-        return bool(json.loads(text) == expected)
-    except ValueError:
-        return False
-
-
-def _differences(a: Any, b: Any, where: str = "") -> set[str]:
-    """The JSON paths at which two documents differ."""
-    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
-        pairs = [(a[key], b[key], f"{where}/{key}") for key in a]
-    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        pairs = [(x, y, f"{where}/{i}") for i, (x, y) in enumerate(zip(a, b, strict=True))]
-    else:
-        return set() if a == b else {where}
-    found: set[str] = set()
-    for x, y, path in pairs:
-        found |= _differences(x, y, path)
+        _v3_node(document, (), "", found)
     return found
 
 
-def _dumps_like(text: str, document: Any) -> str:
-    """``document`` as JSON in the indentation style of ``text``."""
-    indent: int | str | None = None
-    found = re.search(r"\n([ \t]+)\S", text)
-    if found:
-        whitespace = found.group(1)
-        indent = "\t" if whitespace.startswith("\t") else len(whitespace)
-    elif "\n" in text.strip():
-        indent = 0
-    if indent is not None:
-        separators = (",", ": ")
-    else:  # one line: as spaced as the original
-        separators = (", ", ": ") if '": ' in text else (",", ":")
-    ending = "\n" if text.endswith("\n") else ""
-    return json.dumps(document, indent=indent, separators=separators, ensure_ascii="\\u" in text) + ending
+def _zarray(node: Any, path: Path_, where: str, found: list[tuple[str, Path_]]) -> None:
+    if not isinstance(node, dict):
+        return
+    compressor = node.get("compressor")
+    if isinstance(compressor, dict) and compressor.get("id") == LEGACY_NAME:
+        found.append((f"{where}compressor", (*path, "compressor", "id")))
+    filters = node.get("filters")
+    for index, codec in enumerate(filters if isinstance(filters, list) else ()):
+        if isinstance(codec, dict) and codec.get("id") == LEGACY_NAME:
+            found.append((f"{where}filters[{index}]", (*path, "filters", index, "id")))
+
+
+def _v3_node(node: Any, path: Path_, where: str, found: list[tuple[str, Path_]]) -> None:
+    if not isinstance(node, dict):
+        return
+    _v3_codecs(node.get("codecs"), (*path, "codecs"), f"{where}codecs", found)
+    consolidated = node.get("consolidated_metadata")
+    if isinstance(consolidated, dict) and isinstance(consolidated.get("metadata"), dict):
+        for key, child in consolidated["metadata"].items():
+            child_path = (*path, "consolidated_metadata", "metadata", key)
+            _v3_node(child, child_path, f"{where}consolidated_metadata.metadata[{key!r}].", found)
+
+
+def _v3_codecs(codecs: Any, path: Path_, where: str, found: list[tuple[str, Path_]]) -> None:
+    """Legacy codecs in a v3 codec list, and in the codec lists nested in its codecs (sharding)."""
+    if not isinstance(codecs, list):
+        return
+    for index, codec in enumerate(codecs):
+        if codec == LEGACY_NAME:
+            found.append((f"{where}[{index}]", (*path, index)))
+        elif isinstance(codec, dict) and codec.get("name") == LEGACY_NAME:
+            found.append((f"{where}[{index}]", (*path, index, "name")))
+        configuration = codec.get("configuration") if isinstance(codec, dict) else None
+        if isinstance(configuration, dict):
+            for nested in ("codecs", "index_codecs"):
+                nested_path = (*path, index, "configuration", nested)
+                _v3_codecs(configuration.get(nested), nested_path, f"{where}[{index}].configuration.{nested}", found)
+
+
+def _set(document: Any, path: Path_, value: Any) -> None:
+    for key in path[:-1]:
+        document = document[key]
+    document[path[-1]] = value
+
+
+# One JSON token: a string, a structural character, a scalar, or white space.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+|\s+', re.S)
+
+
+def _name_token_spans(text: str, paths: set[Path_]) -> dict[Path_, tuple[int, int]]:
+    """Where in ``text`` the string values at ``paths`` stand: one pass over the tokens, no recursion.
+
+    The text must be valid JSON (it was parsed before). Of repeated keys the
+    last one counts, as for ``json.loads``.
+    """
+    spans: dict[Path_, tuple[int, int]] = {}
+    frames: list[list[Any]] = []  # per open container: [is_object, current key or index, expecting a key]
+    for token in _TOKEN.finditer(text):
+        char = token.group(0)[0]
+        if char in " \t\r\n":
+            continue
+        top = frames[-1] if frames else None
+        if char in "{[":
+            frames.append([char == "{", None if char == "{" else 0, char == "{"])
+        elif char in "}]":
+            frames.pop()
+        elif char == ":":
+            assert top is not None
+            top[2] = False
+        elif char == ",":
+            assert top is not None
+            if top[0]:
+                top[2] = True
+            else:
+                top[1] += 1
+        elif top is not None and top[0] and top[2]:  # an object key
+            raw = token.group(0)
+            top[1] = json.loads(raw) if "\\" in raw else raw[1:-1]
+        elif char == '"':
+            path = tuple(frame[1] for frame in frames)
+            if path in paths:
+                spans[path] = token.span()
+    return spans
+
+
+def rewrite_text(text: str, document: Any, filename: str) -> str:
+    """The file's text with only the legacy codec names replaced by ``"bytes"``.
+
+    The tokens are located from the structure of the text itself, in one pass:
+    key order, indentation, number spellings, escapes and line endings
+    elsewhere stay exactly as they were; a name written with escapes
+    (``"\\u0065ndian"``) is written plainly.
+
+    Raises
+    ------
+    ValueError
+        If the result would not parse to the migrated document (never expected).
+    """
+    migrated, _ = migrate_metadata(document, filename)
+    paths = {path for _, path in legacy_codecs(document, filename)}
+    pieces, last = [], 0
+    for start, end in sorted(_name_token_spans(text, paths).values()):
+        pieces += [text[last:start], f'"{_NAME}"']
+        last = end
+    result = "".join(pieces) + text[last:]
+    if json.loads(result) != migrated:
+        raise ValueError("the renamed text does not parse to the migrated document")
+    return result
 
 
 # -- walking a store -----------------------------------------------------------------------------------------
 
 
 class NotAStoreError(ValueError):
-    """The path is not a Zarr store (or does not exist)."""
+    """The location is not a Zarr store, does not exist, or cannot be reached (a usage error)."""
+
+
+class StoreBusyError(RuntimeError):
+    """Another migrate run holds the store's lock."""
 
 
 class _Files(Protocol):
     """What migrate_store needs of a file system: a local folder or an fsspec one."""
 
-    def walk(self) -> Iterator[tuple[str, list[str], list[str]]]:
-        """Top down: (folder, its subfolders, its files); clearing the subfolders prunes the walk."""
+    def walk(self, failures: list[tuple[str, str]]) -> Iterator[tuple[str, list[str], list[str]]]:
+        """Top down: (folder, its subfolders, its files); clearing the subfolders prunes the walk.
+
+        What cannot be visited (an unreadable folder, a link) is added to ``failures``.
+        """
         ...
 
     def read(self, path: str) -> bytes: ...
-    def replace(self, path: str, data: bytes, backup: bool) -> None: ...
+    def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None: ...
     def remove(self, path: str) -> None: ...
 
 
 class _LocalFiles:
+    """A local folder. Files are replaced atomically (rename), keeping mode, owner and group."""
+
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def walk(self) -> Iterator[tuple[str, list[str], list[str]]]:
-        for folder, subfolders, files in os.walk(self.root):
+    def walk(self, failures: list[tuple[str, str]]) -> Iterator[tuple[str, list[str], list[str]]]:
+        def unreadable(error: OSError) -> None:
+            failures.append((str(error.filename), f"folder not read: {error.strerror or error}"))
+
+        for folder, subfolders, files in os.walk(self.root, onerror=unreadable):
+            for name in [name for name in subfolders if os.path.islink(os.path.join(folder, name))]:
+                subfolders.remove(name)  # never followed: it may lead out of the store, or in a loop
+                failures.append((os.path.join(folder, name), "symbolic link to a folder: not followed"))
             subfolders.sort()
             yield folder, subfolders, sorted(files)
 
     def read(self, path: str) -> bytes:
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            raise OSError(f"symbolic link (to {os.readlink(path)}): not replaced by a file; migrate its target")
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError("not a regular file")  # a FIFO or a device would block or never end
         return Path(path).read_bytes()
 
-    def replace(self, path: str, data: bytes, backup: bool) -> None:
+    def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None:
         """Write ``data`` to ``path`` atomically: a complete old or new file at every moment."""
         folder, name = os.path.split(path)
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        info = os.stat(path)
         if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK):
-            raise PermissionError(f"not writable: {path}")
+            raise OSError(f"not writable: {path}")
         if backup:
-            self._write_then_rename(folder, name, Path(path).read_bytes(), path + _BACKUP_SUFFIX, mode)
-        self._write_then_rename(folder, name, data, path, mode)
+            if os.path.lexists(path + _BACKUP_SUFFIX):
+                raise OSError(f"{name}{_BACKUP_SUFFIX} exists already: not overwritten")
+            self._write_then_rename(folder, name, expected, path + _BACKUP_SUFFIX, info)
+        self._write_then_rename(folder, name, data, path, info, expected)
 
     @staticmethod
-    def _write_then_rename(folder: str, name: str, data: bytes, target: str, mode: int) -> None:
+    def _write_then_rename(
+        folder: str, name: str, data: bytes, target: str, info: os.stat_result, expected: bytes | None = None
+    ) -> None:
         descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=_TEMP_SUFFIX)
         try:
             with os.fdopen(descriptor, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.chmod(temporary, mode)
+            os.chmod(temporary, stat.S_IMODE(info.st_mode))
+            if hasattr(os, "chown") and (os.stat(temporary).st_uid, os.stat(temporary).st_gid) != (
+                info.st_uid,
+                info.st_gid,
+            ):
+                os.chown(temporary, info.st_uid, info.st_gid)
+            _check_unchanged(target, expected)
             os.replace(temporary, target)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
@@ -294,13 +352,19 @@ class _LocalFiles:
         Path(path).unlink(missing_ok=True)
 
 
+def _check_unchanged(path: str, expected: bytes | None) -> None:
+    """Just before a replace: the file still holds what was read (a concurrent writer's change is kept)."""
+    if expected is not None and Path(path).read_bytes() != expected:
+        raise OSError("changed by someone else while migrating: left as it is")
+
+
 class _FsspecFiles:
-    """Any fsspec file system. Object stores replace an object in one PUT, which is atomic."""
+    """Any fsspec file system. An object store replaces an object in one PUT: readers see old or new."""
 
     def __init__(self, fs: Any, root: str) -> None:
         self.fs, self.root = fs, root.rstrip("/")
 
-    def walk(self) -> Iterator[tuple[str, list[str], list[str]]]:
+    def walk(self, failures: list[tuple[str, str]]) -> Iterator[tuple[str, list[str], list[str]]]:
         for folder, subfolders, files in self.fs.walk(self.root, detail=False):
             subfolders.sort()
             yield folder, subfolders, sorted(files)
@@ -308,9 +372,13 @@ class _FsspecFiles:
     def read(self, path: str) -> bytes:
         return bytes(self.fs.cat_file(path))
 
-    def replace(self, path: str, data: bytes, backup: bool) -> None:
+    def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None:
         if backup:
-            self.fs.pipe_file(path + _BACKUP_SUFFIX, self.fs.cat_file(path))
+            if self.fs.exists(path + _BACKUP_SUFFIX):
+                raise OSError(f"{path.rsplit('/', 1)[-1]}{_BACKUP_SUFFIX} exists already: not overwritten")
+            self.fs.pipe_file(path + _BACKUP_SUFFIX, expected)
+        if bytes(self.fs.cat_file(path)) != expected:
+            raise OSError("changed by someone else while migrating: left as it is")
         self.fs.pipe_file(path, data)
 
     def remove(self, path: str) -> None:
@@ -319,12 +387,17 @@ class _FsspecFiles:
 
 def _open_files(location: str | os.PathLike[str]) -> tuple[_Files, str]:
     text = os.fspath(location)
+    if not text.strip():
+        raise NotAStoreError("the store path is empty")
     if "://" in text and not text.startswith("file://"):
         try:
             import fsspec
-        except ImportError:
-            raise NotAStoreError(f"{text}: URLs need fsspec (pip install fsspec)") from None
-        fs, url_root = fsspec.core.url_to_fs(text)
+
+            fs, url_root = fsspec.core.url_to_fs(text)
+        except ImportError as exc:
+            raise NotAStoreError(f"{text}: this URL needs a package that is not installed ({exc})") from None
+        except (ValueError, KeyError) as exc:  # fsspec's words for an unknown protocol
+            raise NotAStoreError(f"{text}: not a URL fsspec can open ({exc})") from None
         root = url_root.rstrip("/")
         files: _Files = _FsspecFiles(fs, root)
         is_dir, is_file = fs.isdir, fs.isfile
@@ -332,10 +405,13 @@ def _open_files(location: str | os.PathLike[str]) -> tuple[_Files, str]:
         root = str(Path(text.removeprefix("file://")))
         files = _LocalFiles(Path(root))
         is_dir, is_file = os.path.isdir, os.path.isfile
-    if not is_dir(root):
-        raise NotAStoreError(f"{text}: no such folder")
-    if not any(is_file(f"{root}/{name}") for name in _NODE_FILES):
-        raise NotAStoreError(f"{text}: not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)")
+    try:
+        if not is_dir(root):
+            raise NotAStoreError(f"{text}: no such folder")
+        if not any(is_file(f"{root}/{name}") for name in _NODE_FILES):
+            raise NotAStoreError(f"{text}: not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)")
+    except OSError as exc:
+        raise NotAStoreError(f"{text}: cannot be reached ({exc})") from None
     return files, root
 
 
@@ -346,7 +422,7 @@ class MigrationReport:
     nodes: int = 0
     changes: list[Change] = field(default_factory=list)
     files_changed: list[str] = field(default_factory=list)
-    failures: list[tuple[str, str]] = field(default_factory=list)  # (file, reason)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (file or folder, reason)
     leftovers_removed: list[str] = field(default_factory=list)
 
 
@@ -367,7 +443,8 @@ def migrate_store(
     dry_run : bool
         Report what would change; change no byte.
     backup : bool
-        Keep each original beside it as ``<name>.bak``.
+        Keep each original beside it as ``<name>.bak`` (an existing one is
+        never overwritten: that file is reported and left as it is).
     on_change : callable, optional
         Called with each file (relative to the store) and its changes, as it goes.
     on_progress : callable, optional
@@ -376,19 +453,56 @@ def migrate_store(
     Returns
     -------
     MigrationReport
-        Files that could not be migrated are listed with the reason; the
-        others are migrated all the same.
+        Files that could not be migrated, and folders that were not visited
+        (unreadable, or symbolic links, which are never followed), are listed
+        with the reason; everything else is migrated all the same.
 
     Raises
     ------
     NotAStoreError
-        If ``location`` is not a folder holding Zarr metadata.
+        If ``location`` is not a folder holding Zarr metadata, or cannot be reached.
+    StoreBusyError
+        If another run is migrating the same local store.
     """
     files, root = _open_files(location)
+    with _store_lock(root if isinstance(files, _LocalFiles) and not dry_run else None):
+        return _migrate_files(files, root, dry_run, backup, on_change, on_progress)
+
+
+@contextmanager
+def _store_lock(root: str | None) -> Iterator[None]:
+    """One run at a time per local store, so that only dead runs' temporary files are removed.
+
+    An advisory lock (``flock``) on the store's folder itself: no file is added,
+    and the system releases it when the process ends, however it ends.
+    """
+    if root is None or fcntl is None:
+        yield
+        return
+    descriptor = os.open(root, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise StoreBusyError(f"{root}: another numcodecs-bytes migrate run is working on this store") from None
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _migrate_files(
+    files: _Files,
+    root: str,
+    dry_run: bool,
+    backup: bool,
+    on_change: Callable[[str, list[Change]], None] | None,
+    on_progress: Callable[[int, int], None] | None,
+) -> MigrationReport:
     report = MigrationReport()
-    for folder, subfolders, names in files.walk():
+    skipped: list[tuple[str, str]] = []
+    for folder, subfolders, names in files.walk(skipped):
         for name in names:
-            if name.endswith(_TEMP_SUFFIX):  # left behind by a run that was killed
+            if name.endswith(_TEMP_SUFFIX):  # left behind by a run that was killed (we hold the lock)
                 path = f"{folder}/{name}"
                 if not dry_run:
                     files.remove(path)
@@ -402,6 +516,9 @@ def migrate_store(
                 document, changes = _migrate_file(files, path, name, relative, dry_run, backup)
             except UnicodeDecodeError:
                 report.failures.append((relative, "not UTF-8 text"))
+                continue
+            except RecursionError:
+                report.failures.append((relative, "nested too deeply to parse"))
                 continue
             except ValueError as exc:
                 report.failures.append((relative, f"not valid JSON ({exc})"))
@@ -420,6 +537,7 @@ def migrate_store(
                     on_change(relative, changes)
         if on_progress is not None:
             on_progress(report.nodes, len(report.files_changed))
+    report.failures += [(_relative(path, root) or ".", reason) for path, reason in skipped]
     return report
 
 
@@ -427,60 +545,16 @@ def _migrate_file(
     files: _Files, path: str, name: str, relative: str, dry_run: bool, backup: bool
 ) -> tuple[Any, list[Change]]:
     """Migrate one metadata file; returns its parsed document and the changes."""
-    text = files.read(path).decode("utf-8")
+    data = files.read(path)
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""  # zarr reads it: keep it
+    text = data[len(bom) :].decode("utf-8")
     document = json.loads(text)
-    migrated, locations = migrate_metadata(document, name)
+    locations = [location for location, _ in legacy_codecs(document, name)]
     if locations and not dry_run:
-        files.replace(path, rewrite_text(text, migrated).encode("utf-8"), backup)
+        files.replace(path, bom + rewrite_text(text, document, name).encode("utf-8"), backup, data)
     return document, [Change(relative, location) for location in locations]
 
 
 def _relative(path: str, root: str) -> str:
     """``path`` relative to the store's root (walks yield paths below it)."""
     return path[len(root) :].lstrip("/\\").replace(os.sep, "/")
-
-
-# -- the command line ------------------------------------------------------------------------------------------
-
-
-def run_migrate(location: str, dry_run: bool, backup: bool) -> int:
-    """``numcodecs-bytes migrate``: print each change and a summary; return the exit code."""
-    verb = "would change" if dry_run else "changed"
-    last_progress = [0.0]
-    show_progress = sys.stderr.isatty() or os.environ.get("NUMCODECS_BYTES_PROGRESS") == "1"
-
-    def on_change(relative: str, changes: list[Change]) -> None:
-        print(f"{verb} {relative}:", flush=False)
-        for change in changes:
-            print(f"  {change.location}: {_RENAME}", flush=False)
-        sys.stdout.flush()
-
-    def on_progress(nodes: int, changed: int) -> None:
-        now = time.monotonic()
-        if show_progress and nodes >= 100 and now - last_progress[0] > 0.2:
-            last_progress[0] = now
-            print(f"\r{nodes} nodes scanned, {_count(changed, 'file')} {verb}", end="", file=sys.stderr, flush=True)
-
-    try:
-        report = migrate_store(location, dry_run=dry_run, backup=backup, on_change=on_change, on_progress=on_progress)
-    except NotAStoreError as exc:
-        print(f"numcodecs-bytes migrate: error: {exc}", file=sys.stderr)
-        return 2
-    if show_progress and report.nodes >= 100:
-        print(file=sys.stderr)
-    for leftover in report.leftovers_removed:
-        print(f"{'would remove' if dry_run else 'removed'} {leftover} (left by an interrupted run)")
-    for relative, reason in report.failures:
-        print(f"failed {relative}: {reason}", file=sys.stderr)
-    summary = (
-        f"{'dry run: ' if dry_run else ''}{_count(len(report.files_changed), 'file')} {verb} "
-        f"({_count(len(report.changes), 'codec')}) in {_count(report.nodes, 'node')}"
-    )
-    if report.failures:
-        summary += f"; {_count(len(report.failures), 'file')} could not be migrated"
-    print(summary)
-    return 1 if report.failures else 0
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -349,24 +349,26 @@ def test_rewrite_changes_only_the_codec_names(text: str) -> None:
     name = ".zarray" if '"filters"' in text else "zarr.json"
     migrated, locations = migrate_metadata(json.loads(text), name)
     assert locations
-    new = rewrite_text(text, migrated)
+    new = rewrite_text(text, json.loads(text), name)
     assert json.loads(new) == migrated
     assert new.replace('"bytes"', '"endian"') == text
 
 
 def test_rewrite_leaves_a_user_attribute_named_endian_alone() -> None:
     text = '{\n  "attributes": {"name": "endian", "list": ["endian"]},\n  "codecs": [{"name": "endian"}]\n}\n'
-    migrated, locations = migrate_metadata(json.loads(text), "zarr.json")
+    _, locations = migrate_metadata(json.loads(text), "zarr.json")
     assert locations == ["codecs[0]"]
-    new = rewrite_text(text, migrated)
+    new = rewrite_text(text, json.loads(text), "zarr.json")
     assert new == text.replace('"codecs": [{"name": "endian"}]', '"codecs": [{"name": "bytes"}]')
 
 
-def test_rewrite_falls_back_to_the_files_own_indentation() -> None:
-    text = '{\n   "codecs": [{"name": "\\u0065ndian"}]\n}\n'  # an escaped name: no token to replace
+def test_rewrite_of_an_escaped_name_changes_only_that_name() -> None:
+    # Issue 10: an escaped spelling used to make the whole file be written again
+    text = '{\r\n   "codecs": [{"name": "\\u0065ndian"}, "end\\u0069an"],\r\n "x": 1.50E+2, "t": "\\u00e9\u00e9"}\r\n'
     migrated, _ = migrate_metadata(json.loads(text), "zarr.json")
-    new = rewrite_text(text, migrated)
-    assert json.loads(new) == migrated and new.startswith('{\n   "codecs"') and new.endswith("}\n")
+    new = rewrite_text(text, json.loads(text), "zarr.json")
+    assert json.loads(new) == migrated
+    assert new == text.replace('"\\u0065ndian"', '"bytes"').replace('"end\\u0069an"', '"bytes"')
 
 
 def test_migrate_metadata_forms() -> None:
@@ -418,7 +420,7 @@ def test_rewrite_property(codecs: list[Any], attributes: dict[str, Any], indent:
     migrated, locations = migrate_metadata(document, "zarr.json")
     if not locations:
         return
-    new = rewrite_text(text, migrated)
+    new = rewrite_text(text, document, "zarr.json")
     assert json.loads(new) == migrated
     assert migrated["attributes"] == attributes
     # the minimal edit: each renamed codec's name one character shorter, every other character kept

@@ -1,0 +1,293 @@
+"""migrate against hostile stores (issue 10): only codec names change, every problem is reported, no traceback."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numcodecs_bytes.__main__ import main
+from numcodecs_bytes.migrate import (
+    NotAStoreError,
+    StoreBusyError,
+    _LocalFiles,
+    migrate_config,
+    migrate_metadata,
+    migrate_store,
+    rewrite_text,
+)
+
+V3_ARRAY = {
+    "zarr_format": 3,
+    "node_type": "array",
+    "shape": [4],
+    "data_type": "int16",
+    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+    "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+    "fill_value": 0,
+    "codecs": [{"name": "endian", "configuration": {"endian": "big"}}],
+    "attributes": {},
+}
+
+
+def write_json(path: Path, document: Any, **dumps: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, **dumps))
+    return path
+
+
+def legacy_group(root: Path, arrays: int = 2) -> Path:
+    write_json(root / "zarr.json", {"zarr_format": 3, "node_type": "group", "attributes": {}})
+    for i in range(arrays):
+        write_json(root / f"a{i}" / "zarr.json", V3_ARRAY, indent=2)
+    return root
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["migrate", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- wrong edits --------------------------------------------------------------------------------------------
+
+
+def test_a_v2_codec_is_named_by_its_id_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    zlib_with_a_name = {"id": "zlib", "level": 1, "name": "endian"}
+    assert migrate_config(zlib_with_a_name) == zlib_with_a_name
+    zarray = {"zarr_format": 2, "filters": [zlib_with_a_name, {"id": "endian", "endian": "big"}], "compressor": None}
+    path = write_json(tmp_path / "s" / ".zarray", zarray)
+    code, out, _ = run(capsys, str(tmp_path / "s"))
+    assert code == 0 and "filters[1]" in out and "filters[0]" not in out
+    assert json.loads(path.read_text())["filters"] == [zlib_with_a_name, {"id": "bytes", "endian": "big"}]
+
+
+def test_a_v3_codec_is_named_by_its_name_only() -> None:
+    document = {"codecs": [{"name": "transpose", "configuration": {"order": [0], "id": "endian"}}, "endian"]}
+    migrated, locations = migrate_metadata(document, "zarr.json")
+    assert locations == ["codecs[1]"] and migrated["codecs"][0] == document["codecs"][0]
+
+
+def test_large_consolidated_metadata_with_a_decoy_is_renamed_in_one_pass(tmp_path: Path) -> None:
+    # Issue 10: 3000 arrays plus {"instrument": {"name": "endian"}} took over 400 s (a parse per token)
+    consolidated = {f"a{i}": {**V3_ARRAY, "attributes": {"instrument": {"name": "endian"}}} for i in range(3000)}
+    root = write_json(
+        tmp_path / "big" / "zarr.json",
+        {
+            "zarr_format": 3,
+            "node_type": "group",
+            "attributes": {"instrument": {"name": "endian"}},
+            "consolidated_metadata": {"kind": "inline", "must_understand": False, "metadata": consolidated},
+        },
+        indent=2,
+    ).parent
+    before = (root / "zarr.json").read_text()
+    start = time.perf_counter()
+    report = migrate_store(root)
+    elapsed = time.perf_counter() - start
+    after = (root / "zarr.json").read_text()
+    assert len(report.changes) == 3000
+    assert after.count('"name": "endian"') == before.count('"name": "endian"') - 3000  # the decoys stay
+    assert len(after) == len(before) - 3000
+    print(f"3000-array consolidated store migrated in {elapsed:.2f} s")
+
+
+# -- tracebacks and half-finished runs ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("metadata", [["x"], "x", None, 3, {"a/.zarray": "x", "b/.zarray": [1]}])
+def test_odd_zmetadata_shapes_are_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], metadata: Any
+) -> None:
+    write_json(tmp_path / "s" / ".zgroup", {"zarr_format": 2})
+    write_json(tmp_path / "s" / ".zmetadata", {"metadata": metadata, "zarr_consolidated_format": 1})
+    code, out, err = run(capsys, str(tmp_path / "s"))
+    assert code == 0 and "0 files changed" in out and err == ""
+
+
+def test_very_deep_nesting_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    legacy_group(tmp_path / "s")
+    deep = tmp_path / "s" / "deep" / "zarr.json"
+    deep.parent.mkdir()
+    deep.write_text('{"attributes": ' + "[" * 100_000 + "]" * 100_000 + ', "codecs": ["endian"]}')
+    code, out, err = run(capsys, str(tmp_path / "s"))
+    assert code == 1 and "failed deep/zarr.json: nested too deeply to parse" in err
+    assert "2 files changed" in out
+
+
+@pytest.mark.parametrize("location", ["foo://bucket/x", "http://localhost:1/x", "", "   ", "/no/such/folder"])
+def test_bad_locations_are_usage_errors(capsys: pytest.CaptureFixture[str], location: str) -> None:
+    code, out, err = run(capsys, location)
+    assert out == ""
+    assert code == 2 and err.startswith("numcodecs-bytes migrate: error:") and "Traceback" not in err
+    with pytest.raises(NotAStoreError):
+        migrate_store(location)
+
+
+def test_a_closed_pipe_stops_between_files_without_a_traceback(tmp_path: Path) -> None:
+    root = legacy_group(tmp_path / "s", arrays=300)
+    script = Path(sys.executable).parent / "numcodecs-bytes"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "numcodecs_bytes"]
+    process = subprocess.Popen([*command, "migrate", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.readline()
+    process.stdout.close()  # like `| head -1`
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=60) in (0, 1)
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+    for path in root.glob("a*/zarr.json"):
+        assert json.loads(path.read_text())["codecs"][0]["name"] in ("endian", "bytes")  # whole, old or new
+
+
+def test_folder_names_that_are_not_utf8_under_a_strict_output(tmp_path: Path) -> None:
+    root = legacy_group(tmp_path / "s", arrays=0)
+    odd = os.path.join(os.fsencode(root), b"caf\xe9")
+    os.mkdir(odd)
+    with open(os.path.join(odd, b"zarr.json"), "w") as handle:
+        json.dump(V3_ARRAY, handle)
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"}
+    result = subprocess.run(
+        [sys.executable, "-m", "numcodecs_bytes", "migrate", str(root)], capture_output=True, env=env, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert b"changed caf\\xe9/zarr.json" in result.stdout
+
+
+# -- silent skips and collateral damage -------------------------------------------------------------------------
+
+
+def test_symbolic_links_are_reported_never_followed_or_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = legacy_group(tmp_path / "s")
+    elsewhere = legacy_group(tmp_path / "elsewhere", arrays=1)
+    os.symlink(elsewhere / "a0", root / "linked")
+    (root / "a1" / "zarr.json").unlink()
+    os.symlink(elsewhere / "a0" / "zarr.json", root / "a1" / "zarr.json")
+    code, out, err = run(capsys, str(root))
+    assert code == 1
+    assert "failed linked: symbolic link to a folder: not followed" in err
+    assert "failed a1/zarr.json: symbolic link" in err
+    assert (root / "a1" / "zarr.json").is_symlink()
+    assert '"endian"' in (elsewhere / "a0" / "zarr.json").read_text()
+    assert "1 file changed" in out
+
+
+def test_an_existing_backup_is_never_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = legacy_group(tmp_path / "s")
+    (root / "a0" / "zarr.json.bak").write_text("precious")
+    code, _, err = run(capsys, str(root), "--backup")
+    assert code == 1 and "a0/zarr.json: zarr.json.bak exists already: not overwritten" in err
+    assert (root / "a0" / "zarr.json.bak").read_text() == "precious"
+    assert '"endian"' in (root / "a0" / "zarr.json").read_text()
+    assert '"bytes"' in (root / "a1" / "zarr.json").read_text()
+    assert '"endian"' in (root / "a1" / "zarr.json.bak").read_text()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing a file's owner needs root")
+def test_owner_and_group_are_kept(tmp_path: Path) -> None:
+    root = legacy_group(tmp_path / "s", arrays=1)
+    os.chown(root / "a0" / "zarr.json", 1234, 5678)
+    migrate_store(root)
+    info = os.stat(root / "a0" / "zarr.json")
+    assert (info.st_uid, info.st_gid) == (1234, 5678)
+
+
+def test_a_fifo_named_like_metadata_does_not_hang(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = legacy_group(tmp_path / "s")
+    (root / "odd").mkdir()
+    os.mkfifo(root / "odd" / "zarr.json")
+    code, _, err = run(capsys, str(root))
+    assert code == 1 and "failed odd/zarr.json: not a regular file" in err
+
+
+def test_a_utf8_bom_is_read_and_kept(tmp_path: Path) -> None:
+    root = legacy_group(tmp_path / "s", arrays=1)
+    path = root / "a0" / "zarr.json"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert len(migrate_store(root).changes) == 1
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf") and b'"bytes"' in path.read_bytes()
+
+
+# -- concurrency -------------------------------------------------------------------------------------------------
+
+
+def test_one_run_at_a_time_per_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = legacy_group(tmp_path / "s")
+    leftover = root / "a0" / ".zarr.json.x.numcodecs-bytes-tmp"
+    leftover.write_text("another run's")
+    descriptor = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)  # as another run holds it
+        with pytest.raises(StoreBusyError):
+            migrate_store(root)
+        code, _, err = run(capsys, str(root))
+        assert code == 2 and "another numcodecs-bytes migrate run" in err
+        assert leftover.exists(), "a live run's temporary file must not be removed"
+    finally:
+        os.close(descriptor)
+    assert len(migrate_store(root).leftovers_removed) == 1
+
+
+def test_a_file_changed_between_read_and_replace_is_left_alone(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "zarr.json", V3_ARRAY)
+    read = path.read_bytes()
+    path.write_text(json.dumps({**V3_ARRAY, "attributes": {"written": "meanwhile"}}))
+    with pytest.raises(OSError, match="changed by someone else"):
+        _LocalFiles(tmp_path).replace(str(path), b"{}", False, read)
+    assert json.loads(path.read_text())["attributes"] == {"written": "meanwhile"}
+
+
+# -- fuzz: only the renamed tokens change --------------------------------------------------------------------------
+
+names = st.sampled_from(["endian", "bytes", "name", "id", "configuration", "codecs", "x"])
+leaves = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.floats(allow_nan=False), names)
+values = st.recursive(
+    leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3), max_leaves=10
+)
+v3_codecs = st.one_of(
+    st.just("endian"),
+    st.fixed_dictionaries({"name": st.just("endian")}, optional={"configuration": st.just({"endian": "big"})}),
+    st.fixed_dictionaries(
+        {"name": st.sampled_from(["gzip", "bytes"]), "configuration": st.dictionaries(names, values)}
+    ),
+    st.fixed_dictionaries(
+        {"name": st.just("sharding_indexed"), "configuration": st.fixed_dictionaries({"codecs": st.just(["endian"])})}
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    codecs=st.lists(v3_codecs, max_size=4),
+    attributes=st.dictionaries(names, values, max_size=4),
+    indent=st.sampled_from([None, 0, 1, "\t"]),
+    ascii_only=st.booleans(),
+    escape_names=st.booleans(),
+    crlf=st.booleans(),
+)
+def test_fuzz_only_the_renamed_tokens_change(
+    codecs: list[Any], attributes: dict[str, Any], indent: Any, ascii_only: bool, escape_names: bool, crlf: bool
+) -> None:
+    document = {"zarr_format": 3, "node_type": "array", "attributes": attributes, "codecs": codecs}
+    text = json.dumps(document, indent=indent, ensure_ascii=ascii_only)
+    if escape_names:
+        text = text.replace('"endian"', '"\\u0065ndian"')
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    migrated, locations = migrate_metadata(json.loads(text), "zarr.json")
+    new = rewrite_text(text, json.loads(text), "zarr.json")
+    assert json.loads(new) == migrated
+    # outside the renamed tokens, the text is the same character for character
+    old_name = '"\\u0065ndian"' if escape_names else '"endian"'
+    assert new.replace('"bytes"', "\0").replace(old_name, "\0") == text.replace('"bytes"', "\0").replace(old_name, "\0")
+    assert new.count('"bytes"') - text.count('"bytes"') == len(locations)
