@@ -1,0 +1,191 @@
+"""migrate on an S3 API server (moto in server mode on a loopback port), through s3fs, as users' object stores."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+zarr = pytest.importorskip("zarr")
+if int(zarr.__version__.split(".")[0]) < 3:
+    pytest.skip("these stores are written with zarr 3", allow_module_level=True)
+s3fs = pytest.importorskip("s3fs", reason="s3fs is not installed (the test extra has it)")
+pytest.importorskip("moto.server", reason="moto[server] is not installed (the test extra has it)")
+import fsspec  # noqa: E402
+from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
+
+from numcodecs_bytes import BytesCodec  # noqa: E402
+from numcodecs_bytes.__main__ import main  # noqa: E402
+
+BUCKET = "legacy"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the moto server did not start") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.fixture
+def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """An empty bucket; fsspec's s3 settings point at the local server, credentials from the environment."""
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": endpoint})
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
+    if fs.exists(BUCKET):
+        fs.rm(BUCKET, recursive=True)
+    fs.mkdir(BUCKET)
+    fs.invalidate_cache()
+    yield fs
+    fs.rm(BUCKET, recursive=True)
+
+
+VALUES = {
+    "v3/a": np.arange(24, dtype="<i2").reshape(4, 6),
+    "v3/sharded": np.arange(64, dtype="<f8").reshape(8, 8),
+    "v2/c": np.arange(10, dtype="<i8"),
+}
+
+
+def upload_legacy_stores(fs: Any, local: Path) -> None:
+    """A v3 group (an array, a sharded array, consolidated metadata) and a v2 group, renamed to endian."""
+    group = zarr.open_group(str(local / "v3"), mode="w")
+    group.create_array("a", data=VALUES["v3/a"], chunks=(2, 3), serializer=ZarrBytesCodec(endian="big"),
+                       compressors=None)  # fmt: skip
+    group.create_array("sharded", data=VALUES["v3/sharded"], chunks=(2, 2), shards=(4, 4),
+                       serializer=ZarrBytesCodec(endian="big"), compressors=None)  # fmt: skip
+    zarr.consolidate_metadata(str(local / "v3"))
+    v2 = zarr.open_group(str(local / "v2"), mode="w", zarr_format=2)
+    v2.create_array("c", data=VALUES["v2/c"], chunks=(4,), filters=[BytesCodec(endian="big", dtype="<i8")],
+                    compressors=None)  # fmt: skip
+    zarr.consolidate_metadata(str(local / "v2"))
+    for path in local.rglob("*"):
+        if path.name in ("zarr.json", ".zarray", ".zmetadata"):
+            text = path.read_text().replace('"name": "bytes"', '"name": "endian"').replace('"id": "bytes"', '"id": "endian"')
+            path.write_text(text)
+    for store in ("v3", "v2"):
+        fs.put(str(local / store), f"{BUCKET}/{store}", recursive=True)
+    fs.invalidate_cache()
+
+
+def objects(fs: Any) -> dict[str, bytes]:
+    fs.invalidate_cache()
+    return {path: fs.cat_file(path) for path in sorted(fs.find(BUCKET))}
+
+
+def read_with_zarrs_own_codec(url: str, endpoint: str) -> dict[str, np.ndarray[Any, Any]]:
+    """Open through the same URL, with zarr-python's own codec for the legacy name (which refuses it)."""
+    options = {"endpoint_url": endpoint}
+    with zarr.config.set({"codecs.endian": "zarr.codecs.bytes.BytesCodec"}):
+        v3 = zarr.open_group(f"{url}/v3", mode="r", storage_options=options)
+        v2 = zarr.open_group(f"{url}/v2", mode="r", storage_options=options, zarr_format=2)
+        return {"v3/a": v3["a"][...], "v3/sharded": v3["sharded"][...], "v2/c": v2["c"][...]}
+
+
+def test_migrate_on_an_object_store(
+    s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    upload_legacy_stores(s3, tmp_path)
+    url = f"s3://{BUCKET}"
+    before = objects(s3)
+    with pytest.raises(ValueError, match="Expected 'bytes'"):
+        read_with_zarrs_own_codec(url, endpoint)
+
+    assert main(["migrate", f"{url}/v3", "--dry-run"]) == 0
+    assert "dry run: 3 files would change" in capsys.readouterr().out
+    assert objects(s3) == before, "a dry run changed an object"
+
+    assert main(["migrate", f"{url}/v3", "--backup"]) == 0
+    out = capsys.readouterr().out
+    assert "3 files changed" in out  # zarr.json (consolidated), a/zarr.json, sharded/zarr.json
+    assert main(["migrate", f"{url}/v2"]) == 0
+    capsys.readouterr()
+    after = objects(s3)
+    for path, data in before.items():
+        if path.endswith(("zarr.json", ".zarray", ".zmetadata")) and b'"endian"' in data:
+            assert after[path] != data and after[path].replace(b'"bytes"', b'"endian"') == data.replace(
+                b'"bytes"', b'"endian"'
+            ), path
+        else:
+            assert after[path] == data, f"{path} changed"
+        if path.startswith(f"{BUCKET}/v3/") and path.endswith("zarr.json") and b'"name": "endian"' in data:
+            assert after[path + ".bak"] == data
+    read = read_with_zarrs_own_codec(url, endpoint)
+    for name, expected in VALUES.items():
+        assert np.array_equal(read[name], expected), name
+
+    assert main(["migrate", f"{url}/v3"]) == 0
+    assert "0 files changed" in capsys.readouterr().out
+
+
+def test_a_broken_object_is_reported_and_the_rest_migrated(
+    s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    upload_legacy_stores(s3, tmp_path)
+    s3.pipe_file(f"{BUCKET}/v3/a/zarr.json", b'{"zarr_format": 3, "codecs": [{"name": "endian"')
+    assert main(["migrate", f"s3://{BUCKET}/v3"]) == 1
+    out, err = capsys.readouterr()
+    assert "failed a/zarr.json: not valid JSON" in err and "Traceback" not in err
+    assert "2 files changed" in out
+    assert json.loads(s3.cat_file(f"{BUCKET}/v3/sharded/zarr.json"))["codecs"][0]["configuration"]["codecs"][0][
+        "name"
+    ] == "bytes"
+
+
+def test_no_such_bucket_is_a_usage_error(s3: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate", "s3://no-such-bucket/store"]) == 2
+    assert capsys.readouterr().err.startswith("numcodecs-bytes migrate: error:")
+
+
+def test_credentials_and_endpoint_come_from_the_environment(endpoint: str, s3: Any, tmp_path: Path) -> None:
+    """As documented: AWS_* credentials and FSSPEC_S3_ENDPOINT_URL, in a fresh process."""
+    upload_legacy_stores(s3, tmp_path)
+    env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint}
+    result = subprocess.run(
+        [sys.executable, "-m", "numcodecs_bytes", "migrate", f"s3://{BUCKET}/v2", "--dry-run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "dry run: 2 files would change" in result.stdout
