@@ -25,6 +25,17 @@ _ndarray = np.ndarray  # looked up once: encode and decode are hot paths
 _CONFIG_KEYS = ("endian", "dtype")
 
 
+def _is_codec_dtype(dtype: np.dtype[Any], codec_dtype: np.dtype[Any] | None) -> bool:
+    """Whether data of ``dtype`` can use the layout resolved for the codec's dtype, as it is.
+
+    Identity first: numpy's built-in dtypes are singletons. Equality alone is not
+    trusted for non-native dtypes: some ml_dtypes versions find a byte-swapped
+    bfloat16 equal to the native one. (And a dtype is never compared to None:
+    ``np.dtype(None)`` is float64.)
+    """
+    return dtype is codec_dtype or (codec_dtype is not None and dtype.isnative and dtype == codec_dtype)
+
+
 def _same_type(a: np.dtype[Any], b: np.dtype[Any]) -> bool:
     """Equal but for byte order."""
     return a == b or (data_type_of(a) is data_type_of(b) and a.newbyteorder("<") == b.newbyteorder("<"))
@@ -211,7 +222,7 @@ class BytesCodec(Codec):
         else:
             array = swap.stored_view(buf, self._dtype)
         resolved = self._layout
-        if resolved is None or array.dtype != self._dtype:  # (never compare to None: np.dtype(None) is float64)
+        if not _is_codec_dtype(array.dtype, self._dtype):
             resolved = self._layout_for(array.dtype, "the array to encode")
         return swap.encode(array, resolved)
 
@@ -248,18 +259,11 @@ class BytesCodec(Codec):
             resolved = self._layout
             if resolved is None:
                 raise ValueError("decode needs a dtype: give BytesCodec(dtype=...) or an out array")
-            if type(buf) is bytes and resolved.checks is None:  # a stored chunk: the common case, in short
-                try:
-                    stored = np.frombuffer(buf, resolved.stored)
-                except ValueError:
-                    stored = swap.stored_view(buf, resolved.stored)  # words the error
-            else:
-                stored = swap.stored_view(buf, resolved.stored)
-            decoded = swap.decode(stored, resolved)
+            decoded = swap.decode(swap.stored_view(buf, resolved.stored), resolved)
             return decoded if resolved.memory is self._dtype else decoded.view(self._dtype)
         target = self._target(out)
         resolved = self._layout
-        if resolved is None or target.dtype != self._dtype:
+        if not _is_codec_dtype(target.dtype, self._dtype):
             resolved = self._layout_for(target.dtype, "out")
         swap.decode_into(swap.stored_view(buf, resolved.stored), resolved, target)
         return out if isinstance(out, _ndarray) else target
