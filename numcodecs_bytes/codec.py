@@ -25,15 +25,14 @@ _ndarray = np.ndarray  # looked up once: encode and decode are hot paths
 _CONFIG_KEYS = ("endian", "dtype")
 
 
-def _is_codec_dtype(dtype: np.dtype[Any], codec_dtype: np.dtype[Any] | None) -> bool:
-    """Whether data of ``dtype`` can use the layout resolved for the codec's dtype, as it is.
+def _is_codec_dtype(dtype: np.dtype[Any], resolved: Layout) -> bool:
+    """Whether data of ``dtype`` can use the codec's own layout, ``resolved``, as it is.
 
     Identity first: numpy's built-in dtypes are singletons. Equality alone is not
     trusted for non-native dtypes: some ml_dtypes versions find a byte-swapped
-    bfloat16 equal to the native one. (And a dtype is never compared to None:
-    ``np.dtype(None)`` is float64.)
+    bfloat16 equal to the native one.
     """
-    return dtype is codec_dtype or (codec_dtype is not None and dtype.isnative and dtype == codec_dtype)
+    return dtype is resolved.dtype or (dtype.isnative and dtype == resolved.dtype)
 
 
 def _same_type(a: np.dtype[Any], b: np.dtype[Any]) -> bool:
@@ -222,7 +221,7 @@ class BytesCodec(Codec):
         else:
             array = swap.stored_view(buf, self._dtype)
         resolved = self._layout
-        if not _is_codec_dtype(array.dtype, self._dtype):
+        if resolved is None or not _is_codec_dtype(array.dtype, resolved):
             resolved = self._layout_for(array.dtype, "the array to encode")
         return swap.encode(array, resolved)
 
@@ -263,7 +262,7 @@ class BytesCodec(Codec):
             return decoded if resolved.memory is self._dtype else decoded.view(self._dtype)
         target = self._target(out)
         resolved = self._layout
-        if not _is_codec_dtype(target.dtype, self._dtype):
+        if resolved is None or not _is_codec_dtype(target.dtype, resolved):
             resolved = self._layout_for(target.dtype, "out")
         swap.decode_into(swap.stored_view(buf, resolved.stored), resolved, target)
         return out if isinstance(out, _ndarray) else target

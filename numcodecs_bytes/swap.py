@@ -35,6 +35,8 @@ class Checks(NamedTuple):
 class Layout(NamedTuple):
     """One in-memory dtype and one endian, resolved: memory and stored dtypes, and checks."""
 
+    dtype: np.dtype[Any]
+    """The in-memory dtype resolved."""
     memory: np.dtype[Any]
     """The array's memory as numpy swaps it exactly: the dtype itself, or its units (`unit_dtype`)."""
     stored: np.dtype[Any]
@@ -75,7 +77,7 @@ def layout(dtype: np.dtype[Any], endian: Endian | None) -> Layout:
     masks = tuple(
         (offset, count, (1 << leaf.value_bits) - 1) for offset, count, leaf in runs if leaf.value_bits is not None
     )
-    return Layout(memory, stored, Checks(bools, masks, dtype.itemsize) if bools or masks else None)
+    return Layout(dtype, memory, stored, Checks(bools, masks, dtype.itemsize) if bools or masks else None)
 
 
 def byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:

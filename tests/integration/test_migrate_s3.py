@@ -100,7 +100,11 @@ def upload_legacy_stores(fs: Any, local: Path) -> None:
     zarr.consolidate_metadata(str(local / "v2"))
     for path in local.rglob("*"):
         if path.name in ("zarr.json", ".zarray", ".zmetadata"):
-            text = path.read_text().replace('"name": "bytes"', '"name": "endian"').replace('"id": "bytes"', '"id": "endian"')
+            text = (
+                path.read_text()
+                .replace('"name": "bytes"', '"name": "endian"')
+                .replace('"id": "bytes"', '"id": "endian"')
+            )
             path.write_text(text)
     for store in ("v3", "v2"):
         fs.put(str(local / store), f"{BUCKET}/{store}", recursive=True)
@@ -121,9 +125,7 @@ def read_with_zarrs_own_codec(url: str, endpoint: str) -> dict[str, np.ndarray[A
         return {"v3/a": v3["a"][...], "v3/sharded": v3["sharded"][...], "v2/c": v2["c"][...]}
 
 
-def test_migrate_on_an_object_store(
-    s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_migrate_on_an_object_store(s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     upload_legacy_stores(s3, tmp_path)
     url = f"s3://{BUCKET}"
     before = objects(s3)
@@ -166,9 +168,10 @@ def test_a_broken_object_is_reported_and_the_rest_migrated(
     out, err = capsys.readouterr()
     assert "failed a/zarr.json: not valid JSON" in err and "Traceback" not in err
     assert "2 files changed" in out
-    assert json.loads(s3.cat_file(f"{BUCKET}/v3/sharded/zarr.json"))["codecs"][0]["configuration"]["codecs"][0][
-        "name"
-    ] == "bytes"
+    assert (
+        json.loads(s3.cat_file(f"{BUCKET}/v3/sharded/zarr.json"))["codecs"][0]["configuration"]["codecs"][0]["name"]
+        == "bytes"
+    )
 
 
 def test_no_such_bucket_is_a_usage_error(s3: Any, capsys: pytest.CaptureFixture[str]) -> None:
