@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -19,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numcodecs_bytes import BytesCodec
+from numcodecs_bytes.__main__ import main
 from numcodecs_bytes.migrate import migrate_metadata, migrate_store, rewrite_text
 
 zarr = pytest.importorskip("zarr")
@@ -28,13 +31,20 @@ from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "numcodecs_bytes", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
+    """The command line, run in this process: ``main(args)`` with its output captured."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse: --help, usage errors
+                code = exit_.code if isinstance(exit_.code, int) else 2
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["numcodecs-bytes", *args], code, stdout.getvalue(), stderr.getvalue())
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -291,3 +292,25 @@ def test_fuzz_only_the_renamed_tokens_change(
     old_name = '"\\u0065ndian"' if escape_names else '"endian"'
     assert new.replace('"bytes"', "\0").replace(old_name, "\0") == text.replace('"bytes"', "\0").replace(old_name, "\0")
     assert new.count('"bytes"') - text.count('"bytes"') == len(locations)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv, to run the command without the right to read any folder",
+)
+def test_a_folder_that_cannot_be_listed_is_reported(tmp_path: Path) -> None:
+    root = legacy_group(tmp_path / "s")
+    write_json(root / "locked" / "zarr.json", V3_ARRAY)
+    (root / "locked").chmod(0o000)
+    caps = "-dac_override,-dac_read_search"  # root without these obeys folder permissions
+    try:
+        result = subprocess.run(
+            ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}",
+             sys.executable, "-m", "numcodecs_bytes", "migrate", str(root)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    finally:
+        (root / "locked").chmod(0o755)
+    assert result.returncode == 1, result.stderr
+    assert "failed locked: folder not read: Permission denied" in result.stderr
+    assert "2 files changed" in result.stdout and '"endian"' in (root / "locked" / "zarr.json").read_text()
