@@ -314,3 +314,33 @@ def test_a_folder_that_cannot_be_listed_is_reported(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
     assert "failed locked: folder not read: Permission denied" in result.stderr
     assert "2 files changed" in result.stdout and '"endian"' in (root / "locked" / "zarr.json").read_text()
+
+
+v2_codecs = st.one_of(
+    st.fixed_dictionaries({"id": st.just("endian")}, optional={"endian": st.just("big"), "dtype": st.just("<i4")}),
+    st.fixed_dictionaries({"id": st.sampled_from(["zlib", "bytes"]), "name": st.sampled_from(["endian", "x"])}),
+    st.none(),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    filters=st.one_of(st.none(), st.lists(v2_codecs, max_size=3)),
+    compressor=v2_codecs,
+    attributes=st.dictionaries(names, values, max_size=3),
+    indent=st.sampled_from([None, 2]),
+)
+def test_fuzz_v2_metadata_only_ids_name_our_codec(
+    filters: Any, compressor: Any, attributes: dict[str, Any], indent: Any
+) -> None:
+    zarray = {"zarr_format": 2, "filters": filters, "compressor": compressor, "attributes": attributes}
+    zmetadata = {"metadata": {"a/.zarray": zarray, "a/.zattrs": attributes}, "zarr_consolidated_format": 1}
+    for document, name in ((zarray, ".zarray"), (zmetadata, ".zmetadata")):
+        text = json.dumps(document, indent=indent)
+        migrated, locations = migrate_metadata(document, name)
+        new = rewrite_text(text, document, name)
+        assert json.loads(new) == migrated
+        assert new.count('"bytes"') - text.count('"bytes"') == len(locations)
+        ours = [c for c in ([*(filters or []), compressor]) if isinstance(c, dict) and c.get("id") == "endian"]
+        assert len(locations) == len(ours)
+        assert new.replace('"bytes"', '"endian"') == text.replace('"bytes"', '"endian"')

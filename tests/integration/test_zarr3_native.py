@@ -314,3 +314,21 @@ def test_needs_endian_agrees_with_the_codec(tmp_path: Path) -> None:
         endian_or_none = None if not needs_endian(np.dtype(dtype)) else "big"
         z = zarr.create_array(store={}, shape=(2,), dtype=dtype, serializer=BytesCodec(endian=endian_or_none))  # type: ignore[arg-type]
         assert z.metadata.to_dict()["codecs"][0]["name"] == "bytes"
+
+
+def test_as_the_inner_and_the_index_codec_of_sharding(tmp_path: Path) -> None:
+    from zarr.codecs import Crc32cCodec, ShardingCodec
+
+    data = np.arange(64, dtype="<f4").reshape(8, 8)
+    sharding = ShardingCodec(
+        chunk_shape=(2, 2), codecs=[BytesCodec(endian="big")], index_codecs=[BytesCodec(endian="little"), Crc32cCodec()]
+    )
+    z = zarr.create_array(store=str(tmp_path / "s.zarr"), shape=data.shape, chunks=(4, 4), dtype=data.dtype,
+                          serializer=sharding, compressors=None)  # fmt: skip
+    z[...] = data
+    configuration = json.loads((tmp_path / "s.zarr" / "zarr.json").read_text())["codecs"][0]["configuration"]
+    assert configuration["codecs"] == [{"name": "bytes", "configuration": {"endian": "big"}}]
+    assert configuration["index_codecs"][0] == {"name": "bytes", "configuration": {"endian": "little"}}
+    with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
+        assert zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[1:7, 3].tolist() == data[1:7, 3].tolist()
+    assert zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[...].tolist() == data.tolist()  # zarr's own codec
