@@ -641,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
     print("measuring per call ...", file=sys.stderr, flush=True)
     per_call = per_call_rows(repeats)
     print("measuring Zarr v3 arrays ...", file=sys.stderr, flush=True)
-    zarr_v3 = zarr_v3_rows(repeats, total=4 * MiB, chunk=MiB) if args.quick else zarr_v3_rows(3)
+    zarr_v3 = zarr_v3_rows(repeats, total=4 * MiB, chunk=MiB) if args.quick else zarr_v3_rows(5)
     if args.quick:
         text, targets = report(rows, native, peak, per_call, zarr_v3)
         print(text)

@@ -6,9 +6,11 @@ cost of waking a thread) and on the copy (a fresh output is faulted in page by
 page, an existing one is not): on VMs of one kind the size from which a second
 thread paid ranged from 4 MiB to more than 32 MiB. So no size is fixed here.
 Copies of `MIN_BYTES` or more are timed, per size class (a power of two) and
-kind (fresh or existing output), on one thread and on several; a class uses
-threads while they measure faster there, and tries the other way again once in
-`EXPLORE_EVERY` calls, so the choice follows the machine and its load.
+kind (fresh or existing output), on one thread and on several: each way is
+measured twice first, then a class uses the way whose best recent time
+(of its last `SAMPLES`) is lower, and tries the other way again once in
+`EXPLORE_EVERY` calls, so the choice follows the machine and its load. Best
+times, not averages: a copy is only ever slowed down by noise.
 
 This module holds the whole size policy: `copy_into` and `copied_as` are the
 only ways the codec copies data.
@@ -21,19 +23,23 @@ import os
 import threading
 import time
 import warnings
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import pairwise
 from typing import Any, SupportsIndex
 
 import numpy as np
 
-__all__ = ["EXPLORE_EVERY", "MIN_BYTES", "copied_as", "copy_into", "get_nthreads", "set_nthreads"]
+__all__ = ["EXPLORE_EVERY", "MIN_BYTES", "SAMPLES", "copied_as", "copy_into", "get_nthreads", "set_nthreads"]
 
 MIN_BYTES = 4 << 20
 """Smaller copies stay on the calling thread: waking another costs more than it can save."""
 
-EXPLORE_EVERY = 32
+EXPLORE_EVERY = 16
 """A size class tries the way it does not use once in this many calls."""
+
+SAMPLES = 4
+"""How many recent times of each way a size class keeps."""
 
 _ENV_VAR = "NUMCODECS_BYTES_NTHREADS"
 
@@ -68,8 +74,18 @@ def _nthreads_from_env() -> int:
 _lock = threading.Lock()
 _nthreads = _nthreads_from_env()
 _pool: ThreadPoolExecutor | None = None
-# (size class, fresh output) -> [seconds per byte on one thread, on several (None until measured), calls]
-_timings: dict[tuple[int, bool], list[Any]] = {}
+class _Timing:
+    """One size class's recent seconds per byte, on one thread and on several, and its calls."""
+
+    __slots__ = ("calls", "single", "threaded")
+
+    def __init__(self) -> None:
+        self.single: deque[float] = deque(maxlen=SAMPLES)
+        self.threaded: deque[float] = deque(maxlen=SAMPLES)
+        self.calls = 0
+
+
+_timings: dict[tuple[int, bool], _Timing] = {}  # by (size class, fresh output)
 
 
 def set_nthreads(n: SupportsIndex) -> int:
@@ -133,52 +149,58 @@ def _split_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], nthreads: 
         future.result()
 
 
-def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], *, fresh: bool = False) -> None:
+def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     """``dst[...] = src``, converting byte order; on several threads where that measures faster.
 
     Only flat, plain, non-overlapping arrays of equal length are split;
     anything else is one numpy assignment (numpy handles overlap itself).
-    ``fresh`` says that ``dst`` was just allocated (its pages are not yet mapped).
     """
-    nbytes = dst.nbytes
-    if nbytes < MIN_BYTES:
+    nthreads = _nthreads  # read once: set_nthreads may run meanwhile
+    timing = _timing(src, nthreads, fresh=False)
+    if timing is None or dst.shape != src.shape or type(dst) is not np.ndarray or np.may_share_memory(dst, src):
         dst[...] = src
         return
-    nthreads = _nthreads
-    if (
-        nthreads == 1
-        or dst.ndim != 1
-        or dst.shape != src.shape
-        or type(dst) is not np.ndarray
-        or np.may_share_memory(dst, src)
-    ):
-        dst[...] = src
-        return
-    timing = _timings.setdefault((nbytes.bit_length(), fresh), [None, None, 0])
-    use_threads = _choose(timing)
-    start = time.perf_counter()
+    use_threads, start = _choose(timing), time.perf_counter()
     if use_threads:
         _split_copy(dst, src, nthreads)
     else:
         dst[...] = src
-    per_byte = (time.perf_counter() - start) / nbytes
-    previous = timing[use_threads]
-    timing[use_threads] = per_byte if previous is None else previous + (per_byte - previous) / 4
-
-
-def _choose(timing: list[Any]) -> bool:
-    """Whether the next copy of a size class uses threads, from its timings; counts the call."""
-    single, threaded, calls = timing
-    timing[2] = calls + 1
-    if single is None or threaded is None:  # measure each way once
-        return single is not None
-    return bool((threaded < single) != (calls % EXPLORE_EVERY == 0))
+    _record(timing, use_threads, start, dst.nbytes)
 
 
 def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    """A new flat array of ``dtype`` holding ``src`` (``src.astype(dtype)``), threaded as `copy_into`."""
-    if src.nbytes < MIN_BYTES:
-        return src.astype(dtype)  # the least overhead per call
-    out = np.empty(src.shape, dtype)
-    copy_into(out, src, fresh=True)
+    """A new array of ``dtype`` holding ``src``: ``src.astype(dtype)``, or the same made by several threads."""
+    nthreads = _nthreads
+    timing = _timing(src, nthreads, fresh=True)
+    if timing is None:
+        return src.astype(dtype)
+    use_threads, start = _choose(timing), time.perf_counter()
+    if use_threads:
+        out = np.empty(src.shape, dtype)
+        _split_copy(out, src, nthreads)
+    else:
+        out = src.astype(dtype)
+    _record(timing, use_threads, start, out.nbytes)
     return out
+
+
+def _timing(src: np.ndarray[Any, Any], nthreads: int, fresh: bool) -> _Timing | None:
+    """The timings of ``src``'s size class, or None where threads are out of the question."""
+    nbytes = src.nbytes
+    if nbytes < MIN_BYTES or nthreads == 1 or src.ndim != 1 or type(src) is not np.ndarray:
+        return None
+    key = (nbytes.bit_length(), fresh)  # a fresh output is faulted in page by page: timed apart
+    return _timings.get(key) or _timings.setdefault(key, _Timing())
+
+
+def _record(timing: _Timing, use_threads: bool, start: float, nbytes: int) -> None:
+    (timing.threaded if use_threads else timing.single).append((time.perf_counter() - start) / nbytes)
+
+
+def _choose(timing: _Timing) -> bool:
+    """Whether the next copy of a size class uses threads, from its recent times; counts the call."""
+    calls = timing.calls
+    timing.calls += 1
+    if len(timing.single) < 2 or len(timing.threaded) < 2:  # measure each way twice, alternately
+        return calls % 2 == 1
+    return (min(timing.threaded) < min(timing.single)) != (calls % EXPLORE_EVERY == 0)

@@ -213,3 +213,18 @@ def test_a_pool_shut_down_by_set_nthreads_meanwhile_does_not_break_a_copy(
     out = np.empty_like(data)
     BytesCodec(endian="big", dtype="<i4").decode(data.astype(">i4").tobytes(), out=out)
     assert np.array_equal(out, data)
+
+
+def test_the_thread_policy_measures_both_ways_then_keeps_the_faster_and_rechecks() -> None:
+    from numcodecs_bytes._threads import EXPLORE_EVERY, _choose, _Timing
+
+    timing = _Timing()
+    first = [_choose(timing) for _ in range(4)]
+    assert first == [False, True, False, True]  # each way twice, alternately
+    timing.single.extend([2e-10, 3e-10])
+    timing.threaded.extend([1e-10, 5e-10])  # threads' best is better
+    choices = [_choose(timing) for _ in range(2 * EXPLORE_EVERY)]
+    assert choices.count(False) == 2, "one call in EXPLORE_EVERY tries the other way"
+    timing.single.append(0.5e-10)  # now one thread is best
+    choices = [_choose(timing) for _ in range(2 * EXPLORE_EVERY)]
+    assert choices.count(True) == 2
