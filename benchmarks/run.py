@@ -421,8 +421,12 @@ def zarr_v3_rows(repeats: int, total: int = 256 * MiB, chunk: int = 4 * MiB) -> 
                         serializer=serializer, compressors=None, overwrite=True,
                     )  # fmt: skip
             timings: dict[tuple[str, str], list[float]] = {}
-            for _ in range(repeats):
-                for name, (_, settings) in contenders.items():
+            names = list(contenders)
+            for repeat in range(repeats):
+                # Each round starts with another contender: the disk's write-back of one
+                # contender's data must not land on the same other one every time.
+                for name in names[repeat % len(names) :] + names[: repeat % len(names)]:
+                    settings = contenders[name][1]
                     with zarr.config.set(settings):
                         array = arrays[name]
                         start = time.perf_counter()
