@@ -74,6 +74,8 @@ def _nthreads_from_env() -> int:
 _lock = threading.Lock()
 _nthreads = _nthreads_from_env()
 _pool: ThreadPoolExecutor | None = None
+
+
 class _Timing:
     """One size class's recent seconds per byte, on one thread and on several, and its calls."""
 

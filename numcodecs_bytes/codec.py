@@ -219,7 +219,7 @@ class BytesCodec(Codec):
         elif self._dtype is None:
             raise TypeError(f"encoding a raw {type(buf).__name__} needs the codec's dtype; give BytesCodec(dtype=...)")
         else:
-            array = swap.stored_view(buf, self._dtype)
+            array = swap.elements_view(buf, self._dtype)
         resolved = self._layout
         if resolved is None or not _is_codec_dtype(array.dtype, resolved):
             resolved = self._layout_for(array.dtype, "the array to encode")
@@ -258,13 +258,13 @@ class BytesCodec(Codec):
             resolved = self._layout
             if resolved is None:
                 raise ValueError("decode needs a dtype: give BytesCodec(dtype=...) or an out array")
-            decoded = swap.decode(swap.stored_view(buf, resolved.stored), resolved)
+            decoded = swap.decode(swap.elements_view(buf, resolved.stored), resolved)
             return decoded if resolved.memory is self._dtype else decoded.view(self._dtype)
         target = self._target(out)
         resolved = self._layout
         if resolved is None or not _is_codec_dtype(target.dtype, resolved):
             resolved = self._layout_for(target.dtype, "out")
-        swap.decode_into(swap.stored_view(buf, resolved.stored), resolved, target)
+        swap.decode_into(swap.elements_view(buf, resolved.stored), resolved, target)
         return out if isinstance(out, _ndarray) else target
 
     def _target(self, out: Any) -> np.ndarray[Any, Any]:

@@ -17,7 +17,7 @@ import numpy as np
 from ._threads import copied_as, copy_into
 from .data_types import data_type_of, leaves, needs_endian, numpy_orders, unit_dtype
 
-__all__ = ["ENDIANS", "Checks", "Layout", "byte_view", "decode", "decode_into", "encode", "layout", "stored_view"]
+__all__ = ["ENDIANS", "Checks", "Layout", "byte_view", "decode", "decode_into", "elements_view", "encode", "layout"]
 
 _UINT8 = np.dtype(np.uint8)
 Endian = Literal["little", "big"]
@@ -113,14 +113,17 @@ def byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:
     return np.frombuffer(view, np.uint8)
 
 
-def stored_view(buf: Any, stored: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    """``buf``'s bytes as a flat array of ``stored``, without a copy; a whole number of elements."""
-    if type(buf) is bytes and len(buf) % stored.itemsize == 0:
-        return np.frombuffer(buf, stored)
+def elements_view(buf: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """``buf``'s bytes as a flat array of ``dtype``, without a copy.
+
+    Raises ValueError unless the bytes are a whole number of elements.
+    """
+    if type(buf) is bytes and len(buf) % dtype.itemsize == 0:
+        return np.frombuffer(buf, dtype)
     data = byte_view(buf)
-    if data.size % stored.itemsize:
-        raise ValueError(f"buffer of {data.size} bytes is not a whole number of {stored.itemsize}-byte elements")
-    return data if stored is _UINT8 else data.view(stored)
+    if data.size % dtype.itemsize:
+        raise ValueError(f"buffer of {data.size} bytes is not a whole number of {dtype.itemsize}-byte elements")
+    return data if dtype is _UINT8 else data.view(dtype)
 
 
 def _runs(data: np.ndarray[Any, Any], itemsize: int, offset: int, count: int) -> np.ndarray[Any, Any]:

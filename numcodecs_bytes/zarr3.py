@@ -131,7 +131,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
     def _decode_elements(self, data: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
         """Stored bytes as a flat array of ``dtype`` in either byte order: a view wherever numpy can say it."""
         resolved = swap.layout(dtype, self.endian)
-        stored = swap.stored_view(data, resolved.stored)
+        stored = swap.elements_view(data, resolved.stored)
         if resolved.checks is None and self.endian is not None and numpy_orders(dtype):
             # zarr copies the chunk into its output anyway: that copy swaps.
             return stored.view(dtype.newbyteorder(ENDIANS[self.endian]))
@@ -172,7 +172,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         chunk = np.empty(shape, dtype)
         target = chunk.reshape(-1)[first : last + 1]
         resolved = swap.layout(dtype, self.endian)
-        swap.decode_into(swap.stored_view(data, resolved.stored), resolved, target)
+        swap.decode_into(swap.elements_view(data, resolved.stored), resolved, target)
         return _nd_buffer(chunk_spec, chunk[selection])
 
 
