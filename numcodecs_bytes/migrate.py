@@ -96,7 +96,7 @@ def migrate_config(config: Any) -> Any:
 
 # -- one metadata document ------------------------------------------------------------------------------
 
-Path_ = tuple[str | int, ...]  # a JSON path: object keys and array indices
+JsonPath = tuple[str | int, ...]  # a JSON path: object keys and array indices
 
 
 @dataclass(frozen=True)
@@ -133,9 +133,9 @@ def migrate_metadata(document: Any, filename: str) -> tuple[Any, list[str]]:
     return migrated, [location for location, _ in found]
 
 
-def legacy_codecs(document: Any, filename: str) -> list[tuple[str, Path_]]:
+def legacy_codecs(document: Any, filename: str) -> list[tuple[str, JsonPath]]:
     """The legacy codecs of one parsed metadata file: (readable location, JSON path of the name string)."""
-    found: list[tuple[str, Path_]] = []
+    found: list[tuple[str, JsonPath]] = []
     if filename == ".zarray":
         _zarray(document, (), "", found)
     elif filename == ".zmetadata":
@@ -148,7 +148,7 @@ def legacy_codecs(document: Any, filename: str) -> list[tuple[str, Path_]]:
     return found
 
 
-def _zarray(node: Any, path: Path_, where: str, found: list[tuple[str, Path_]]) -> None:
+def _zarray(node: Any, path: JsonPath, where: str, found: list[tuple[str, JsonPath]]) -> None:
     if not isinstance(node, dict):
         return
     compressor = node.get("compressor")
@@ -160,7 +160,7 @@ def _zarray(node: Any, path: Path_, where: str, found: list[tuple[str, Path_]]) 
             found.append((f"{where}filters[{index}]", (*path, "filters", index, "id")))
 
 
-def _v3_node(node: Any, path: Path_, where: str, found: list[tuple[str, Path_]]) -> None:
+def _v3_node(node: Any, path: JsonPath, where: str, found: list[tuple[str, JsonPath]]) -> None:
     if not isinstance(node, dict):
         return
     _v3_codecs(node.get("codecs"), (*path, "codecs"), f"{where}codecs", found)
@@ -171,7 +171,7 @@ def _v3_node(node: Any, path: Path_, where: str, found: list[tuple[str, Path_]])
             _v3_node(child, child_path, f"{where}consolidated_metadata.metadata[{key!r}].", found)
 
 
-def _v3_codecs(codecs: Any, path: Path_, where: str, found: list[tuple[str, Path_]]) -> None:
+def _v3_codecs(codecs: Any, path: JsonPath, where: str, found: list[tuple[str, JsonPath]]) -> None:
     """Legacy codecs in a v3 codec list, and in the codec lists nested in its codecs (sharding)."""
     if not isinstance(codecs, list):
         return
@@ -187,7 +187,7 @@ def _v3_codecs(codecs: Any, path: Path_, where: str, found: list[tuple[str, Path
                 _v3_codecs(configuration.get(nested), nested_path, f"{where}[{index}].configuration.{nested}", found)
 
 
-def _set(document: Any, path: Path_, value: Any) -> None:
+def _set(document: Any, path: JsonPath, value: Any) -> None:
     for key in path[:-1]:
         document = document[key]
     document[path[-1]] = value
@@ -197,13 +197,13 @@ def _set(document: Any, path: Path_, value: Any) -> None:
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+|\s+', re.S)
 
 
-def _name_token_spans(text: str, paths: set[Path_]) -> dict[Path_, tuple[int, int]]:
+def _name_token_spans(text: str, paths: set[JsonPath]) -> dict[JsonPath, tuple[int, int]]:
     """Where in ``text`` the string values at ``paths`` stand: one pass over the tokens, no recursion.
 
     The text must be valid JSON (it was parsed before). Of repeated keys the
     last one counts, as for ``json.loads``.
     """
-    spans: dict[Path_, tuple[int, int]] = {}
+    spans: dict[JsonPath, tuple[int, int]] = {}
     frames: list[list[Any]] = []  # per open container: [is_object, current key or index, expecting a key]
     for token in _TOKEN.finditer(text):
         char = token.group(0)[0]

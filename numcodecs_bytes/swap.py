@@ -45,9 +45,8 @@ class Layout(NamedTuple):
     """None for every type but bool, int2/int4/uint2/uint4 and structs holding them."""
 
 
-@lru_cache(maxsize=1024)
 def layout(dtype: np.dtype[Any], endian: Endian | None) -> Layout:
-    """Resolve ``dtype`` for ``endian``: every check on the pair happens here, once.
+    """Resolve ``dtype`` for ``endian``: every check on the pair happens here, once (cached).
 
     Raises
     ------
@@ -57,6 +56,13 @@ def layout(dtype: np.dtype[Any], endian: Endian | None) -> Layout:
     TypeError
         If ``dtype`` is not a data type the codec serves.
     """
+    # The byte order is part of the key: some ml_dtypes versions find a swapped dtype
+    # equal to the native one (same hash), and the cache must not mix them up.
+    return _layout(dtype, dtype.str, endian)
+
+
+@lru_cache(maxsize=1024)
+def _layout(dtype: np.dtype[Any], spelled: str, endian: Endian | None) -> Layout:
     row = data_type_of(dtype)
     if endian is None and needs_endian(dtype):
         raise ValueError(
