@@ -135,6 +135,7 @@ def test_many_threads_calling_one_codec_at_once(nthreads: None) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_pool_survives_fork(nthreads: None) -> None:
     set_nthreads(2)
     codec = BytesCodec(endian="big", dtype="<f8")
