@@ -157,6 +157,9 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     Only flat, plain, non-overlapping arrays of equal length are split;
     anything else is one numpy assignment (numpy handles overlap itself).
     """
+    if src.nbytes < MIN_BYTES:  # most copies: no policy to consult
+        dst[...] = src
+        return
     nthreads = _nthreads  # read once: set_nthreads may run meanwhile
     timing = _timing(src, nthreads, fresh=False)
     if timing is None or dst.shape != src.shape or type(dst) is not np.ndarray or np.may_share_memory(dst, src):
@@ -172,6 +175,8 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
 
 def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """A new array of ``dtype`` holding ``src``: ``src.astype(dtype)``, or the same made by several threads."""
+    if src.nbytes < MIN_BYTES:  # most copies: no policy to consult
+        return src.astype(dtype)
     nthreads = _nthreads
     timing = _timing(src, nthreads, fresh=True)
     if timing is None:
@@ -187,11 +192,10 @@ def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any
 
 
 def _timing(src: np.ndarray[Any, Any], nthreads: int, fresh: bool) -> _Timing | None:
-    """The timings of ``src``'s size class, or None where threads are out of the question."""
-    nbytes = src.nbytes
-    if nbytes < MIN_BYTES or nthreads == 1 or src.ndim != 1 or type(src) is not np.ndarray:
+    """The timings of the size class of ``src`` (of MIN_BYTES or more); None where threads cannot serve."""
+    if nthreads == 1 or src.ndim != 1 or type(src) is not np.ndarray:
         return None
-    key = (nbytes.bit_length(), fresh)  # a fresh output is faulted in page by page: timed apart
+    key = (src.nbytes.bit_length(), fresh)  # a fresh output is faulted in page by page: timed apart
     return _timings.get(key) or _timings.setdefault(key, _Timing())
 
 

@@ -271,8 +271,7 @@ class BytesCodec(Codec):
         """``out`` as a flat writable array in memory order (a view), after every check on it."""
         if isinstance(out, _ndarray):
             array = out if type(out) is _ndarray else out.view(_ndarray)
-            if array.dtype.hasobject:
-                raise TypeError(f"cannot decode into out of dtype {array.dtype}: it holds Python objects")
+            # (Its dtype is checked with the layout: object dtypes are refused there.)
             if not array.flags.forc:
                 raise ValueError(f"out must be C- or F-contiguous; got a strided array of shape {array.shape}")
             if not array.flags.writeable:
