@@ -344,7 +344,7 @@ def unit_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
         for name in dtype.names or ():
             field, offset, *_ = dtype.fields[name]
             if offset > end:
-                add(f"\x00padding at {end}", (np.uint8, offset - end), end)
+                add(f"\x00padding at {end}", (np.uint8, (offset - end,)), end)
             base, shape = field.subdtype or (field, ())
             units = unit_dtype(base)
             # Fields keep their size: c16 -> (u8, 2), S3 -> (u1, 3).
@@ -352,7 +352,7 @@ def unit_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
             add(name, (units, (*shape, per_element)) if per_element > 1 else (units, shape) if shape else units, offset)
             end = offset + field.itemsize
         if dtype.itemsize > end:
-            add(f"\x00padding at {end}", (np.uint8, dtype.itemsize - end), end)
+            add(f"\x00padding at {end}", (np.uint8, (dtype.itemsize - end,)), end)
         return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": dtype.itemsize})
     size = row.unit_size or dtype.itemsize
     if size == 1:
