@@ -13,7 +13,7 @@ import numpy as np
 
 from . import BytesCodec
 from .data_types import DATA_TYPES, example_dtype
-from .migrate import LEGACY_NAME, METADATA_FILES, Change, NotAStoreError, StoreBusyError, migrate_store
+from .migrate import METADATA_FILES, RENAME, Change, NotAStoreError, StoreBusyError, migrate_store
 
 __all__ = ["main"]
 
@@ -73,12 +73,11 @@ def run_migrate(location: str, dry_run: bool, backup: bool) -> int:
     another run). A closed output (``| head``) stops the run between two files.
     """
     verb = "would change" if dry_run else "changed"
-    rename = f"{LEGACY_NAME!r} -> 'bytes'"
     last_progress = [0.0]
     show_progress = sys.stderr.isatty() or os.environ.get("NUMCODECS_BYTES_PROGRESS") == "1"
 
     def on_change(relative: str, changes: list[Change]) -> None:
-        lines = [f"{verb} {_shown(relative)}:", *(f"  {change.location}: {rename}" for change in changes)]
+        lines = [f"{verb} {_shown(relative)}:", *(f"  {change.location}: {RENAME}" for change in changes)]
         print("\n".join(lines), flush=True)  # a closed pipe raises here, between two files
 
     def on_progress(nodes: int, changed: int) -> None:

@@ -30,6 +30,7 @@ except ImportError:  # Windows: no advisory locks
 __all__ = [
     "LEGACY_NAME",
     "METADATA_FILES",
+    "RENAME",
     "Change",
     "MigrationReport",
     "NotAStoreError",
@@ -48,7 +49,8 @@ _NAME = CODEC_ID
 METADATA_FILES = (".zarray", ".zmetadata", "zarr.json")
 """The metadata files that can name a codec (``.zgroup`` and ``.zattrs`` cannot)."""
 _NODE_FILES = (*METADATA_FILES, ".zgroup")  # any of these makes a folder a Zarr node
-_RENAME = f"{LEGACY_NAME!r} -> {_NAME!r}"
+RENAME = f"{LEGACY_NAME!r} -> {_NAME!r}"
+"""How a change is spelled in reports: ``'endian' -> 'bytes'``."""
 _TEMP_SUFFIX = ".numcodecs-bytes-tmp"
 _BACKUP_SUFFIX = ".bak"
 
@@ -107,7 +109,7 @@ class Change:
     location: str  # a JSON path, e.g. "codecs[0].configuration.codecs[1]"
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.location}: {_RENAME}"
+        return f"{self.file}: {self.location}: {RENAME}"
 
 
 def migrate_metadata(document: Any, filename: str) -> tuple[Any, list[str]]:
