@@ -1,8 +1,16 @@
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# In CI the property tests draw the same examples every run, so that a run's verdict
+# depends on the change, not on the draw; elsewhere each run draws new ones.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 # tests/samples.py and tests/stack.py are shared by the test modules and the fixture generator.
 sys.path.insert(0, str(Path(__file__).parent))
