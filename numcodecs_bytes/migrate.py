@@ -128,11 +128,8 @@ def migrate_metadata(document: Any, filename: str) -> tuple[Any, list[str]]:
         The migrated document (a new object; the input is not mutated) and the
         JSON paths of the codecs that were renamed.
     """
-    migrated = copy.deepcopy(document)
     found = legacy_codecs(document, filename)
-    for _, name_path in found:
-        _set(migrated, name_path, _NAME)
-    return migrated, [location for location, _ in found]
+    return _renamed(document, found), [location for location, _ in found]
 
 
 def legacy_codecs(document: Any, filename: str) -> list[tuple[str, JsonPath]]:
@@ -189,10 +186,15 @@ def _v3_codecs(codecs: Any, path: JsonPath, where: str, found: list[tuple[str, J
                 _v3_codecs(configuration.get(nested), nested_path, f"{where}[{index}].configuration.{nested}", found)
 
 
-def _set(document: Any, path: JsonPath, value: Any) -> None:
-    for key in path[:-1]:
-        document = document[key]
-    document[path[-1]] = value
+def _renamed(document: Any, found: list[tuple[str, JsonPath]]) -> Any:
+    """A copy of ``document`` with the name at each path of ``found`` made ``bytes``."""
+    renamed = copy.deepcopy(document)
+    for _, path in found:
+        node = renamed
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = _NAME
+    return renamed
 
 
 # One JSON token: a string, a structural character, a scalar, or white space.
@@ -248,14 +250,18 @@ def rewrite_text(text: str, document: Any, filename: str) -> str:
     ValueError
         If the result would not parse to the migrated document (never expected).
     """
-    migrated, _ = migrate_metadata(document, filename)
-    paths = {path for _, path in legacy_codecs(document, filename)}
+    return _rewrite(text, document, legacy_codecs(document, filename))
+
+
+def _rewrite(text: str, document: Any, found: list[tuple[str, JsonPath]]) -> str:
+    """`rewrite_text` for the legacy codecs already ``found`` in ``document``."""
+    paths = {path for _, path in found}
     pieces, last = [], 0
     for start, end in sorted(_name_token_spans(text, paths).values()):
         pieces += [text[last:start], f'"{_NAME}"']
         last = end
     result = "".join(pieces) + text[last:]
-    if json.loads(result) != migrated:
+    if json.loads(result) != _renamed(document, found):
         raise ValueError("the renamed text does not parse to the migrated document")
     return result
 
@@ -551,10 +557,10 @@ def _migrate_file(
     bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""  # zarr reads it: keep it
     text = data[len(bom) :].decode("utf-8")
     document = json.loads(text)
-    locations = [location for location, _ in legacy_codecs(document, name)]
-    if locations and not dry_run:
-        files.replace(path, bom + rewrite_text(text, document, name).encode("utf-8"), backup, data)
-    return document, [Change(relative, location) for location in locations]
+    found = legacy_codecs(document, name)
+    if found and not dry_run:
+        files.replace(path, bom + _rewrite(text, document, found).encode("utf-8"), backup, data)
+    return document, [Change(relative, location) for location, _ in found]
 
 
 def _relative(path: str, root: str) -> str:
