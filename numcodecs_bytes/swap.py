@@ -137,29 +137,32 @@ def _runs(data: np.ndarray[Any, Any], itemsize: int, offset: int, count: int) ->
     return data.view(np.uint8).reshape(-1, itemsize)[:, offset : offset + count]
 
 
-def check_stored(stored: np.ndarray[Any, Any], checks: Checks) -> None:
-    """Raise ValueError at the first invalid bool byte of ``stored``."""
+def _invalid_bool(data: np.ndarray[Any, Any], checks: Checks) -> tuple[int, int] | None:
+    """The position and value of the first bool byte of ``data`` above 0x01, or None."""
     for offset, count in checks.bools:
-        values = _runs(stored, checks.itemsize, offset, count)
+        values = _runs(data, checks.itemsize, offset, count)
         if values.size and int(values.max()) > 1:
             element, position = divmod(int(np.argmax(values > 1)), count)
-            byte = element * checks.itemsize + offset + position
-            raise ValueError(
-                f"corrupt bool data: byte {byte} is 0x{int(values[element, position]):02x}, "
-                "but bool bytes must be 0x00..0x01"
-            )
+            return element * checks.itemsize + offset + position, int(values[element, position])
+    return None
+
+
+def check_stored(stored: np.ndarray[Any, Any], checks: Checks) -> None:
+    """Raise ValueError at the first invalid bool byte of ``stored``."""
+    invalid = _invalid_bool(stored, checks)
+    if invalid is not None:
+        byte, value = invalid
+        raise ValueError(f"corrupt bool data: byte {byte} is 0x{value:02x}, but bool bytes must be 0x00..0x01")
 
 
 def _normalised(memory: np.ndarray[Any, Any], checks: Checks) -> np.ndarray[Any, Any]:
     """``memory``, or a copy whose bool bytes are 0x00/0x01: numpy takes any other byte for True."""
+    if _invalid_bool(memory, checks) is None:
+        return memory
+    memory = memory.copy()
     for offset, count in checks.bools:
         values = _runs(memory, checks.itemsize, offset, count)
-        if values.size and int(values.max()) > 1:
-            memory = memory.copy()
-            for offset, count in checks.bools:
-                values = _runs(memory, checks.itemsize, offset, count)
-                np.not_equal(values, 0, out=values.view(np.bool_))
-            break
+        np.not_equal(values, 0, out=values.view(np.bool_))
     return memory
 
 
