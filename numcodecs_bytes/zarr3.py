@@ -118,16 +118,18 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         return chunk_spec.prototype.buffer.from_array_like(encoded.view(np.uint8))
 
     def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> NDBuffer:
+        return _nd_buffer(chunk_spec, self._decode_chunk(_host(chunk_bytes.as_array_like()), chunk_spec))
+
+    def _decode_chunk(self, data: np.ndarray[Any, Any], chunk_spec: ArraySpec) -> np.ndarray[Any, Any]:
+        """A whole stored chunk, its exact length checked, as an array of the chunk's shape."""
         dtype = chunk_spec.dtype.to_native_dtype()
         expected = int(np.prod(chunk_spec.shape)) * dtype.itemsize
-        data = _host(chunk_bytes.as_array_like())
         if data.nbytes != expected:
             raise ValueError(
                 f"chunk of {data.nbytes} bytes does not match its shape {chunk_spec.shape} of {dtype}: "
                 f"{expected} bytes expected"
             )
-        decoded = self._decode_elements(data, dtype).reshape(chunk_spec.shape)
-        return _nd_buffer(chunk_spec, decoded)
+        return self._decode_elements(data, dtype).reshape(chunk_spec.shape)
 
     def _decode_elements(self, data: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
         """Stored bytes as a flat array of ``dtype`` in either byte order: a view wherever numpy can say it."""
@@ -156,7 +158,8 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
             return _nd_buffer(chunk_spec, np.empty(shape, dtype)[selection])
         first, last = bounds
         start, stop = first * dtype.itemsize, (last + 1) * dtype.itemsize
-        whole = first == 0 and last == int(np.prod(shape)) - 1
+        chunk_nbytes = int(np.prod(shape)) * dtype.itemsize
+        whole = start == 0 and stop == chunk_nbytes
         # Ranges are asked of stores only. Other byte getters hold the chunk in memory
         # already (sharding's inner ones, which refuse ranges before zarr 3.1.6).
         ranged = not whole and isinstance(byte_getter, StorePath)
@@ -165,15 +168,15 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         if chunk_bytes is None:
             return None  # no chunk: zarr fills in the fill value
         data = _host(chunk_bytes.as_array_like())
-        if not whole and not ranged and data.nbytes == int(np.prod(shape)) * dtype.itemsize:
+        if whole:
+            return _nd_buffer(chunk_spec, self._decode_chunk(data, chunk_spec)[selection])
+        if not ranged and data.nbytes == chunk_nbytes:
             data = data[start:stop]
         if data.nbytes != stop - start:
             raise ValueError(
                 f"chunk of {data.nbytes} bytes does not match its shape {shape} of {dtype}: "
                 f"{stop - start} bytes expected from byte {start}"
             )
-        if whole:
-            return _nd_buffer(chunk_spec, self._decode_elements(data, dtype).reshape(shape)[selection])
         # Decode the span into its place in an empty chunk: memory is only touched where it is written.
         chunk = np.empty(shape, dtype)
         target = chunk.reshape(-1)[first : last + 1]
