@@ -272,11 +272,12 @@ class BytesCodec(Codec):
         if isinstance(out, _ndarray):
             array = out if type(out) is _ndarray else out.view(_ndarray)
             # (Its dtype is checked with the layout: object dtypes are refused there.)
-            if not array.flags.forc:
+            flags = array.flags
+            if not flags.forc:
                 raise ValueError(f"out must be C- or F-contiguous; got a strided array of shape {array.shape}")
-            if not array.flags.writeable:
+            if not flags.writeable:
                 raise ValueError("out is read-only")
-            return array.ravel("K")
+            return array if array.ndim == 1 else array.ravel("K")
         if self._dtype is None:
             raise ValueError("decoding into a buffer needs the codec's dtype; give BytesCodec(dtype=...)")
         try:

@@ -86,24 +86,18 @@ def _layout(dtype: np.dtype[Any], spelled: str, endian: Endian | None) -> Layout
     return Layout(dtype, memory, stored, Checks(bools, masks, dtype.itemsize) if bools or masks else None)
 
 
-def byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:
-    """The bytes of any contiguous buffer, in memory order, as a flat uint8 array: never a copy.
+def _contiguous(buf: Any) -> np.ndarray[Any, Any] | memoryview:
+    """Any contiguous buffer as a flat plain ndarray or a C-contiguous memoryview, after every check.
 
-    Raises
-    ------
-    TypeError
-        For objects that are no buffer, and for buffers of Python objects.
-    ValueError
-        For buffers that are not contiguous.
+    Never a copy, but for a Fortran-ordered memoryview (its bytes are copied in memory order).
     """
     if isinstance(buf, np.ndarray):
         array = buf if type(buf) is np.ndarray else buf.view(np.ndarray)  # np.matrix and others: plain bytes
-        if array.dtype is not _UINT8 and array.dtype.hasobject:
+        if array.dtype.hasobject:
             raise TypeError(f"cannot use an array of dtype {array.dtype} as bytes: it holds Python objects")
         if not array.flags.forc:
             raise ValueError(f"buffer must be contiguous; got a strided array of shape {array.shape}")
-        flat = array.ravel("K")
-        return flat if flat.dtype is _UINT8 else flat.view(np.uint8)
+        return array if array.ndim == 1 else array.ravel("K")
     try:
         view = memoryview(buf)
     except TypeError:
@@ -114,36 +108,56 @@ def byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:
         raise TypeError(f"cannot use a buffer of format {view.format!r} as bytes: it holds Python objects")
     if not view.contiguous:
         raise ValueError(f"buffer must be contiguous; got a strided {type(buf).__name__}")
-    if view.ndim != 1 or view.format != "B":
-        view = view.cast("B") if view.c_contiguous else memoryview(view.tobytes(order="A"))
-    return np.frombuffer(view, np.uint8)
+    if view.c_contiguous:
+        return view
+    return memoryview(view.tobytes(order="A"))  # Fortran-ordered: the bytes in memory order (a copy)
+
+
+def byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """The bytes of any contiguous buffer, in memory order, as a flat uint8 array (a view, as `_contiguous`).
+
+    Raises
+    ------
+    TypeError
+        For objects that are no buffer, and for buffers of Python objects.
+    ValueError
+        For buffers that are not contiguous.
+    """
+    return elements_view(buf, _UINT8)
 
 
 def elements_view(buf: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """``buf``'s bytes as a flat array of ``dtype``, without a copy.
 
-    Raises ValueError unless the bytes are a whole number of elements.
+    Raises ValueError unless the bytes are a whole number of elements, plus
+    everything `byte_view` raises.
     """
-    if type(buf) is bytes and len(buf) % dtype.itemsize == 0:
+    if type(buf) is bytes and len(buf) % dtype.itemsize == 0:  # the common case: nothing else to check
         return np.frombuffer(buf, dtype)
-    data = byte_view(buf)
-    if data.size % dtype.itemsize:
-        raise ValueError(f"buffer of {data.size} bytes is not a whole number of {dtype.itemsize}-byte elements")
-    return data if dtype is _UINT8 else data.view(dtype)
+    data = _contiguous(buf)
+    if data.nbytes % dtype.itemsize:
+        raise ValueError(f"buffer of {data.nbytes} bytes is not a whole number of {dtype.itemsize}-byte elements")
+    if isinstance(data, np.ndarray):
+        return data if data.dtype is dtype else data.view(dtype)
+    return np.frombuffer(data, dtype)
 
 
-def _runs(data: np.ndarray[Any, Any], itemsize: int, offset: int, count: int) -> np.ndarray[Any, Any]:
-    """Bytes ``offset`` to ``offset + count`` of every element of the flat ``data``, as a 2-d view."""
-    return data.view(np.uint8).reshape(-1, itemsize)[:, offset : offset + count]
+def _runs(data: np.ndarray[Any, Any], checks: Checks, offset: int, count: int) -> np.ndarray[Any, Any]:
+    """Bytes ``offset`` to ``offset + count`` of every element of the flat ``data``: flat where that is all."""
+    if count == checks.itemsize:  # bool, int4, or subarrays of them: every byte, one contiguous run
+        return data.view(np.uint8)
+    return data.view(np.uint8).reshape(-1, checks.itemsize)[:, offset : offset + count]
 
 
 def _invalid_bool(data: np.ndarray[Any, Any], checks: Checks) -> tuple[int, int] | None:
     """The position and value of the first bool byte of ``data`` above 0x01, or None."""
     for offset, count in checks.bools:
-        values = _runs(data, checks.itemsize, offset, count)
+        values = _runs(data, checks, offset, count)
         if values.size and int(values.max()) > 1:
-            element, position = divmod(int(np.argmax(values > 1)), count)
-            return element * checks.itemsize + offset + position, int(values[element, position])
+            flat = values.reshape(-1)  # (the error path: a copy of a strided run is fine)
+            first = int(np.argmax(flat > 1))
+            element, position = divmod(first, count)
+            return element * checks.itemsize + offset + position, int(flat[first])
     return None
 
 
@@ -161,14 +175,14 @@ def _normalised(memory: np.ndarray[Any, Any], checks: Checks) -> np.ndarray[Any,
         return memory
     memory = memory.copy()
     for offset, count in checks.bools:
-        values = _runs(memory, checks.itemsize, offset, count)
+        values = _runs(memory, checks, offset, count)
         np.not_equal(values, 0, out=values.view(np.bool_))
     return memory
 
 
 def _mask(target: np.ndarray[Any, Any], checks: Checks) -> None:
     for offset, count, mask in checks.masks:
-        values = _runs(target, checks.itemsize, offset, count)
+        values = _runs(target, checks, offset, count)
         np.bitwise_and(values, mask, out=values)
 
 
@@ -178,11 +192,9 @@ def encode(array: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any
     A view of ``array`` where nothing is swapped; else one copy. Elements go in
     memory order (C or F), strided arrays in C order. The input is never modified.
     """
-    if not array.flags.forc:
-        array = np.ascontiguousarray(array)  # gathered first: strided input is rare
-    memory = array.ravel("K")
-    if memory.dtype is not resolved.memory:
-        memory = memory.view(resolved.memory)
+    if array.ndim != 1 or not array.flags.c_contiguous:  # (a flat contiguous array is used as it is)
+        array = (array if array.flags.forc else np.ascontiguousarray(array)).ravel("K")  # strided: rare
+    memory = array if array.dtype is resolved.memory else array.view(resolved.memory)
     if resolved.checks is not None:
         memory = _normalised(memory, resolved.checks)
     if resolved.stored is resolved.memory:

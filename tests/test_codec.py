@@ -105,6 +105,22 @@ def test_strided_ml_dtypes_input() -> None:
     assert bytes(codec.encode(data)) == expected_bytes(np.ascontiguousarray(data), "big")
 
 
+@pytest.mark.parametrize("step", [2, -1, -3])
+@pytest.mark.parametrize(
+    ("name", "endian"),
+    [("int32", "big"), ("int32", "little"), ("bool", None), ("fixed_length_utf32", "big"), ("struct", "big")],
+)
+def test_flat_strided_input_is_gathered(name: str, endian: str | None, step: int) -> None:
+    # A flat array is used as it is when contiguous; a strided or reversed one must be gathered,
+    # also where no byte is swapped (the result would otherwise be a view with gaps).
+    data = make(name, (12,))[::step]
+    codec = BytesCodec(endian=endian, dtype=data.dtype)  # type: ignore[arg-type]
+    encoded = codec.encode(data)
+    assert encoded.flags.c_contiguous
+    assert bytes(encoded) == expected_bytes(np.ascontiguousarray(data), endian or "little")
+    assert codec.decode(encoded).tobytes() == np.ascontiguousarray(data).tobytes()
+
+
 # -- every kind of input buffer ------------------------------------------------------------------------
 
 
