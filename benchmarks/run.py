@@ -280,55 +280,90 @@ def check_targets(rows: list[dict[str, Any]], native: list[dict[str, Any]], peak
     return lines
 
 
+class LeastWrapper:
+    """The least a codec method in Python can do: check the input's type and dtype, make the numpy call.
+
+    Not a codec (it resolves nothing and checks no bytes but bool's): it measures
+    the floor of the per-call ratios on the machine at hand. No Python method can
+    get below it, so a target under this floor cannot be met by one.
+    """
+
+    def __init__(self, dtype: np.dtype[Any]) -> None:
+        self.dtype, self.stored = dtype, dtype.newbyteorder(">")
+
+    def encode(self, array: Any) -> np.ndarray[Any, Any]:
+        if type(array) is not np.ndarray or array.dtype is not self.dtype:
+            raise TypeError("not an array of the dtype")
+        return array.astype(self.stored)
+
+    def decode(self, buf: Any, out: Any = None) -> np.ndarray[Any, Any]:
+        stored = np.frombuffer(buf, self.stored)
+        if self.dtype.kind == "b" and stored.view(np.uint8).max() > 1:
+            raise ValueError("corrupt bool data")
+        if out is None:
+            return stored.astype(self.dtype)
+        if type(out) is not np.ndarray or out.dtype is not self.dtype:
+            raise TypeError("out is not an array of the dtype")
+        np.copyto(out, stored)
+        return out
+
+
+Case = tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]
+"""Ours, the least wrapper, the bare numpy call."""
+
+
 def per_call_rows(repeats: int) -> list[dict[str, Any]]:
-    """Issue 9: a 4 KiB swap per call, against the bare numpy call it wraps, interleaved."""
+    """Issue 9: a 4 KiB swap per call, against the bare numpy call it wraps and the least wrapper of it."""
     rows = []
     for dtype_str in ("<i4", "<f8"):
         rows += _interleaved(np.dtype(dtype_str).name, _per_call_cases(np.dtype(dtype_str)), repeats)
     flags = np.random.default_rng(0).integers(0, 2, 4 * KiB).astype(bool)
-    bool_codec = BytesCodec(dtype="bool")
+    bool_codec, least = BytesCodec(dtype="bool"), LeastWrapper(flags.dtype)
     stored = bytes(flags.view(np.uint8))
     out_bool, out_bytes = np.empty_like(flags), np.empty(4 * KiB, np.uint8)
     bool_case = (
         lambda: bool_codec.decode(stored, out=out_bool),
+        lambda: least.decode(stored, out=out_bool),
         lambda: np.copyto(out_bytes, np.frombuffer(stored, np.uint8)),
     )
     return rows + _interleaved("bool", {"decode into out": bool_case}, repeats)
 
 
-def _per_call_cases(dtype: np.dtype[Any]) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+def _per_call_cases(dtype: np.dtype[Any]) -> dict[str, Case]:
     swapped = dtype.newbyteorder(">")
     data = np.arange(4 * KiB // dtype.itemsize).astype(dtype)
-    codec = BytesCodec(endian="big", dtype=dtype)
+    codec, least = BytesCodec(endian="big", dtype=dtype), LeastWrapper(dtype)
     encoded = bytes(codec.encode(data))
     as_uint8, as_memoryview = np.frombuffer(encoded, np.uint8), memoryview(encoded)
     out = np.empty_like(data)
-    return {
-        "encode": (partial(codec.encode, data), partial(data.astype, swapped)),
-        "decode bytes": (partial(codec.decode, encoded), lambda: np.frombuffer(encoded, swapped).astype(dtype)),
-        "decode uint8": (partial(codec.decode, as_uint8), lambda: np.frombuffer(as_uint8, swapped).astype(dtype)),
-        "decode memoryview": (
-            partial(codec.decode, as_memoryview),
-            lambda: np.frombuffer(as_memoryview, swapped).astype(dtype),
-        ),
-        "decode into out": (
-            lambda: codec.decode(encoded, out=out),
-            lambda: np.copyto(out, np.frombuffer(encoded, swapped)),
-        ),
+    cases: dict[str, Case] = {
+        "encode": (partial(codec.encode, data), partial(least.encode, data), partial(data.astype, swapped))
     }
+    for name, buf in (("bytes", encoded), ("uint8", as_uint8), ("memoryview", as_memoryview)):
+        cases[f"decode {name}"] = (
+            partial(codec.decode, buf),
+            partial(least.decode, buf),
+            partial(lambda buf: np.frombuffer(buf, swapped).astype(dtype), buf),
+        )
+    cases["decode into out"] = (
+        lambda: codec.decode(encoded, out=out),
+        lambda: least.decode(encoded, out=out),
+        lambda: np.copyto(out, np.frombuffer(encoded, swapped)),
+    )
+    return cases
 
 
-def _interleaved(
-    name: str, cases: dict[str, tuple[Callable[[], Any], Callable[[], Any]]], repeats: int
-) -> list[dict[str, Any]]:
+def _interleaved(name: str, cases: dict[str, Case], repeats: int) -> list[dict[str, Any]]:
     rows = []
-    for op, (ours, bare) in cases.items():
-        ours(), bare()
-        ours_s, bare_s = [], []
+    for op, calls in cases.items():
+        samples: list[list[float]] = [[], [], []]
+        for call in calls:
+            call()
         for _ in range(repeats):
-            ours_s.append(time_calls(ours, 4 * KiB))
-            bare_s.append(time_calls(bare, 4 * KiB))
-        rows.append({"dtype": name, "op": op, "ours_s": min(ours_s), "bare_s": min(bare_s)})
+            for call, times in zip(calls, samples, strict=True):
+                times.append(time_calls(call, 4 * KiB))
+        ours_s, least_s, bare_s = (min(times) for times in samples)
+        rows.append({"dtype": name, "op": op, "ours_s": ours_s, "least_s": least_s, "bare_s": bare_s})
     return rows
 
 
@@ -345,11 +380,15 @@ def check_issue9_targets(rows: list[dict[str, Any]], per_call: list[dict[str, An
 
     for row in per_call:
         ratio = row["ours_s"] / row["bare_s"]
+        floor = f"the least wrapper: {row['least_s'] / row['bare_s']:.2f}x" if "least_s" in row else ""
         if row["dtype"] == "bool":
-            verdict(ratio <= 2, f"9a. bool 4 KiB decode into out: {ratio:.2f}x the time of a plain copy (<= 2x)")
+            verdict(ratio <= 2, f"9a. bool 4 KiB decode into out: {ratio:.2f}x a plain copy (<= 2x; {floor})")
             continue
         limit = PER_CALL_LIMITS.get(row["op"], 1.3)
-        verdict(ratio <= limit, f"9a. {row['dtype']} 4 KiB {row['op']}: {ratio:.2f}x the bare numpy call (<= {limit}x)")
+        verdict(
+            ratio <= limit,
+            f"9a. {row['dtype']} 4 KiB {row['op']}: {ratio:.2f}x the bare numpy call (<= {limit}x; {floor})",
+        )
     for dtype in ("uint16", "int32", "float64", "complex128"):
         for size in sorted({r["size"] for r in rows}):
             for op in ("encode", "decode"):
