@@ -7,10 +7,14 @@ page, an existing one is not): on VMs of one kind the size from which a second
 thread paid ranged from 4 MiB to more than 32 MiB. So no size is fixed here.
 Copies of `MIN_BYTES` or more are timed, per size class (a power of two) and
 kind (fresh or existing output), on one thread and on several: each way is
-measured twice first, then a class uses the way whose best recent time
-(of its last `SAMPLES`) is lower, and tries the other way again once in
-`EXPLORE_EVERY` calls, so the choice follows the machine and its load. Best
-times, not averages: a copy is only ever slowed down by noise.
+measured twice first, then a class uses the way whose mean recent time
+(of its last `SAMPLES`) is lower, and tries the other way again now and then,
+so the choice follows the machine and its load: after `EXPLORE_EVERY` calls
+times how many times slower that way measured, which keeps the cost of the
+tries near 1/`EXPLORE_EVERY` of the time however slow the other way is. Means,
+not best times: on some VMs the threaded way into a fresh output is sometimes
+the faster and sometimes ten times slower (its pages faulted in from two
+threads at once), and only the mean prices that in.
 
 This module holds the whole size policy: `copy_into` and `copied_as` are the
 only ways the codec copies data.
@@ -36,7 +40,7 @@ MIN_BYTES = 4 << 20
 """Smaller copies stay on the calling thread: waking another costs more than it can save."""
 
 EXPLORE_EVERY = 16
-"""A size class tries the way it does not use once in this many calls."""
+"""A size class tries the way it does not use after this many calls, times how much slower that way measured."""
 
 SAMPLES = 4
 """How many recent times of each way a size class keeps."""
@@ -79,12 +83,13 @@ _pool: ThreadPoolExecutor | None = None
 class _Timing:
     """One size class's recent seconds per byte, on one thread and on several, and its calls."""
 
-    __slots__ = ("calls", "single", "threaded")
+    __slots__ = ("calls", "next_try", "single", "threaded")
 
     def __init__(self) -> None:
         self.single: deque[float] = deque(maxlen=SAMPLES)
         self.threaded: deque[float] = deque(maxlen=SAMPLES)
         self.calls = 0
+        self.next_try = EXPLORE_EVERY  # the call that tries the way not in use
 
 
 _timings: dict[tuple[int, bool], _Timing] = {}  # by (size class, fresh output)
@@ -209,4 +214,10 @@ def _choose(timing: _Timing) -> bool:
     timing.calls += 1
     if len(timing.single) < 2 or len(timing.threaded) < 2:  # measure each way twice, alternately
         return calls % 2 == 1
-    return (min(timing.threaded) < min(timing.single)) != (calls % EXPLORE_EVERY == 0)
+    single = sum(timing.single) / len(timing.single)
+    threaded = sum(timing.threaded) / len(timing.threaded)
+    use_threads = threaded < single
+    if calls >= timing.next_try:
+        timing.next_try = calls + round(EXPLORE_EVERY * max(single, threaded) / min(single, threaded))
+        return not use_threads
+    return use_threads
