@@ -6,15 +6,17 @@ cost of waking a thread) and on the copy (a fresh output is faulted in page by
 page, an existing one is not): on VMs of one kind the size from which a second
 thread paid ranged from 4 MiB to more than 32 MiB. So no size is fixed here.
 Copies of `MIN_BYTES` or more are timed, per size class (a power of two) and
-kind (fresh or existing output), on one thread and on several: each way is
-measured twice first, then a class uses the way whose mean recent time
-(of its last `SAMPLES`) is lower, and tries the other way again now and then,
-so the choice follows the machine and its load: after `EXPLORE_EVERY` calls
-times how many times slower that way measured, which keeps the cost of the
-tries near 1/`EXPLORE_EVERY` of the time however slow the other way is. Means,
-not best times: on some VMs the threaded way into a fresh output is sometimes
-the faster and sometimes ten times slower (its pages faulted in from two
-threads at once), and only the mean prices that in.
+kind (fresh or existing output), on one thread and on several. Each way is
+measured twice first, after one call of each that is not kept (the first call
+of a class pays for fresh heap pages or a pool thread's start). Then a class
+uses threads only where their recent times (the last `SAMPLES`) beat one
+thread's both in the median and in the mean: the median ignores one slow call
+(a preemption, a collection), the mean prices in a way that is now and then
+ten times slower (on some VMs, a fresh output faulted in from two threads at
+once); otherwise numpy's own one-thread copy. The way not in use is tried again
+after `EXPLORE_EVERY` calls times how many times slower it measured (in the
+mean), which keeps the tries near 1/`EXPLORE_EVERY` of the time however slow
+that way is, and lets the choice follow the machine and its load.
 
 This module holds the whole size policy: `copy_into` and `copied_as` are the
 only ways the codec copies data.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import operator
 import os
+import statistics
 import threading
 import time
 import warnings
@@ -83,13 +86,14 @@ _pool: ThreadPoolExecutor | None = None
 class _Timing:
     """One size class's recent seconds per byte, on one thread and on several, and its calls."""
 
-    __slots__ = ("calls", "next_try", "single", "threaded")
+    __slots__ = ("calls", "next_try", "single", "threaded", "warmed")
 
     def __init__(self) -> None:
         self.single: deque[float] = deque(maxlen=SAMPLES)
         self.threaded: deque[float] = deque(maxlen=SAMPLES)
         self.calls = 0
         self.next_try = EXPLORE_EVERY  # the call that tries the way not in use
+        self.warmed: set[bool] = set()  # the ways (threads or not) whose first call is past
 
 
 _timings: dict[tuple[int, bool], _Timing] = {}  # by (size class, fresh output)
@@ -205,6 +209,9 @@ def _timing(src: np.ndarray[Any, Any], nthreads: int, fresh: bool) -> _Timing | 
 
 
 def _record(timing: _Timing, use_threads: bool, start: float, nbytes: int) -> None:
+    if use_threads not in timing.warmed:  # a first call's one-off costs would stay in the mean for long
+        timing.warmed.add(use_threads)
+        return
     (timing.threaded if use_threads else timing.single).append((time.perf_counter() - start) / nbytes)
 
 
@@ -214,9 +221,8 @@ def _choose(timing: _Timing) -> bool:
     timing.calls += 1
     if len(timing.single) < 2 or len(timing.threaded) < 2:  # measure each way twice, alternately
         return calls % 2 == 1
-    single = sum(timing.single) / len(timing.single)
-    threaded = sum(timing.threaded) / len(timing.threaded)
-    use_threads = threaded < single
+    single, threaded = statistics.fmean(timing.single), statistics.fmean(timing.threaded)
+    use_threads = threaded < single and statistics.median(timing.threaded) < statistics.median(timing.single)
     if calls >= timing.next_try:
         timing.next_try = calls + round(EXPLORE_EVERY * max(single, threaded) / min(single, threaded))
         return not use_threads

@@ -241,3 +241,34 @@ def test_a_way_with_a_heavy_tail_loses_to_a_steady_one_and_is_tried_rarely() -> 
     tries = [i + 4 for i, threads in enumerate(choices) if threads]
     # Mean 6e-10 against 2e-10: one thread is used, threads tried once in 3 * EXPLORE_EVERY calls.
     assert tries == [EXPLORE_EVERY, 4 * EXPLORE_EVERY, 7 * EXPLORE_EVERY]
+
+
+def test_one_slow_call_of_one_thread_does_not_hand_the_copies_to_threads() -> None:
+    from numcodecs_bytes._threads import EXPLORE_EVERY, _choose, _Timing
+
+    timing = _Timing()
+    [_choose(timing) for _ in range(4)]
+    timing.single.extend([1e-10, 1e-10, 1e-10, 21e-10])  # one preempted call: mean 6e-10, median 1e-10
+    timing.threaded.extend([2e-10, 2e-10])
+    choices = [_choose(timing) for _ in range(8 * EXPLORE_EVERY - 4)]  # calls 4 .. 8 * EXPLORE_EVERY
+    tries = [i + 4 for i, threads in enumerate(choices) if threads]
+    # Threads win in the mean only: one thread is kept; threads are tried after 16 calls times 3.
+    assert tries == [EXPLORE_EVERY, 4 * EXPLORE_EVERY, 7 * EXPLORE_EVERY]
+
+
+def test_the_first_call_of_each_way_is_not_kept() -> None:
+    # The first call of a size class pays one-off costs (fresh heap pages, a pool thread's
+    # start); kept, it would weigh on that way's mean until four newer times push it out.
+    import time
+
+    from numcodecs_bytes._threads import _record, _Timing
+
+    timing, nbytes = _Timing(), 1 << 22
+    slow_start = time.perf_counter() - 1.0
+    _record(timing, False, slow_start, nbytes)
+    _record(timing, True, slow_start, nbytes)
+    assert not timing.single and not timing.threaded
+    _record(timing, False, time.perf_counter(), nbytes)
+    _record(timing, True, time.perf_counter(), nbytes)
+    assert len(timing.single) == len(timing.threaded) == 1
+    assert timing.single[0] < 1e-6 and timing.threaded[0] < 1e-6
