@@ -291,6 +291,7 @@ class LeastWrapper:
 
     def __init__(self, dtype: np.dtype[Any]) -> None:
         self.dtype, self.stored = dtype, dtype.newbyteorder(">")
+        self.is_bool = dtype.kind == "b"  # decided once, as a codec would
 
     def encode(self, array: Any) -> np.ndarray[Any, Any]:
         if type(array) is not np.ndarray or array.dtype is not self.dtype:
@@ -299,7 +300,7 @@ class LeastWrapper:
 
     def decode(self, buf: Any, out: Any = None) -> np.ndarray[Any, Any]:
         stored = np.frombuffer(buf, self.stored)
-        if self.dtype.kind == "b" and stored.view(np.uint8).max() > 1:
+        if self.is_bool and stored.view(np.uint8).max() > 1:
             raise ValueError("corrupt bool data")
         if out is None:
             return stored.astype(self.dtype)
