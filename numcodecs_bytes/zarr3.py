@@ -24,6 +24,7 @@ array([4, 5], dtype=int32)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -123,7 +124,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
     def _decode_chunk(self, data: np.ndarray[Any, Any], chunk_spec: ArraySpec) -> np.ndarray[Any, Any]:
         """A whole stored chunk, its exact length checked, as an array of the chunk's shape."""
         dtype = chunk_spec.dtype.to_native_dtype()
-        expected = int(np.prod(chunk_spec.shape)) * dtype.itemsize
+        expected = math.prod(chunk_spec.shape) * dtype.itemsize
         if data.nbytes != expected:
             raise ValueError(
                 f"chunk of {data.nbytes} bytes does not match its shape {chunk_spec.shape} of {dtype}: "
@@ -150,7 +151,15 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
     async def _decode_partial_single(
         self, byte_getter: ByteGetter, selection: Any, chunk_spec: ArraySpec
     ) -> NDBuffer | None:
-        """Read the selected elements of an uncompressed chunk: only the bytes from the first to the last."""
+        """Read the selected elements of an uncompressed chunk: from a store, only the bytes from the first to the last.
+
+        A chunk fetched whole must have exactly its full length, a byte range
+        exactly the range's: a truncated chunk is an error, never other elements.
+        """
+        if not isinstance(byte_getter, StorePath):
+            # Other byte getters hold the chunk in memory already (sharding's inner ones,
+            # which refuse byte ranges before zarr 3.1.6): decode it whole.
+            return await self._decode_whole(byte_getter, selection, chunk_spec)
         dtype = chunk_spec.dtype.to_native_dtype()
         shape = chunk_spec.shape
         bounds = _bounds(shape, selection)
@@ -158,24 +167,16 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
             return _nd_buffer(chunk_spec, np.empty(shape, dtype)[selection])
         first, last = bounds
         start, stop = first * dtype.itemsize, (last + 1) * dtype.itemsize
-        chunk_nbytes = int(np.prod(shape)) * dtype.itemsize
-        whole = start == 0 and stop == chunk_nbytes
-        # Ranges are asked of stores only. Other byte getters hold the chunk in memory
-        # already (sharding's inner ones, which refuse ranges before zarr 3.1.6).
-        ranged = not whole and isinstance(byte_getter, StorePath)
-        byte_range = RangeByteRequest(start, stop) if ranged else None
-        chunk_bytes = await byte_getter.get(prototype=chunk_spec.prototype, byte_range=byte_range)
+        if start == 0 and stop == math.prod(shape) * dtype.itemsize:
+            return await self._decode_whole(byte_getter, selection, chunk_spec)
+        chunk_bytes = await byte_getter.get(prototype=chunk_spec.prototype, byte_range=RangeByteRequest(start, stop))
         if chunk_bytes is None:
             return None  # no chunk: zarr fills in the fill value
         data = _host(chunk_bytes.as_array_like())
-        if whole:
-            return _nd_buffer(chunk_spec, self._decode_chunk(data, chunk_spec)[selection])
-        if not ranged and data.nbytes == chunk_nbytes:
-            data = data[start:stop]
         if data.nbytes != stop - start:
             raise ValueError(
-                f"chunk of {data.nbytes} bytes does not match its shape {shape} of {dtype}: "
-                f"{stop - start} bytes expected from byte {start}"
+                f"chunk of shape {shape} of {dtype} is truncated: bytes {start} to {stop} were asked, "
+                f"{data.nbytes} bytes came"
             )
         # Decode the span into its place in an empty chunk: memory is only touched where it is written.
         chunk = np.empty(shape, dtype)
@@ -183,6 +184,12 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         resolved = swap.layout(dtype, self.endian)
         swap.decode_into(swap.elements_view(data, resolved.stored), resolved, target)
         return _nd_buffer(chunk_spec, chunk[selection])
+
+    async def _decode_whole(self, byte_getter: ByteGetter, selection: Any, chunk_spec: ArraySpec) -> NDBuffer | None:
+        chunk_bytes = await byte_getter.get(prototype=chunk_spec.prototype)
+        if chunk_bytes is None:
+            return None  # no chunk: zarr fills in the fill value
+        return _nd_buffer(chunk_spec, self._decode_chunk(_host(chunk_bytes.as_array_like()), chunk_spec)[selection])
 
 
 def _nd_buffer(chunk_spec: ArraySpec, array: Any) -> NDBuffer:

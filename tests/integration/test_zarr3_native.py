@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 zarr = pytest.importorskip("zarr")
 if int(zarr.__version__.split(".")[0]) < 3:
@@ -332,3 +334,77 @@ def test_as_the_inner_and_the_index_codec_of_sharding(tmp_path: Path) -> None:
     with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
         assert zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[1:7, 3].tolist() == data[1:7, 3].tolist()
     assert zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[...].tolist() == data.tolist()  # zarr's own codec
+
+
+# -- corrupt shards: the values of zarr-python's own codec, or an error where it finds one -----------------
+
+INNER = 8  # two inner chunks of 8 int32 in one shard of 16
+
+
+def shard_store(index: list[int] | None = None, body: bytes | None = None) -> dict[str, Any]:
+    """A (16,) int32 array in one shard without an index checksum; its index or body replaced if given."""
+    from zarr.codecs import ShardingCodec
+
+    store = zarr.storage.MemoryStore()
+    sharding = ShardingCodec(
+        chunk_shape=(INNER,), codecs=[ZarrBytesCodec(endian="little")], index_codecs=[ZarrBytesCodec(endian="little")]
+    )
+    z = zarr.create_array(store=store, shape=(16,), chunks=(16,), dtype="<i4", serializer=sharding, compressors=None)
+    z[:] = np.arange(16, dtype="<i4")
+    shard = store._store_dict["c/0"].to_bytes()
+    if body is not None:
+        shard = body + shard[-32:]
+    if index is not None:
+        shard = shard[:-32] + np.array(index, "<u8").tobytes()
+    store._store_dict["c/0"] = zarr.core.buffer.cpu.Buffer.from_bytes(shard)
+    return {"store": store}
+
+
+def read_with(implementation: str, store: dict[str, Any], selection: Any) -> np.ndarray[Any, Any]:
+    with zarr.config.set({"codecs.bytes": implementation}):
+        return np.asarray(zarr.open_array(store["store"], mode="r")[selection])
+
+
+OURS, ZARRS_OWN = "numcodecs_bytes.zarr3.BytesCodec", "zarr.codecs.bytes.BytesCodec"
+
+
+@pytest.mark.parametrize("selection", [slice(12, 14), slice(11, 16), slice(8, 16), 13, [9, 15]])
+def test_a_truncated_inner_chunk_is_an_error_never_other_elements(selection: Any) -> None:
+    store = shard_store(index=[0, 32, 32, 8])  # inner chunk 1: 8 bytes instead of 32
+    with pytest.raises(ValueError):
+        read_with(ZARRS_OWN, store, selection)
+    with pytest.raises(ValueError, match="chunk of 8 bytes does not match its shape"):
+        read_with(OURS, store, selection)
+
+
+def test_a_truncated_chunk_fetched_by_range_is_an_error(tmp_path: Path) -> None:
+    z = zarr.create_array(store=str(tmp_path / "a.zarr"), shape=(16,), chunks=(16,), dtype="<i4",
+                          serializer=BytesCodec(endian="big"), compressors=None)  # fmt: skip
+    z[:] = np.arange(16)
+    chunk = tmp_path / "a.zarr" / "c" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:50])  # elements 12.5 onwards are gone
+    assert z[1:12].tolist() == list(range(1, 12))  # what the range asks for is all there
+    with pytest.raises(ValueError, match="truncated: bytes 44 to 56 were asked, 6 bytes came"):
+        z[11:14]
+
+
+@given(
+    index=st.lists(st.sampled_from([0, 4, 8, 28, 32, 36, 64, 68, 2**64 - 1]), min_size=4, max_size=4),
+    cut=st.integers(0, 64),
+    start=st.integers(0, 15),
+    length=st.integers(1, 16),
+)
+@settings(max_examples=150, deadline=None)
+def test_fuzz_corrupt_shards_give_zarrs_values_or_an_error(index: list[int], cut: int, start: int, length: int) -> None:
+    body = np.arange(16, dtype="<i4").tobytes()[:cut]
+    store = shard_store(index=index, body=body)
+    selection = slice(start, min(start + length, 16))
+    try:
+        expected = read_with(ZARRS_OWN, store, selection)
+    except (ValueError, IndexError, TypeError):
+        event("invalid: zarr's own codec raises")
+        with pytest.raises(ValueError):
+            read_with(OURS, store, selection)
+        return
+    event("valid: values compared")
+    assert read_with(OURS, store, selection).tolist() == expected.tolist()
