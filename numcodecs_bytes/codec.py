@@ -23,6 +23,7 @@ CODEC_IDS = (CODEC_ID, LEGACY_CODEC_ID)
 
 _ndarray = np.ndarray  # looked up once: encode and decode are hot paths
 _CONFIG_KEYS = ("endian", "dtype")
+_BYTE_FORMATS = ("B", "b", "c")  # buffer formats of plain bytes: encoded as elements of the codec's dtype
 
 
 def _is_codec_dtype(dtype: np.dtype[Any], resolved: Layout) -> bool:
@@ -190,7 +191,10 @@ class BytesCodec(Codec):
     def encode(self, buf: Any) -> np.ndarray[Any, Any]:
         """Encode an array (or a buffer of the codec's dtype) as the spec's bytes.
 
-        Elements go out in the input's memory order when it is C- or
+        A numpy scalar is a 0-d array; a typed buffer (``array.array("f")``, a
+        memoryview of ints) is an array of its own element type; plain bytes
+        (``bytes``, ``bytearray``, formats ``B``, ``b``, ``c``) are the memory of
+        elements of the codec's dtype. Elements go out in the input's memory order when it is C- or
         F-contiguous, else in C order. Without a swap the result is a view of
         the input (no copy); with one, the bytes are swapped in a single pass.
         Bool bytes other than 0x00 and 0x01 are written as 0x01 (numpy reads
@@ -207,8 +211,9 @@ class BytesCodec(Codec):
         Raises
         ------
         ValueError
-            For an array of another dtype than the codec's, a raw buffer that
-            is not a whole number of elements, or multi-byte data with no endian.
+            For an array, scalar or typed buffer of another type than the
+            codec's dtype, a raw buffer that is not a whole number of
+            elements, or multi-byte data with no endian.
         TypeError
             For object arrays, or a raw buffer when the codec has no dtype.
         """
@@ -216,14 +221,33 @@ class BytesCodec(Codec):
             array = buf
         elif isinstance(buf, _ndarray):
             array = buf.view(_ndarray)
-        elif self._dtype is None:
-            raise TypeError(f"encoding a raw {type(buf).__name__} needs the codec's dtype; give BytesCodec(dtype=...)")
+        elif isinstance(buf, np.generic):
+            array = np.asarray(buf)  # a numpy scalar is a 0-d array: its dtype is checked as an array's
         else:
-            array = swap.elements_view(buf, self._dtype)
+            array = self._raw_or_typed(buf)
         resolved = self._layout
         if resolved is None or not _is_codec_dtype(array.dtype, resolved):
             resolved = self._layout_for(array.dtype, "the array to encode")
         return swap.encode(array, resolved)
+
+    def _raw_or_typed(self, buf: Any) -> np.ndarray[Any, Any]:
+        """A buffer to encode: elements of the codec's dtype if it is plain bytes, else an array of its own type."""
+        try:
+            view = memoryview(buf)
+        except TypeError:
+            raise TypeError(
+                f"expected an array or a buffer (bytes, bytearray, memoryview, array.array), got {type(buf).__name__}"
+            ) from None
+        if view.format.lstrip("@=<>!") not in _BYTE_FORMATS:
+            # A typed buffer (array.array("f"), a memoryview of floats) says what its elements are:
+            # they are checked against the codec's dtype as an array's would be, never reinterpreted.
+            try:
+                return np.asarray(view)
+            except (TypeError, ValueError, NotImplementedError):
+                raise TypeError(f"cannot read a buffer of format {view.format!r}") from None
+        if self._dtype is None:
+            raise TypeError(f"encoding a raw {type(buf).__name__} needs the codec's dtype; give BytesCodec(dtype=...)")
+        return swap.elements_view(view, self._dtype)
 
     def decode(self, buf: Any, out: Any = None) -> np.ndarray[Any, Any]:
         """Decode the spec's bytes into an array of the codec's dtype.

@@ -224,7 +224,7 @@ _FIXED_BY_NUMPY_NAME = {row.dtype.name: row for row in DATA_TYPES.values() if no
 # By numpy's own scalar type, so that other void-kind types (ml_dtypes' int1, say) are
 # not taken for raw bytes. np.void stands for both r* and struct: structs have fields.
 _FAMILY_BY_TYPE = {row.dtype.type: row for row in DATA_TYPES.values() if row.family and row.name != "struct"}
-_RAW_BITS = re.compile(r"r(\d+)")
+_RAW_BITS = re.compile(r"r([0-9]+)")
 
 
 def data_type_of(dtype: np.dtype[Any]) -> DataType:
@@ -389,7 +389,7 @@ def parse_dtype(spec: Any) -> np.dtype[Any]:
     TypeError
         Object and variable-length dtypes, and values that are no dtype.
     ValueError
-        ``r<N>`` with N not a positive multiple of 8, names that need a size or
+        ``r<N>`` with N not a positive multiple of 8 (or spelled with leading zeros), names that need a size or
         unit, and types that need ml_dtypes when it is not installed.
     """
     if isinstance(spec, dict) and "name" in spec:  # a Zarr v3 data type object, as in zarr.json
@@ -398,10 +398,13 @@ def parse_dtype(spec: Any) -> np.dtype[Any]:
         raw = _RAW_BITS.fullmatch(spec)
         if raw:
             bits = int(raw.group(1))
-            if bits <= 0 or bits % 8:
+            if bits <= 0 or bits % 8 or bits // 8 > _MAX_COUNT:
                 raise ValueError(
-                    f"raw data type {spec!r}: the number of bits must be a positive multiple of 8, got {bits}"
+                    f"raw data type {spec!r}: the number of bits must be a positive multiple of 8 "
+                    f"up to {8 * _MAX_COUNT}, got {bits}"
                 )
+            if raw.group(1) != str(bits):  # one spelling only, so that a config reads back as it was written
+                raise ValueError(f"raw data type {spec!r}: write it r{bits}")
             return np.dtype(f"V{bits // 8}")
         row = _BY_NAME.get(spec)
         if row is not None and row.family:

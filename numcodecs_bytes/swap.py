@@ -87,10 +87,7 @@ def _layout(dtype: np.dtype[Any], spelled: str, endian: Endian | None) -> Layout
 
 
 def _contiguous(buf: Any) -> np.ndarray[Any, Any] | memoryview:
-    """Any contiguous buffer as a flat plain ndarray or a C-contiguous memoryview, after every check.
-
-    Never a copy, but for a Fortran-ordered memoryview (its bytes are copied in memory order).
-    """
+    """Any contiguous buffer as a flat plain ndarray or a C-contiguous memoryview, after every check; never a copy."""
     if isinstance(buf, np.ndarray):
         array = buf if type(buf) is np.ndarray else buf.view(np.ndarray)  # np.matrix and others: plain bytes
         if array.dtype.hasobject:
@@ -110,7 +107,13 @@ def _contiguous(buf: Any) -> np.ndarray[Any, Any] | memoryview:
         raise ValueError(f"buffer must be contiguous; got a strided {type(buf).__name__}")
     if view.c_contiguous:
         return view
-    return memoryview(view.tobytes(order="A"))  # Fortran-ordered: the bytes in memory order (a copy)
+    try:  # Fortran-ordered: numpy reads its strides, and its bytes in memory order are a view
+        return np.asarray(view).ravel("K")
+    except (TypeError, ValueError, NotImplementedError):
+        raise ValueError(
+            f"cannot use a Fortran-ordered buffer of format {view.format!r}: numpy does not know the format; "
+            "give a C-contiguous buffer"
+        ) from None
 
 
 def byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:

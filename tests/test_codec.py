@@ -383,7 +383,7 @@ def test_object_and_variable_length_dtypes_raise_type_error(dtype: Any) -> None:
 
 @pytest.mark.parametrize(("spec", "message"), [("r12", "got 12"), ("r0", "got 0"), ("r7", "got 7")])
 def test_raw_bits_must_be_a_multiple_of_eight(spec: str, message: str) -> None:
-    with pytest.raises(ValueError, match=f"positive multiple of 8, {message}"):
+    with pytest.raises(ValueError, match=f"positive multiple of 8 up to 17179869176, {message}"):
         BytesCodec(dtype=spec)
 
 

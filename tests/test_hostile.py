@@ -452,3 +452,79 @@ def _bool_runs(dtype: np.dtype[Any]) -> list[tuple[int, int]]:
     from numcodecs_bytes.data_types import leaves
 
     return [(offset, count) for offset, count, row in leaves(dtype) if row.name == "bool"]
+
+
+# -- third review: buffers, scalars and raw types -----------------------------------------------------------
+
+
+def test_an_f_ordered_memoryview_out_is_filled_in_its_memory_order() -> None:
+    encoded = BIG_I4.encode(np.arange(6, dtype="<i4"))
+    base = np.full((2, 3), -1, "<i4", order="F")
+    decoded = BIG_I4.decode(encoded, out=memoryview(base))
+    assert np.shares_memory(decoded, base)
+    assert base.ravel("K").tolist() == [0, 1, 2, 3, 4, 5]  # the elements, in the buffer's memory order
+
+
+def test_an_f_ordered_read_only_memoryview_out_is_refused_and_untouched() -> None:
+    base = np.full((2, 3), -1, "<i4", order="F")
+    base.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        BIG_I4.decode(BIG_I4.encode(np.arange(6, dtype="<i4")), out=memoryview(base))
+    assert (base == -1).all()
+
+
+def test_an_f_ordered_memoryview_as_input_is_read_in_its_memory_order() -> None:
+    base = np.arange(6, dtype="<i4").reshape(2, 3).copy(order="F")
+    assert bytes(BIG_I4.encode(memoryview(base))) == base.ravel("K").astype(">i4").tobytes()
+
+
+@pytest.mark.parametrize("spec", ["r17179869184", "r18446744073709551616", "r08", "r0", "r7", "r016"])
+def test_raw_types_that_numpy_cannot_hold_or_that_are_misspelled_are_value_errors(spec: str) -> None:
+    with pytest.raises(ValueError, match=r"raw data type .*(multiple of 8 up to 17179869176|write it r)"):
+        BytesCodec(dtype=spec)
+
+
+def test_the_largest_raw_type_numpy_holds_is_accepted() -> None:
+    assert BytesCodec(dtype="r17179869176").dtype == np.dtype("V2147483647")
+
+
+@pytest.mark.parametrize(
+    ("scalar", "encoded"), [(np.int32(7), "00000007"), (np.float32(1.5), None), (np.int64(7), None), (np.bool_(True), None)]
+)
+def test_numpy_scalars_are_0d_arrays_with_their_dtype_checked(scalar: Any, encoded: str | None) -> None:
+    if encoded is None:
+        with pytest.raises(ValueError, match="has dtype .*, but the codec's dtype is int32"):
+            BIG_I4.encode(scalar)
+    else:
+        assert bytes(BIG_I4.encode(scalar)).hex() == encoded
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        lambda: array.array("f", [1.5]),
+        lambda: memoryview(array.array("d", [1.5])),
+        lambda: memoryview(np.zeros(2, "?")),
+        lambda: memoryview(np.zeros(1, "<i8")),
+        lambda: array.array("H", [1, 2]),
+    ],
+)
+def test_a_typed_buffer_of_another_type_is_refused_not_reinterpreted(typed: Any) -> None:
+    with pytest.raises(ValueError, match="has dtype .*, but the codec's dtype is int32"):
+        BIG_I4.encode(typed())
+
+
+@pytest.mark.parametrize(
+    "buffer",
+    [
+        lambda: array.array("i", [1, 256]),
+        lambda: memoryview(np.array([1, 256], ">i4")),
+        lambda: memoryview(np.array([1, 256], "<i4")).cast("B"),
+        lambda: np.array([1, 256], "<i4").tobytes(),
+        lambda: bytearray(np.array([1, 256], "<i4").tobytes()),
+        lambda: memoryview(np.array([1, 256], "<i4").tobytes()).cast("b"),
+        lambda: memoryview(np.array([1, 256], "<i4").tobytes()).cast("c"),
+    ],
+)
+def test_typed_buffers_of_the_codecs_type_and_plain_bytes_encode_their_values(buffer: Any) -> None:
+    assert bytes(BIG_I4.encode(buffer())) == np.array([1, 256], ">i4").tobytes()
