@@ -13,7 +13,8 @@ import numpy as np
 
 from . import BytesCodec
 from .data_types import DATA_TYPES, example_dtype
-from .migrate import METADATA_FILES, RENAME, Change, NotAStoreError, StoreBusyError, migrate_store
+from .migrate import METADATA_FILES, RENAME, Change, migrate_store
+from .stores import NotAStoreError, StoreBusyError
 
 __all__ = ["main"]
 
@@ -59,9 +60,16 @@ def _dtypes() -> int:
     return 0
 
 
-def _shown(path: str) -> str:
-    """A path as text any terminal takes: bytes that are not UTF-8 (in names) as escapes."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+def _shown(text: str) -> str:
+    """Text as one line any terminal takes: bytes that are not UTF-8 (in names) and control characters escaped.
+
+    >>> _shown("a\nb\x1b[2Jc\u2028d")
+    'a\\nb\\x1b[2Jc\\u2028d'
+    """
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
 
 
 def run_migrate(location: str, dry_run: bool, backup: bool) -> int:
@@ -140,7 +148,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _console() -> int:
-    """The console script: `main`, plus a quiet end when the reader of the output goes away."""
+    """The console script: `main`, plus a quiet end when the reader of the output goes away.
+
+    With its output closed (``>&-``), the command works without output: the
+    store's result alone decides the exit code.
+    """
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:  # Python's stream for a closed descriptor
+            setattr(sys, name, open(os.devnull, "w"))
     try:
         code = main()
         sys.stdout.flush()

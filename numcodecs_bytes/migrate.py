@@ -12,20 +12,13 @@ import copy
 import json
 import os
 import re
-import stat
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from .codec import CODEC_ID, LEGACY_CODEC_ID
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks
-    fcntl = None  # type: ignore[assignment]
+from .stores import NODE_FILES, TEMP_SUFFIX, Files, open_store, relative_path, store_lock
 
 __all__ = [
     "LEGACY_NAME",
@@ -33,8 +26,6 @@ __all__ = [
     "RENAME",
     "Change",
     "MigrationReport",
-    "NotAStoreError",
-    "StoreBusyError",
     "is_legacy_config",
     "legacy_codecs",
     "migrate_config",
@@ -48,11 +39,8 @@ LEGACY_NAME = LEGACY_CODEC_ID
 _NAME = CODEC_ID
 METADATA_FILES = (".zarray", ".zmetadata", "zarr.json")
 """The metadata files that can name a codec (``.zgroup`` and ``.zattrs`` cannot)."""
-_NODE_FILES = (*METADATA_FILES, ".zgroup")  # any of these makes a folder a Zarr node
 RENAME = f"{LEGACY_NAME!r} -> {_NAME!r}"
 """How a change is spelled in reports: ``'endian' -> 'bytes'``."""
-_TEMP_SUFFIX = ".numcodecs-bytes-tmp"
-_BACKUP_SUFFIX = ".bak"
 
 
 def is_legacy_config(config: Any) -> bool:
@@ -269,160 +257,6 @@ def _rewrite(text: str, document: Any, found: list[tuple[str, JsonPath]]) -> str
 # -- walking a store -----------------------------------------------------------------------------------------
 
 
-class NotAStoreError(ValueError):
-    """The location is not a Zarr store, does not exist, or cannot be reached (a usage error)."""
-
-
-class StoreBusyError(RuntimeError):
-    """Another migrate run holds the store's lock."""
-
-
-class _Files(Protocol):
-    """What migrate_store needs of a file system: a local folder or an fsspec one."""
-
-    def walk(self, failures: list[tuple[str, str]]) -> Iterator[tuple[str, list[str], list[str]]]:
-        """Top down: (folder, its subfolders, its files); clearing the subfolders prunes the walk.
-
-        What cannot be visited (an unreadable folder, a link) is added to ``failures``.
-        """
-        ...
-
-    def read(self, path: str) -> bytes: ...
-    def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None: ...
-    def remove(self, path: str) -> None: ...
-
-
-class _LocalFiles:
-    """A local folder. Files are replaced atomically (rename), keeping mode, owner and group."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def walk(self, failures: list[tuple[str, str]]) -> Iterator[tuple[str, list[str], list[str]]]:
-        def unreadable(error: OSError) -> None:
-            failures.append((str(error.filename), f"folder not read: {error.strerror or error}"))
-
-        for folder, subfolders, files in os.walk(self.root, onerror=unreadable):
-            for name in [name for name in subfolders if os.path.islink(os.path.join(folder, name))]:
-                subfolders.remove(name)  # never followed: it may lead out of the store, or in a loop
-                failures.append((os.path.join(folder, name), "symbolic link to a folder: not followed"))
-            subfolders.sort()
-            yield folder, subfolders, sorted(files)
-
-    def read(self, path: str) -> bytes:
-        info = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode):
-            raise OSError(f"symbolic link (to {os.readlink(path)}): not replaced by a file; migrate its target")
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError("not a regular file")  # a FIFO or a device would block or never end
-        return Path(path).read_bytes()
-
-    def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None:
-        """Write ``data`` to ``path`` atomically: a complete old or new file at every moment."""
-        folder, name = os.path.split(path)
-        info = os.stat(path)
-        if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK):
-            raise OSError(f"not writable: {path}")
-        if backup:
-            if os.path.lexists(path + _BACKUP_SUFFIX):
-                raise OSError(f"{name}{_BACKUP_SUFFIX} exists already: not overwritten")
-            self._write_then_rename(folder, name, expected, path + _BACKUP_SUFFIX, info)
-        self._write_then_rename(folder, name, data, path, info, expected)
-
-    @staticmethod
-    def _write_then_rename(
-        folder: str, name: str, data: bytes, target: str, info: os.stat_result, expected: bytes | None = None
-    ) -> None:
-        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=_TEMP_SUFFIX)
-        try:
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temporary, stat.S_IMODE(info.st_mode))
-            if hasattr(os, "chown") and (os.stat(temporary).st_uid, os.stat(temporary).st_gid) != (
-                info.st_uid,
-                info.st_gid,
-            ):
-                os.chown(temporary, info.st_uid, info.st_gid)
-            _check_unchanged(target, expected)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        directory = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(directory)  # the rename itself reaches the disk
-        finally:
-            os.close(directory)
-
-    def remove(self, path: str) -> None:
-        Path(path).unlink(missing_ok=True)
-
-
-def _check_unchanged(path: str, expected: bytes | None) -> None:
-    """Just before a replace: the file still holds what was read (a concurrent writer's change is kept)."""
-    if expected is not None and Path(path).read_bytes() != expected:
-        raise OSError("changed by someone else while migrating: left as it is")
-
-
-class _FsspecFiles:
-    """Any fsspec file system. An object store replaces an object in one PUT: readers see old or new."""
-
-    def __init__(self, fs: Any, root: str) -> None:
-        self.fs, self.root = fs, root.rstrip("/")
-
-    def walk(self, failures: list[tuple[str, str]]) -> Iterator[tuple[str, list[str], list[str]]]:
-        for folder, subfolders, files in self.fs.walk(self.root, detail=False):
-            subfolders.sort()
-            yield folder, subfolders, sorted(files)
-
-    def read(self, path: str) -> bytes:
-        return bytes(self.fs.cat_file(path))
-
-    def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None:
-        if backup:
-            if self.fs.exists(path + _BACKUP_SUFFIX):
-                raise OSError(f"{path.rsplit('/', 1)[-1]}{_BACKUP_SUFFIX} exists already: not overwritten")
-            self.fs.pipe_file(path + _BACKUP_SUFFIX, expected)
-        if bytes(self.fs.cat_file(path)) != expected:
-            raise OSError("changed by someone else while migrating: left as it is")
-        self.fs.pipe_file(path, data)
-
-    def remove(self, path: str) -> None:
-        self.fs.rm_file(path)
-
-
-def _open_files(location: str | os.PathLike[str]) -> tuple[_Files, str]:
-    text = os.fspath(location)
-    if not text.strip():
-        raise NotAStoreError("the store path is empty")
-    if "://" in text and not text.startswith("file://"):
-        try:
-            import fsspec
-
-            fs, url_root = fsspec.core.url_to_fs(text)
-        except ImportError as exc:
-            raise NotAStoreError(f"{text}: this URL needs a package that is not installed ({exc})") from None
-        except (ValueError, KeyError) as exc:  # fsspec's words for an unknown protocol
-            raise NotAStoreError(f"{text}: not a URL fsspec can open ({exc})") from None
-        root = url_root.rstrip("/")
-        files: _Files = _FsspecFiles(fs, root)
-        is_dir, is_file = fs.isdir, fs.isfile
-    else:
-        root = str(Path(text.removeprefix("file://")))
-        files = _LocalFiles(Path(root))
-        is_dir, is_file = os.path.isdir, os.path.isfile
-    try:
-        if not is_dir(root):
-            raise NotAStoreError(f"{text}: no such folder")
-        if not any(is_file(f"{root}/{name}") for name in _NODE_FILES):
-            raise NotAStoreError(f"{text}: not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)")
-    except OSError as exc:
-        raise NotAStoreError(f"{text}: cannot be reached ({exc})") from None
-    return files, root
-
-
 @dataclass
 class MigrationReport:
     """What `migrate_store` did (or, in a dry run, would do)."""
@@ -472,34 +306,13 @@ def migrate_store(
     StoreBusyError
         If another run is migrating the same local store.
     """
-    files, root = _open_files(location)
-    with _store_lock(root if isinstance(files, _LocalFiles) and not dry_run else None):
+    files, root = open_store(location)
+    with nullcontext() if dry_run else store_lock(files, root):
         return _migrate_files(files, root, dry_run, backup, on_change, on_progress)
 
 
-@contextmanager
-def _store_lock(root: str | None) -> Iterator[None]:
-    """One run at a time per local store, so that only dead runs' temporary files are removed.
-
-    An advisory lock (``flock``) on the store's folder itself: no file is added,
-    and the system releases it when the process ends, however it ends.
-    """
-    if root is None or fcntl is None:
-        yield
-        return
-    descriptor = os.open(root, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise StoreBusyError(f"{root}: another numcodecs-bytes migrate run is working on this store") from None
-        yield
-    finally:
-        os.close(descriptor)
-
-
 def _migrate_files(
-    files: _Files,
+    files: Files,
     root: str,
     dry_run: bool,
     backup: bool,
@@ -510,16 +323,16 @@ def _migrate_files(
     skipped: list[tuple[str, str]] = []
     for folder, subfolders, names in files.walk(skipped):
         for name in names:
-            if name.endswith(_TEMP_SUFFIX):  # left behind by a run that was killed (we hold the lock)
+            if name.endswith(TEMP_SUFFIX):  # left behind by a run that was killed (we hold the lock)
                 path = f"{folder}/{name}"
                 if not dry_run:
                     files.remove(path)
-                report.leftovers_removed.append(_relative(path, root))
-        if any(name in names for name in _NODE_FILES):
+                report.leftovers_removed.append(relative_path(path, root))
+        if any(name in names for name in NODE_FILES):
             report.nodes += 1
         for name in (n for n in names if n in METADATA_FILES):
             path = f"{folder}/{name}"
-            relative = _relative(path, root)
+            relative = relative_path(path, root)
             try:
                 document, changes = _migrate_file(files, path, name, relative, dry_run, backup)
             except UnicodeDecodeError:
@@ -545,12 +358,12 @@ def _migrate_files(
                     on_change(relative, changes)
         if on_progress is not None:
             on_progress(report.nodes, len(report.files_changed))
-    report.failures += [(_relative(path, root) or ".", reason) for path, reason in skipped]
+    report.failures += [(relative_path(path, root) or ".", reason) for path, reason in skipped]
     return report
 
 
 def _migrate_file(
-    files: _Files, path: str, name: str, relative: str, dry_run: bool, backup: bool
+    files: Files, path: str, name: str, relative: str, dry_run: bool, backup: bool
 ) -> tuple[Any, list[Change]]:
     """Migrate one metadata file; returns its parsed document and the changes."""
     data = files.read(path)
@@ -561,8 +374,3 @@ def _migrate_file(
     if found and not dry_run:
         files.replace(path, bom + _rewrite(text, document, found).encode("utf-8"), backup, data)
     return document, [Change(relative, location) for location, _ in found]
-
-
-def _relative(path: str, root: str) -> str:
-    """``path`` relative to the store's root (walks yield paths below it)."""
-    return path[len(root) :].lstrip("/\\").replace(os.sep, "/")

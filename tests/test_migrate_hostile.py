@@ -17,15 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numcodecs_bytes.__main__ import main
-from numcodecs_bytes.migrate import (
-    NotAStoreError,
-    StoreBusyError,
-    _LocalFiles,
-    migrate_config,
-    migrate_metadata,
-    migrate_store,
-    rewrite_text,
-)
+from numcodecs_bytes.migrate import migrate_config, migrate_metadata, migrate_store, rewrite_text
+from numcodecs_bytes.stores import NotAStoreError, StoreBusyError, _LocalFiles
 
 V3_ARRAY = {
     "zarr_format": 3,
@@ -232,7 +225,7 @@ def test_one_run_at_a_time_per_store(tmp_path: Path, capsys: pytest.CaptureFixtu
         with pytest.raises(StoreBusyError):
             migrate_store(root)
         code, _, err = run(capsys, str(root))
-        assert code == 2 and "another numcodecs-bytes migrate run" in err
+        assert code == 2 and "another numcodecs-bytes run is working on this store" in err
         assert leftover.exists(), "a live run's temporary file must not be removed"
     finally:
         os.close(descriptor)
@@ -344,3 +337,89 @@ def test_fuzz_v2_metadata_only_ids_name_our_codec(
         ours = [c for c in ([*(filters or []), compressor]) if isinstance(c, dict) and c.get("id") == "endian"]
         assert len(locations) == len(ours)
         assert new.replace('"bytes"', '"endian"') == text.replace('"bytes"', '"endian"')
+
+
+# -- third review: closed output, links, owners, odd names and paths -------------------------------------------
+
+
+@pytest.mark.parametrize("closed", [(1,), (1, 2), (2,)], ids=["stdout", "both", "stderr"])
+@pytest.mark.parametrize("command", ["migrate", "demo", "dtypes"])
+def test_the_command_line_works_with_its_output_closed(tmp_path: Path, closed: tuple[int, ...], command: str) -> None:
+    root = legacy_group(tmp_path / "s")
+    args = ["migrate", str(root)] if command == "migrate" else [command]
+
+    def close_output() -> None:  # in the child, before the program starts: as `>&-` and `2>&-` do
+        for descriptor in closed:
+            os.close(descriptor)
+
+    result = subprocess.run(
+        [sys.executable, "-m", "numcodecs_bytes", *args],
+        stdout=None if 1 in closed else subprocess.DEVNULL, stderr=None if 2 in closed else subprocess.PIPE,
+        preexec_fn=close_output, check=False, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr is None or result.stderr == b"", result.stderr
+    if command == "migrate":
+        assert all(json.loads(p.read_text())["codecs"][0]["name"] == "bytes" for p in root.glob("a*/zarr.json"))
+
+
+def test_a_hard_linked_metadata_file_is_reported_and_left_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = legacy_group(tmp_path / "s")
+    other = tmp_path / "other.json"
+    os.link(root / "a0" / "zarr.json", other)
+    code, out, err = run(capsys, str(root))
+    assert code == 1
+    assert "failed a0/zarr.json: hard link (2 names for one file): not replaced" in err
+    assert "1 file changed" in out
+    assert os.path.samefile(root / "a0" / "zarr.json", other)
+    assert '"endian"' in other.read_text()
+
+
+def test_a_file_whose_owner_cannot_be_kept_is_reported_and_left_whole(tmp_path: Path) -> None:
+    root = legacy_group(tmp_path / "s")
+    os.chown(root / "a0" / "zarr.json", 1234, 5678)
+    before = (root / "a0" / "zarr.json").read_bytes()
+    caps = "-chown"  # root without this is any user who does not own the file
+    result = subprocess.run(
+        ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}",
+         sys.executable, "-m", "numcodecs_bytes", "migrate", str(root)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "failed a0/zarr.json: its owner (uid 1234, gid 5678) could not be kept" in result.stderr
+    assert "run as that user or as root" in result.stderr
+    assert (root / "a0" / "zarr.json").read_bytes() == before
+    assert [p.name for p in (root / "a0").iterdir()] == ["zarr.json"]  # no temporary file left
+    assert '"bytes"' in (root / "a1" / "zarr.json").read_text()
+
+
+def test_control_characters_in_names_are_escaped_in_every_report_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = legacy_group(tmp_path / "s", arrays=0)
+    write_json(root / "a\nb\x1b[2J" / "zarr.json", V3_ARRAY)
+    write_json(root / "c\rd" / "zarr.json", {"zarr_format": 3})  # broken: a failure line
+    (root / "c\rd" / "zarr.json").write_text("{")
+    code, out, err = run(capsys, str(root))
+    assert code == 1
+    assert "changed a\\nb\\x1b[2J/zarr.json:" in out.splitlines()
+    assert any(line.startswith("failed c\\rd/zarr.json: not valid JSON") for line in err.splitlines())
+    assert "\x1b" not in out + err and "\r" not in out + err
+
+
+def test_a_file_as_the_store_path_is_not_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f").write_text("{}")
+    code, _, err = run(capsys, str(tmp_path / "f"))
+    assert code == 2 and "f: not a folder" in err
+    code, _, err = run(capsys, str(tmp_path / "missing"))
+    assert code == 2 and "missing: no such folder" in err
+
+
+def test_file_urls_of_this_host_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = legacy_group(tmp_path / "s")
+    code, out, _ = run(capsys, f"file://localhost{root}", "--dry-run")
+    assert code == 0 and "would change a0/zarr.json:" in out
+    code, _, err = run(capsys, f"file://elsewhere.example{root}")
+    assert code == 2 and "a file URL of another host (elsewhere.example)" in err
