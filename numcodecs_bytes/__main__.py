@@ -116,6 +116,42 @@ def run_migrate(location: str, dry_run: bool, backup: bool) -> int:
     return 1 if report.failures else 0
 
 
+def run_to_v3(location: str, dry_run: bool, remove_v2_metadata: bool) -> int:
+    """``numcodecs-bytes to-v3``: print each node converted and a summary; return the exit code (as migrate's)."""
+    from .to_v3 import NodeResult, convert_store  # imports zarr when run: only this command needs it
+
+    verb = "would write" if dry_run else "wrote"
+
+    def on_node(node: NodeResult) -> None:
+        where = f"{node.path}/zarr.json".lstrip("/")
+        done = f"kept {where} (already converted)" if node.unchanged else f"{verb} {where}"
+        folded = f": {node.folded} folded into the bytes serializer" if node.folded else ""
+        print(f"{_shown(done)} ({node.kind}){folded}", flush=True)
+
+    try:
+        report = convert_store(location, dry_run=dry_run, remove_v2_metadata=remove_v2_metadata, on_node=on_node)
+    except (NotAStoreError, StoreBusyError, ImportError) as exc:
+        print(f"numcodecs-bytes to-v3: error: {_shown(str(exc))}", file=sys.stderr)
+        return 2
+    for removed in report.removed:
+        print(f"{'would remove' if dry_run else 'removed'} {_shown(removed)}")
+    for node, note in report.notes:  # zarr-python's warnings: their first sentence
+        print(f"note {_shown(node)}: {_shown(note.split('. ')[0])}", file=sys.stderr)
+    for node, reason in report.failures:
+        print(f"failed {_shown(node)}: {_shown(reason)}", file=sys.stderr)
+    folded = sum(node.folded is not None for node in report.converted)
+    summary = (
+        f"{'dry run: ' if dry_run else ''}{_count(len(report.converted), 'node')} converted "
+        f"({_count(folded, 'bytes filter')} folded)"
+    )
+    if report.consolidated:
+        summary += ", consolidated"
+    if report.failures:
+        summary += f"; {_count(len(report.failures), 'path')} could not be converted"
+    print(summary)
+    return 1 if report.failures else 0
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
@@ -139,11 +175,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     migrate.add_argument("path", help="a local Zarr store (group or array), or an fsspec URL")
     migrate.add_argument("--dry-run", action="store_true", help="print what would change; change nothing")
     migrate.add_argument("--backup", action="store_true", help="keep each original beside it as <name>.bak")
+    to_v3 = commands.add_parser(
+        "to-v3",
+        help="convert a Zarr v2 store (with or without the bytes filter) to Zarr v3",
+        description=(
+            "Write a Zarr v3 zarr.json beside each node's v2 metadata; chunks are never read or written. An array "
+            "whose last filter is the bytes codec (id 'bytes' or legacy 'endian') gets the standard v3 'bytes' "
+            "serializer with the filter's endian, everything else maps as zarr-python maps it. Needs zarr-python 3. "
+            "Exit codes: 0 every node converted, 1 some nodes could not be converted (each is named; the rest "
+            "was), 2 usage error."
+        ),
+    )
+    to_v3.add_argument("path", help="a local Zarr v2 store (group or array), or an fsspec URL")
+    to_v3.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
+    to_v3.add_argument(
+        "--remove-v2-metadata",
+        action="store_true",
+        help="after a node's zarr.json is written, remove its .zarray, .zgroup, .zattrs (and .zmetadata); never chunks",
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
     if args.command == "migrate":
         return run_migrate(args.path, dry_run=args.dry_run, backup=args.backup)
+    if args.command == "to-v3":
+        return run_to_v3(args.path, dry_run=args.dry_run, remove_v2_metadata=args.remove_v2_metadata)
     return _dtypes()
 
 

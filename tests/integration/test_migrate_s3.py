@@ -192,3 +192,21 @@ def test_credentials_and_endpoint_come_from_the_environment(endpoint: str, s3: A
     )
     assert result.returncode == 0, result.stderr
     assert "dry run: 2 files would change" in result.stdout
+
+
+def test_to_v3_on_an_object_store(s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A consolidated v2 group with the legacy filter on S3 becomes a v3 group read by zarr's own codec."""
+    upload_legacy_stores(s3, tmp_path)
+    url = f"s3://{BUCKET}/v2"
+    before = objects(s3)
+    assert main(["to-v3", url, "--dry-run"]) == 0
+    assert objects(s3) == before, "a dry run changed an object"
+    assert main(["to-v3", url]) == 0
+    assert "2 nodes converted (1 bytes filter folded), consolidated" in capsys.readouterr().out
+    after = objects(s3)
+    assert {path: data for path, data in after.items() if path in before} == before  # nothing rewritten
+    assert sorted(set(after) - set(before)) == [f"{BUCKET}/v2/c/zarr.json", f"{BUCKET}/v2/zarr.json"]
+    v3 = zarr.open_consolidated(url, zarr_format=3, storage_options={"endpoint_url": endpoint})
+    assert type(v3["c"].metadata.codecs[0]).__module__ == "zarr.codecs.bytes"
+    assert np.array_equal(v3["c"][...], VALUES["v2/c"])
+    assert main(["to-v3", url]) == 0  # a second run: the same documents, kept

@@ -1,0 +1,329 @@
+"""numcodecs-bytes to-v3: Zarr v2 stores that use the bytes filter become standard Zarr v3 stores.
+
+The v2 stores are written by zarr-python 3 (``zarr_format=2``) and, for
+zarr 2.18, read from fixtures it wrote (tests/fixtures/zarr218). After each
+conversion: every chunk file is byte-identical, the v2 files are unchanged,
+and a fresh interpreter reading the store as Zarr v3 with zarr-python's own
+codec classes gets exactly the values the v2 store gives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+zarr = pytest.importorskip("zarr")
+if int(zarr.__version__.split(".")[0]) < 3:
+    pytest.skip("to-v3 needs zarr 3", allow_module_level=True)
+
+import numcodecs  # noqa: E402
+from stack import has_module  # noqa: E402
+
+from numcodecs_bytes import BytesCodec  # noqa: E402
+from numcodecs_bytes.__main__ import main  # noqa: E402
+from numcodecs_bytes.to_v3 import convert_store, v3_document  # noqa: E402
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "zarr218"
+SHAPE, CHUNKS = (3, 5), (2, 3)  # edge chunks on both axes
+DTYPES = [
+    *["<i2", "<i4", "<i8", "<u2", "<u4", "<u8", "<f2", "<f4", "<f8", "<c8", "<c16"],
+    *["|b1", "|i1", "|u1", "<M8[ns]", "<m8[s]", "<U3", "|S5"],
+]
+COMPRESSORS: list[Any] = [
+    None,
+    numcodecs.GZip(level=1),
+    numcodecs.Zstd(level=1),
+    numcodecs.Blosc(cname="lz4", clevel=1, shuffle=1),
+]
+
+
+def values(dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    base = (np.arange(int(np.prod(SHAPE)), dtype=np.int64) * 2_654_435_761) % 100_003 - 50_000
+    data: np.ndarray[Any, Any]
+    if dtype.kind == "b":
+        data = base % 3 == 0
+    elif dtype.kind in "iu":
+        data = (base % min(int(np.iinfo(dtype).max), 1 << 62)).astype(dtype)
+    elif dtype.kind in "fc":
+        data = (base / 7).astype(dtype)
+    elif dtype.kind in "Mm":
+        data = base.astype("<i8").view(dtype)
+    elif dtype.kind == "U":
+        data = np.array([f"{v % 997:x}"[:3] for v in base], dtype)
+    else:
+        data = np.array([f"s{v % 9973}".encode() for v in base], dtype)
+    return data.reshape(SHAPE)
+
+
+def write_v2_store(root: Path, codec_id: str = "bytes") -> dict[str, np.ndarray[Any, Any]]:
+    """Every dtype x endian x order as arrays of one v2 group; separators and compressors cycle."""
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    group.attrs["title"] = "v2 store"
+    written: dict[str, np.ndarray[Any, Any]] = {}
+    case = 0
+    for dtype_text in DTYPES:
+        dtype = np.dtype(dtype_text)
+        for endian in ("little", "big"):
+            for order in ("C", "F"):
+                name = f"{dtype.str.strip('<|').replace('[', '_').replace(']', '')}_{endian}_{order}"
+                data = values(dtype)
+                config = {"id": codec_id, "endian": endian, "dtype": dtype.str}
+                array = group.create_array(
+                    name, shape=SHAPE, chunks=CHUNKS, dtype=dtype, order=order,
+                    filters=[numcodecs.get_codec(config)], compressors=COMPRESSORS[case % 4],
+                    chunk_key_encoding={"name": "v2", "separator": "/." [case % 3 % 2]},
+                    fill_value=np.zeros((), dtype)[()],
+                )  # fmt: skip
+                array[...] = data
+                written[name] = data
+                case += 1
+    plain = group.create_group("nested", attributes={"level": 1}).create_array(
+        "plain_big_f8", shape=(6,), chunks=(4,), dtype=">f8", compressors=numcodecs.Zstd(level=1)
+    )
+    plain[...] = written["nested/plain_big_f8"] = np.linspace(-1, 1, 6)
+    return written
+
+
+def files_of(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "zarr.json"
+    }
+
+
+def read_as_v3_in_a_fresh_interpreter(root: Path, expected: dict[str, np.ndarray[Any, Any]], tmp: Path) -> None:
+    """Every array read as Zarr v3, with zarr-python's own codec classes, equals ``expected``."""
+    arrays = {name.replace("/", "__"): data for name, data in expected.items()}
+    np.savez(tmp / "expected.npz", **arrays)  # type: ignore[arg-type]
+    code = f"""
+import numpy as np, zarr
+expected = np.load({str(tmp / "expected.npz")!r})
+group = zarr.open_group({str(root)!r}, mode="r", zarr_format=3)
+for key in expected.files:
+    array = group[key.replace("__", "/")]
+    serializer = [c for c in array.metadata.codecs if type(c).__name__ == "BytesCodec"]
+    assert serializer and type(serializer[0]).__module__ == "zarr.codecs.bytes", array.metadata.codecs
+    got = array[...]
+    assert got.dtype == expected[key].dtype.newbyteorder("="), (key, got.dtype)
+    assert got.tolist() == expected[key].tolist(), key
+print(len(expected.files))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == len(expected)
+
+
+@pytest.fixture(scope="module")
+def v2_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, np.ndarray[Any, Any]]]:
+    root = tmp_path_factory.mktemp("v2") / "store.zarr"
+    return root, write_v2_store(root)
+
+
+@pytest.mark.parametrize("codec_id", ["bytes", "endian"])
+def test_every_dtype_endian_order_separator_and_compressor_converts(
+    v2_store: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path, codec_id: str
+) -> None:
+    source, expected = v2_store
+    root = tmp_path / "store.zarr"
+    shutil.copytree(source, root)
+    if codec_id == "endian":  # the legacy id, as old writers wrote it
+        for path in root.rglob(".zarray"):
+            path.write_text(path.read_text().replace('"id": "bytes"', '"id": "endian"'))
+    before = files_of(root)
+    report = convert_store(root)
+    assert report.failures == []
+    assert len(report.converted) == len(expected) + 2  # every array, the root and the nested group
+    assert sum(node.folded is not None for node in report.converted) == len(expected) - 1
+    assert files_of(root) == before  # every chunk and every v2 file byte-identical
+    read_as_v3_in_a_fresh_interpreter(root, expected, tmp_path)
+    group = json.loads((root / "zarr.json").read_text())
+    assert group["attributes"] == {"title": "v2 store"}
+    assert group.get("consolidated_metadata") is None  # zarr 3.1.3 writes it as null, later versions leave it out
+    assert json.loads((root / "nested" / "zarr.json").read_text())["attributes"] == {"level": 1}
+
+
+def test_the_serializer_says_the_filters_endian_and_f_order_is_a_transpose(
+    v2_store: tuple[Path, dict[str, np.ndarray[Any, Any]]],
+) -> None:
+    source, _ = v2_store
+    for name, endian, order in [("i4_big_F", "big", "F"), ("f8_little_C", "little", "C"), ("b1_big_C", None, "C")]:
+        zarray = json.loads((source / name / ".zarray").read_text())
+        assert zarray["order"] == order
+        document, folded = v3_document(zarray, {})
+        assert folded is not None and f"endian {endian or 'big'}" in folded
+        codecs = document["codecs"]
+        serializer = next(c for c in codecs if c["name"] == "bytes")
+        assert serializer.get("configuration", {}).get("endian") == endian
+        assert (codecs[0]["name"] == "transpose") == (order == "F")
+        assert document["chunk_key_encoding"]["name"] == "v2"
+
+
+@pytest.mark.skipif(not has_module("tensorstore"), reason="tensorstore is not installed")
+def test_tensorstore_reads_the_converted_store(
+    v2_store: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path
+) -> None:
+    import tensorstore as ts
+
+    source, expected = v2_store
+    root = tmp_path / "store.zarr"
+    shutil.copytree(source, root)
+    convert_store(root)
+    checked = 0
+    for name, data in expected.items():
+        if data.dtype.kind not in "biufc" or data.dtype.str.endswith("f2"):
+            continue  # tensorstore's zarr3 driver: numeric types
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(root / name)}}
+        assert ts.open(spec, open=True).result().read().result().tolist() == data.tolist(), name
+        checked += 1
+    assert checked >= 30
+
+
+def test_consolidated_v2_store_is_consolidated_again_in_v3_form(tmp_path: Path) -> None:
+    root = tmp_path / "c.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    array = group.create_group("g").create_array(
+        "a", shape=(4,), chunks=(2,), dtype="<i4", filters=[BytesCodec(endian="big", dtype="<i4")], compressors=None
+    )
+    array[...] = [1, 2, 3, 256]
+    zarr.consolidate_metadata(str(root))
+    report = convert_store(root)
+    assert report.failures == [] and report.consolidated
+    assert [node.path for node in report.converted][-1] == ""  # the root last: it holds the others
+    document = json.loads((root / "zarr.json").read_text())
+    assert set(document["consolidated_metadata"]["metadata"]) == {"g", "g/a"}
+    opened = zarr.open_consolidated(str(root), zarr_format=3)
+    assert opened["g/a"][...].tolist() == [1, 2, 3, 256]
+
+
+def test_remove_v2_metadata_removes_only_metadata_after_writing(tmp_path: Path) -> None:
+    root = tmp_path / "s.zarr"
+    expected = {"a": np.arange(6, dtype="<i4")}
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    group.attrs["x"] = 1
+    array = group.create_array("a", shape=(6,), chunks=(4,), dtype="<i4", compressors=None,
+                               filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+    array[...] = expected["a"]
+    zarr.consolidate_metadata(str(root))
+    chunks = {k: v for k, v in files_of(root).items() if not k.rsplit("/", 1)[-1].startswith(".z")}
+    code = main(["to-v3", str(root), "--remove-v2-metadata"])
+    assert code == 0
+    left = files_of(root)
+    assert left == chunks  # chunks untouched, every v2 metadata file gone
+    assert sorted(p.name for p in root.rglob("zarr.json")) == ["zarr.json", "zarr.json"]
+    read_as_v3_in_a_fresh_interpreter(root, expected, tmp_path)
+
+
+def test_dry_run_writes_nothing(v2_store: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path) -> None:
+    source, _ = v2_store
+    root = tmp_path / "store.zarr"
+    shutil.copytree(source, root)
+    before = {str(p.relative_to(root)) for p in root.rglob("*")}
+    assert main(["to-v3", str(root), "--dry-run", "--remove-v2-metadata"]) == 0
+    assert {str(p.relative_to(root)) for p in root.rglob("*")} == before
+
+
+def test_an_existing_zarr_json_is_never_overwritten_and_a_rerun_is_quiet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "s.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    for name in ("a", "b"):
+        group.create_array(name, shape=(2,), dtype="<i2", filters=[BytesCodec(endian="big", dtype="<i2")])
+    assert main(["to-v3", str(root)]) == 0
+    assert main(["to-v3", str(root)]) == 0  # the same documents: kept, nothing written
+    assert "kept a/zarr.json (already converted)" in capsys.readouterr().out
+    (root / "b" / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group", "attributes": {"mine": 1}}')
+    assert main(["to-v3", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "failed b: zarr.json exists already and says something else: not overwritten" in err
+    assert json.loads((root / "b" / "zarr.json").read_text())["attributes"] == {"mine": 1}
+
+
+def test_a_filter_that_cannot_be_folded_is_reported_and_the_rest_converted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "s.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    group.create_array("ours_first", shape=(4,), dtype="<i4",
+                       filters=[BytesCodec(endian="big", dtype="<i4"), numcodecs.Delta(dtype=">i4")])  # fmt: skip
+    group.create_array("quantize", shape=(4,), dtype="<f8", filters=[numcodecs.PackBits()])
+    group.create_array("fine", shape=(4,), dtype="<i4", filters=[BytesCodec(endian="little", dtype="<i4")])
+    (root / "broken").mkdir()
+    (root / "broken" / ".zarray").write_text("{")
+    assert main(["to-v3", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "failed ours_first: filters[0] is the bytes codec but not the last filter" in err
+    assert "failed quantize: zarr-python" in err and "cannot convert it" in err
+    assert "failed broken: .zarray: not valid JSON" in err
+    assert not (root / "ours_first" / "zarr.json").exists() and (root / "fine" / "zarr.json").exists()
+    assert (root / "zarr.json").exists()
+
+
+@pytest.mark.parametrize("path", ["missing", "file"])
+def test_not_a_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str) -> None:
+    (tmp_path / "file").write_text("x")
+    assert main(["to-v3", str(tmp_path / path)]) == 2
+    assert "numcodecs-bytes to-v3: error:" in capsys.readouterr().err
+
+
+def test_a_single_v2_array_as_the_store(tmp_path: Path) -> None:
+    root = tmp_path / "a.zarr"
+    array = zarr.create_array(str(root), shape=(5,), chunks=(2,), dtype="<u2", zarr_format=2,
+                              filters=[BytesCodec(endian="big", dtype="<u2")], compressors=None)  # fmt: skip
+    array[...] = np.arange(5)
+    assert main(["to-v3", str(root)]) == 0
+    assert zarr.open_array(str(root), zarr_format=3)[...].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_zarr_pythons_private_converter_is_still_there() -> None:
+    """Pinned: to-v3 uses zarr.metadata.migrate_v3._convert_array_metadata (private), on every zarr we support."""
+    from zarr.metadata.migrate_v3 import _convert_array_metadata
+
+    assert callable(_convert_array_metadata)
+    document, folded = v3_document(
+        {"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i4", "compressor": None, "fill_value": 0,
+         "order": "C", "filters": [{"id": "bytes", "endian": "big", "dtype": "<i4"}]},
+        {},
+    )  # fmt: skip
+    assert folded == "filters[0] 'bytes' (endian big)"
+    assert document["codecs"] == [{"name": "bytes", "configuration": {"endian": "big"}}]
+    assert document["data_type"] == "int32"
+
+
+@pytest.mark.skipif(not FIXTURES.exists(), reason="no zarr 2.18 fixtures")
+def test_stores_written_by_zarr_2_18_convert(tmp_path: Path) -> None:
+    root = tmp_path / "store.zarr"
+    shutil.copytree(FIXTURES / "store.zarr", root)
+    expected = dict(np.load(FIXTURES / "expected.npz"))
+    before = files_of(root)
+    report = convert_store(root)
+    assert report.failures == []
+    assert files_of(root) == before
+    read_as_v3_in_a_fresh_interpreter(root, {k.replace("__", "/"): v for k, v in expected.items()}, tmp_path)
+
+
+def test_five_thousand_arrays_convert_in_under_30_seconds(tmp_path: Path) -> None:
+    root = tmp_path / "many.zarr"
+    root.mkdir()
+    (root / ".zgroup").write_text('{"zarr_format": 2}')
+    zarray = json.dumps({"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<i4", "compressor": None,
+                         "fill_value": 0, "order": "C", "filters": [{"id": "bytes", "endian": "big"}]})  # fmt: skip
+    for i in range(5000):
+        (root / f"a{i}").mkdir()
+        (root / f"a{i}" / ".zarray").write_text(zarray)
+    start = time.perf_counter()
+    report = convert_store(root)
+    seconds = time.perf_counter() - start
+    assert report.failures == [] and len(report.converted) == 5001
+    print(f"5,000 arrays converted in {seconds:.1f} s")
+    assert seconds < 30
