@@ -23,9 +23,15 @@ __all__ = [
     "get_nthreads",
     "migrate_config",
     "set_nthreads",
+    "use_threads",
 ]
 
 __version__ = "0.1.0"
+
+use_threads: bool | None = None
+"""From which threads large copies may be split over threads: None (the default)
+only from the main thread, as numcodecs' Blosc (zarr-python and dask call codecs
+from other threads, in parallel already); True from any thread; False never."""
 
 register_codec(BytesCodec)
 register_codec(BytesCodec, codec_id=LEGACY_CODEC_ID)

@@ -1,54 +1,48 @@
 """Copies that convert byte order, split over threads where the machine rewards it.
 
 numpy releases the GIL while it copies, so a large copy can run on several
-cores. Whether that pays depends on the machine (memory bandwidth per core, the
-cost of waking a thread) and on the copy (a fresh output is faulted in page by
-page, an existing one is not): on VMs of one kind the size from which a second
-thread paid ranged from 4 MiB to more than 32 MiB. So no size is fixed here.
-Copies of `MIN_BYTES` or more are timed, per size class (a power of two) and
-kind (fresh or existing output), on one thread and on several. Each way is
-measured twice first, after one call of each that is not kept (the first call
-of a class pays for fresh heap pages or a pool thread's start). Then a class
-uses threads only where their recent times (the last `SAMPLES`) beat one
-thread's both in the median and in the mean: the median ignores one slow call
-(a preemption, a collection), the mean prices in a way that is now and then
-ten times slower (on some VMs, a fresh output faulted in from two threads at
-once); otherwise numpy's own one-thread copy. The way not in use is tried again
-after `EXPLORE_EVERY` calls times how many times slower it measured (in the
-mean), which keeps the tries near 1/`EXPLORE_EVERY` of the time however slow
-that way is, and lets the choice follow the machine and its load.
+cores. A copy is split when all of these hold:
 
-This module holds the whole size policy: `copy_into` and `copied_as` are the
-only ways the codec copies data.
+1. Threads are allowed: ``numcodecs_bytes.use_threads`` is True, or None (the
+   default) and the caller is the main thread. As with numcodecs' Blosc:
+   zarr-python runs codecs on its event-loop thread and dask on worker threads,
+   where calls are parallel already and a split only competes for the cores.
+2. The copy outgrows the cache: its source and destination together exceed half
+   the largest CPU cache (`split_from`; half, because the cache is shared with
+   the rest of the program and, on a VM, with other tenants). Below that one
+   core copies at full speed and waking a second costs more than it saves;
+   above it a second core adds bandwidth. Measured on a 2-core VM with an
+   8 MiB cache (benchmarks/threads.py): a split at 1.5 MiB took 1.3x the time
+   of one thread, at 2 MiB the same, at 3 MiB 0.75-0.8x, at 4 MiB 0.65-0.7x.
+3. A helper thread is free: at most ``get_nthreads() - 1`` helpers copy at once,
+   whoever calls; a caller that finds none free copies alone (never waits).
+
+A split copy has one part per thread, at most one per core. `copy_into` and
+`copied_as` are the only ways the codec copies data.
 """
 
 from __future__ import annotations
 
+import glob
 import operator
 import os
-import statistics
+import sys
 import threading
-import time
 import warnings
-from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import pairwise
+from pathlib import Path
 from typing import Any, SupportsIndex
 
 import numpy as np
 
-__all__ = ["EXPLORE_EVERY", "MIN_BYTES", "SAMPLES", "copied_as", "copy_into", "get_nthreads", "set_nthreads"]
+__all__ = ["DEFAULT_CACHE_BYTES", "copied_as", "copy_into", "get_nthreads", "set_nthreads", "split_from"]
 
-MIN_BYTES = 4 << 20
-"""Smaller copies stay on the calling thread: waking another costs more than it can save."""
-
-EXPLORE_EVERY = 16
-"""A size class tries the way it does not use after this many calls, times how much slower that way measured."""
-
-SAMPLES = 4
-"""How many recent times of each way a size class keeps."""
+DEFAULT_CACHE_BYTES = 8 << 20
+"""The largest CPU cache assumed where the system does not say (Linux says, in sysfs)."""
 
 _ENV_VAR = "NUMCODECS_BYTES_NTHREADS"
+_CORES = os.cpu_count() or 1
 
 
 def _checked(n: Any) -> int:
@@ -62,7 +56,7 @@ def _checked(n: Any) -> int:
 
 
 def _nthreads_from_env() -> int:
-    default = min(os.cpu_count() or 1, 8)
+    default = min(_CORES, 8)
     value = os.environ.get(_ENV_VAR, "").strip()
     if not value:
         return default
@@ -78,25 +72,18 @@ def _nthreads_from_env() -> int:
         return default
 
 
+class _Pool:
+    """The helper threads of one `set_nthreads` setting: a pool and the count of free helpers."""
+
+    def __init__(self, nthreads: int) -> None:
+        self.helpers = min(nthreads, _CORES) - 1
+        self.free = threading.BoundedSemaphore(max(self.helpers, 1))
+        self.executor = ThreadPoolExecutor(max_workers=max(self.helpers, 1), thread_name_prefix="numcodecs-bytes")
+
+
 _lock = threading.Lock()
 _nthreads = _nthreads_from_env()
-_pool: ThreadPoolExecutor | None = None
-
-
-class _Timing:
-    """One size class's recent seconds per byte, on one thread and on several, and its calls."""
-
-    __slots__ = ("calls", "next_try", "single", "threaded", "warmed")
-
-    def __init__(self) -> None:
-        self.single: deque[float] = deque(maxlen=SAMPLES)
-        self.threaded: deque[float] = deque(maxlen=SAMPLES)
-        self.calls = 0
-        self.next_try = EXPLORE_EVERY  # the call that tries the way not in use
-        self.warmed: set[bool] = set()  # the ways (threads or not) whose first call is past
-
-
-_timings: dict[tuple[int, bool], _Timing] = {}  # by (size class, fresh output)
+_pool: _Pool | None = None
 
 
 def set_nthreads(n: SupportsIndex) -> int:
@@ -104,16 +91,17 @@ def set_nthreads(n: SupportsIndex) -> int:
 
     Returns the previous value, like ``numcodecs.blosc.set_nthreads``. The
     default comes from the environment variable ``NUMCODECS_BYTES_NTHREADS``,
-    else the number of cores (at most 8).
+    else the number of cores (at most 8). A copy never uses more threads than
+    the machine has cores. ``numcodecs_bytes.use_threads`` says from which
+    threads copies may be split (None: the main thread only; True; False).
     """
     global _nthreads, _pool
     n = _checked(n)
     with _lock:
         previous, _nthreads = _nthreads, n
         if _pool is not None and n != previous:
-            _pool.shutdown(wait=False)  # running copies finish; new ones use the new pool
+            _pool.executor.shutdown(wait=False)  # running copies finish; new ones use a new pool
             _pool = None
-        _timings.clear()  # measured with the old number of threads
     return previous
 
 
@@ -122,11 +110,11 @@ def get_nthreads() -> int:
     return _nthreads
 
 
-def _get_pool(workers: int) -> ThreadPoolExecutor:
+def _get_pool() -> _Pool:
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="numcodecs-bytes")
+            _pool = _Pool(_nthreads)
         return _pool
 
 
@@ -141,18 +129,25 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
+def _threads_allowed() -> bool:
+    setting = getattr(sys.modules.get("numcodecs_bytes"), "use_threads", None)
+    if setting is None:
+        return threading.current_thread() is threading.main_thread()
+    return bool(setting)
+
+
 def _copy_part(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     dst[...] = src
 
 
-def _split_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], nthreads: int) -> None:
-    """One contiguous part per thread; the calling thread copies the first."""
-    bounds = [len(dst) * i // nthreads for i in range(nthreads + 1)]
-    pool = _get_pool(nthreads - 1)
+def _split_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], pool: _Pool, helpers: int) -> None:
+    """One contiguous part per thread: ``helpers`` parts in the pool, the first on the calling thread."""
+    parts = helpers + 1
+    bounds = [len(dst) * i // parts for i in range(parts + 1)]
     futures: list[Future[None]] = []
     for start, stop in pairwise(bounds[1:]):
         try:
-            futures.append(pool.submit(_copy_part, dst[start:stop], src[start:stop]))
+            futures.append(pool.executor.submit(_copy_part, dst[start:stop], src[start:stop]))
         except RuntimeError:  # set_nthreads shut this pool down meanwhile: copy the part here
             _copy_part(dst[start:stop], src[start:stop])
     _copy_part(dst[: bounds[1]], src[: bounds[1]])
@@ -160,70 +155,67 @@ def _split_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], nthreads: 
         future.result()
 
 
+def _largest_cache_bytes() -> int:
+    """The size of the largest CPU cache, from Linux's sysfs; `DEFAULT_CACHE_BYTES` where it does not say."""
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            text = Path(path).read_text().strip().upper()
+            sizes.append(int(text[:-1]) << {"K": 10, "M": 20, "G": 30}[text[-1]] if text[-1] in "KMG" else int(text))
+        except (OSError, ValueError):
+            continue
+    return max(sizes, default=DEFAULT_CACHE_BYTES)
+
+
+_SPLIT_FROM = _largest_cache_bytes() // 4 + 1
+
+
+def split_from() -> int:
+    """The size in bytes from which copies are split: source and destination exceed half the largest cache."""
+    return _SPLIT_FROM
+
+
+def _helpers_for(src: np.ndarray[Any, Any]) -> tuple[_Pool, int] | None:
+    """The pool and how many of its helpers a copy from ``src`` takes; None: copy on this thread alone."""
+    if _nthreads == 1 or src.ndim != 1 or type(src) is not np.ndarray or not _threads_allowed():
+        return None
+    pool = _get_pool()
+    wanted = pool.helpers
+    taken = 0
+    while taken < wanted and pool.free.acquire(blocking=False):
+        taken += 1
+    return (pool, taken) if taken else None
+
+
+def _run_split(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], split: tuple[_Pool, int]) -> None:
+    pool, helpers = split
+    try:
+        _split_copy(dst, src, pool, helpers)
+    finally:
+        for _ in range(helpers):
+            pool.free.release()
+
+
 def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
-    """``dst[...] = src``, converting byte order; on several threads where that measures faster.
+    """``dst[...] = src``, converting byte order; split over threads by the rule above.
 
     Only flat, plain, non-overlapping arrays of equal length are split;
     anything else is one numpy assignment (numpy handles overlap itself).
     """
-    if src.nbytes < MIN_BYTES:  # most copies: no policy to consult
+    split = None
+    if src.nbytes >= _SPLIT_FROM and dst.shape == src.shape and type(dst) is np.ndarray:
+        split = None if np.may_share_memory(dst, src) else _helpers_for(src)
+    if split is None:
         dst[...] = src
-        return
-    nthreads = _nthreads  # read once: set_nthreads may run meanwhile
-    timing = _timing(src, nthreads, fresh=False)
-    if timing is None or dst.shape != src.shape or type(dst) is not np.ndarray or np.may_share_memory(dst, src):
-        dst[...] = src
-        return
-    use_threads, start = _choose(timing), time.perf_counter()
-    if use_threads:
-        _split_copy(dst, src, nthreads)
     else:
-        dst[...] = src
-    _record(timing, use_threads, start, dst.nbytes)
+        _run_split(dst, src, split)
 
 
 def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """A new array of ``dtype`` holding ``src``: ``src.astype(dtype)``, or the same made by several threads."""
-    if src.nbytes < MIN_BYTES:  # most copies: no policy to consult
+    split = None if src.nbytes < _SPLIT_FROM else _helpers_for(src)
+    if split is None:
         return src.astype(dtype)
-    nthreads = _nthreads
-    timing = _timing(src, nthreads, fresh=True)
-    if timing is None:
-        return src.astype(dtype)
-    use_threads, start = _choose(timing), time.perf_counter()
-    if use_threads:
-        out = np.empty(src.shape, dtype)
-        _split_copy(out, src, nthreads)
-    else:
-        out = src.astype(dtype)
-    _record(timing, use_threads, start, out.nbytes)
+    out = np.empty(src.shape, dtype)
+    _run_split(out, src, split)
     return out
-
-
-def _timing(src: np.ndarray[Any, Any], nthreads: int, fresh: bool) -> _Timing | None:
-    """The timings of the size class of ``src`` (of MIN_BYTES or more); None where threads cannot serve."""
-    if nthreads == 1 or src.ndim != 1 or type(src) is not np.ndarray:
-        return None
-    key = (src.nbytes.bit_length(), fresh)  # a fresh output is faulted in page by page: timed apart
-    return _timings.get(key) or _timings.setdefault(key, _Timing())
-
-
-def _record(timing: _Timing, use_threads: bool, start: float, nbytes: int) -> None:
-    if use_threads not in timing.warmed:  # a first call's one-off costs would stay in the mean for long
-        timing.warmed.add(use_threads)
-        return
-    (timing.threaded if use_threads else timing.single).append((time.perf_counter() - start) / nbytes)
-
-
-def _choose(timing: _Timing) -> bool:
-    """Whether the next copy of a size class uses threads, from its recent times; counts the call."""
-    calls = timing.calls
-    timing.calls += 1
-    if len(timing.single) < 2 or len(timing.threaded) < 2:  # measure each way twice, alternately
-        return calls % 2 == 1
-    single, threaded = statistics.fmean(timing.single), statistics.fmean(timing.threaded)
-    use_threads = threaded < single and statistics.median(timing.threaded) < statistics.median(timing.single)
-    if calls >= timing.next_try:
-        timing.next_try = calls + round(EXPLORE_EVERY * max(single, threaded) / min(single, threaded))
-        return not use_threads
-    return use_threads

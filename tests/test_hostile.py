@@ -205,8 +205,8 @@ def test_bool_fields_of_structs_are_checked_on_decode_and_normalised_on_encode()
 @pytest.fixture
 def split_copies(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Every copy from 1 MiB on would be split over threads if it could be."""
-    monkeypatch.setattr(numcodecs_bytes._threads, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(numcodecs_bytes._threads, "_choose", lambda timing: True)
+    monkeypatch.setattr(numcodecs_bytes._threads, "_SPLIT_FROM", 1 << 20)
+    monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
     previous = set_nthreads(2)
     yield
     set_nthreads(previous)

@@ -5,12 +5,14 @@ Speed itself is measured by benchmarks/run.py, not by unit tests.
 
 from __future__ import annotations
 
+import glob
 import os
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,15 +25,15 @@ from numcodecs_bytes import BytesCodec, get_nthreads, set_nthreads
 
 @pytest.fixture
 def nthreads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Restores the thread count; every copy from 1 MiB on is split, whatever the timings say."""
-    monkeypatch.setattr(numcodecs_bytes._threads, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(numcodecs_bytes._threads, "_choose", lambda timing: True)
+    """Restores the thread count and use_threads; copies from 1 MiB on are split (as if the cache were 2 MiB)."""
+    monkeypatch.setattr(numcodecs_bytes._threads, "_SPLIT_FROM", 1 << 20)
+    monkeypatch.setattr(numcodecs_bytes, "use_threads", None)
     previous = get_nthreads()
     yield
     set_nthreads(previous)
 
 
-# Above MIN_BYTES, split unevenly.
+# Above the split size, split unevenly.
 LARGE = (3 << 20) + 24
 
 
@@ -43,7 +45,7 @@ def test_results_are_identical_with_one_and_many_threads(dtype: str, nthreads: N
     results = {}
     for n in (1, 2, 3, 8):
         set_nthreads(n)
-        assert n == 1 or len(_parts_used(codec, data)) == n, "not split into parts"
+        assert len(_parts_used(codec, data)) == min(n, os.cpu_count() or 1), "not split into one part per core"
         encoded = bytes(codec.encode(data))
         decoded = codec.decode(encoded)
         out = np.empty_like(data)
@@ -69,6 +71,7 @@ def _parts_used(codec: BytesCodec, data: np.ndarray[Any, Any]) -> list[int]:
         codec.decode(encoded, out=np.empty_like(data))
     finally:
         numcodecs_bytes._threads._copy_part = original
+    sizes = sizes or [data.nbytes]  # not split: one numpy assignment on the calling thread
     assert sum(sizes) == data.nbytes
     return sizes
 
@@ -113,12 +116,30 @@ def test_bad_environment_variable_is_a_warning_and_the_default() -> None:
     assert "ignoring NUMCODECS_BYTES_NTHREADS='many': not a whole number >= 1" in result.stderr
 
 
-def test_many_threads_calling_one_codec_at_once(nthreads: None) -> None:
+def test_many_threads_calling_one_codec_at_once(nthreads: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No deadlock, identical results, and never more helper copies at once than get_nthreads() - 1."""
     set_nthreads(2)
+    monkeypatch.setattr(numcodecs_bytes, "use_threads", True)  # split from every thread
     codec = BytesCodec(endian="big", dtype="<i4")
     arrays = [np.arange(i, i + LARGE // 4, dtype="<i4") for i in range(6)]
     expected = [a.astype(">i4").tobytes() for a in arrays]
     barrier = threading.Barrier(6)
+    running, most, helper_parts, lock = [0], [0], [0], threading.Lock()
+    original = numcodecs_bytes._threads._copy_part
+
+    def counting(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
+        helper = threading.current_thread().name.startswith("numcodecs-bytes")
+        with lock:
+            running[0] += helper
+            most[0] = max(most[0], running[0])
+            helper_parts[0] += helper
+        try:
+            original(dst, src)
+        finally:
+            with lock:
+                running[0] -= helper
+
+    monkeypatch.setattr(numcodecs_bytes._threads, "_copy_part", counting)
 
     def work(index: int) -> bool:
         barrier.wait()
@@ -130,8 +151,10 @@ def test_many_threads_calling_one_codec_at_once(nthreads: None) -> None:
             ok &= bytes(encoded) == expected[index] and np.array_equal(out, arrays[index])
         return ok
 
-    with ThreadPoolExecutor(6) as pool:
-        assert all(pool.map(work, range(6)))
+    with ThreadPoolExecutor(6) as callers:
+        assert all(callers.map(work, range(6), timeout=120))
+    assert helper_parts[0] > 0, "no copy was split"
+    assert most[0] <= get_nthreads() - 1
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -207,68 +230,73 @@ def test_a_pool_shut_down_by_set_nthreads_meanwhile_does_not_break_a_copy(
     nthreads: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     set_nthreads(3)
-    closed = ThreadPoolExecutor(2)
-    closed.shutdown()
-    monkeypatch.setattr(numcodecs_bytes._threads, "_get_pool", lambda workers: closed)
+    pool = numcodecs_bytes._threads._Pool(3)
+    pool.executor.shutdown()
+    monkeypatch.setattr(numcodecs_bytes._threads, "_get_pool", lambda: pool)
     data = np.arange(LARGE // 4, dtype="<i4")
     out = np.empty_like(data)
     BytesCodec(endian="big", dtype="<i4").decode(data.astype(">i4").tobytes(), out=out)
     assert np.array_equal(out, data)
 
 
-def test_the_thread_policy_measures_both_ways_then_keeps_the_faster_and_rechecks() -> None:
-    from numcodecs_bytes._threads import EXPLORE_EVERY, _choose, _Timing
-
-    timing = _Timing()
-    first = [_choose(timing) for _ in range(4)]
-    assert first == [False, True, False, True]  # each way twice, alternately
-    timing.single.extend([2e-10, 2e-10])
-    timing.threaded.extend([1e-10, 1e-10])  # threads twice as fast
-    choices = [_choose(timing) for _ in range(8 * EXPLORE_EVERY - 4)]  # calls 4 .. 8 * EXPLORE_EVERY
-    tries = [i + 4 for i, threads in enumerate(choices) if not threads]
-    # The other way is tried again after EXPLORE_EVERY calls, times how much slower it measured (2x).
-    assert tries == [EXPLORE_EVERY, 3 * EXPLORE_EVERY, 5 * EXPLORE_EVERY, 7 * EXPLORE_EVERY]
+def _parts_from(thread: str, setting: bool | None, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many parts a large decode into out is split into, called from the main thread or another."""
+    monkeypatch.setattr(numcodecs_bytes, "use_threads", setting)
+    codec = BytesCodec(endian="big", dtype="<i4")
+    data = np.arange(LARGE // 4, dtype="<i4")
+    if thread == "main":
+        return len(_parts_used(codec, data))
+    with ThreadPoolExecutor(1) as other:
+        return len(other.submit(_parts_used, codec, data).result())
 
 
-def test_a_way_with_a_heavy_tail_loses_to_a_steady_one_and_is_tried_rarely() -> None:
-    from numcodecs_bytes._threads import EXPLORE_EVERY, _choose, _Timing
-
-    timing = _Timing()
-    [_choose(timing) for _ in range(4)]
-    timing.single.extend([2e-10, 2e-10])
-    timing.threaded.extend([1e-10, 1e-10, 1e-10, 21e-10])  # the best time, but one call in four 10x slower
-    choices = [_choose(timing) for _ in range(10 * EXPLORE_EVERY - 4)]  # calls 4 .. 10 * EXPLORE_EVERY
-    tries = [i + 4 for i, threads in enumerate(choices) if threads]
-    # Mean 6e-10 against 2e-10: one thread is used, threads tried once in 3 * EXPLORE_EVERY calls.
-    assert tries == [EXPLORE_EVERY, 4 * EXPLORE_EVERY, 7 * EXPLORE_EVERY]
-
-
-def test_one_slow_call_of_one_thread_does_not_hand_the_copies_to_threads() -> None:
-    from numcodecs_bytes._threads import EXPLORE_EVERY, _choose, _Timing
-
-    timing = _Timing()
-    [_choose(timing) for _ in range(4)]
-    timing.single.extend([1e-10, 1e-10, 1e-10, 21e-10])  # one preempted call: mean 6e-10, median 1e-10
-    timing.threaded.extend([2e-10, 2e-10])
-    choices = [_choose(timing) for _ in range(8 * EXPLORE_EVERY - 4)]  # calls 4 .. 8 * EXPLORE_EVERY
-    tries = [i + 4 for i, threads in enumerate(choices) if threads]
-    # Threads win in the mean only: one thread is kept; threads are tried after 16 calls times 3.
-    assert tries == [EXPLORE_EVERY, 4 * EXPLORE_EVERY, 7 * EXPLORE_EVERY]
+@pytest.mark.parametrize(
+    ("thread", "setting", "parts"),
+    [("main", None, 2), ("other", None, 1), ("other", True, 2), ("main", False, 1), ("other", False, 1)],
+)
+def test_threads_by_default_only_from_the_main_thread_and_use_threads_forces_it(
+    nthreads: None, monkeypatch: pytest.MonkeyPatch, thread: str, setting: bool | None, parts: int
+) -> None:
+    set_nthreads(2)
+    if (os.cpu_count() or 1) < 2:
+        parts = 1  # one core: never split
+    assert _parts_from(thread, setting, monkeypatch) == parts
 
 
-def test_the_first_call_of_each_way_is_not_kept() -> None:
-    # The first call of a size class pays one-off costs (fresh heap pages, a pool thread's
-    # start); kept, it would weigh on that way's mean until four newer times push it out.
-    import time
+def test_a_huge_thread_count_splits_no_more_than_the_cores(nthreads: None) -> None:
+    set_nthreads(2_000_000)
+    parts = _parts_used(BytesCodec(endian="big", dtype="<i4"), np.arange(LARGE // 4, dtype="<i4"))
+    assert 1 <= len(parts) <= (os.cpu_count() or 1)
+    set_nthreads(1)
+    assert len(_parts_used(BytesCodec(endian="big", dtype="<i4"), np.arange(LARGE // 4, dtype="<i4"))) == 1
 
-    from numcodecs_bytes._threads import _record, _Timing
 
-    timing, nbytes = _Timing(), 1 << 22
-    slow_start = time.perf_counter() - 1.0
-    _record(timing, False, slow_start, nbytes)
-    _record(timing, True, slow_start, nbytes)
-    assert not timing.single and not timing.threaded
-    _record(timing, False, time.perf_counter(), nbytes)
-    _record(timing, True, time.perf_counter(), nbytes)
-    assert len(timing.single) == len(timing.threaded) == 1
-    assert timing.single[0] < 1e-6 and timing.threaded[0] < 1e-6
+def test_copies_split_from_where_source_and_destination_exceed_half_the_largest_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
+    previous = set_nthreads(2)
+    try:
+        split_from = numcodecs_bytes._threads.split_from()
+        assert split_from == numcodecs_bytes._threads._largest_cache_bytes() // 4 + 1
+        codec = BytesCodec(endian="big", dtype="<u2")
+        below = np.zeros((split_from - 1) // 2, "<u2")
+        above = np.zeros(split_from // 2 + 1, "<u2")
+        assert len(_parts_used(codec, below)) == 1
+        assert len(_parts_used(codec, above)) == min(2, os.cpu_count() or 1)
+    finally:
+        set_nthreads(previous)
+
+
+@pytest.mark.parametrize(("text", "size"), [("8192K", 8 << 20), ("32M", 32 << 20), ("1G", 1 << 30), ("65536", 65536)])
+def test_the_largest_cache_is_read_from_sysfs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, size: int
+) -> None:
+    for index, value in enumerate(["48K", text, "oops"]):
+        (tmp_path / f"index{index}").mkdir()
+        (tmp_path / f"index{index}" / "size").write_text(value + "\n")
+    real_glob = glob.glob
+    monkeypatch.setattr(glob, "glob", lambda pattern: real_glob(str(tmp_path / "index*" / "size")))
+    assert numcodecs_bytes._threads._largest_cache_bytes() == size
+    monkeypatch.setattr(glob, "glob", lambda pattern: [])
+    assert numcodecs_bytes._threads._largest_cache_bytes() == numcodecs_bytes._threads.DEFAULT_CACHE_BYTES

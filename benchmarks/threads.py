@@ -1,0 +1,240 @@
+"""The thread policy against the best way this machine has, measured side by side in one run.
+
+    python benchmarks/threads.py             # the full run (about a minute)
+    python benchmarks/threads.py --runs 5    # five runs in a row, each line's spread
+
+For each size, ours (the codec as users call it, from the main thread, after
+six warm-up calls) is timed interleaved with the two plain ways of the same
+copy: numpy on one thread (``astype`` for a fresh output, ``np.copyto`` into an
+existing one) and a plain split into two halves on two threads. A line's ratio
+is the better plain way's median time over ours (1.0: as fast as the best way;
+the target is at least 0.9). Each line has a control: the same ratio for
+numpy's one-thread call timed a second time, which shows how far this
+machine's noise alone moves a line. Then:
+
+- a fresh process: the total time of a new process's first 20 encodes of
+  16 MiB, ours against the best plain way, each in its own new process
+  (target: at most 1.15x);
+- zarr v3: reading a 256 MiB float64 array of 4 MiB chunks from a MemoryStore
+  with zarr's default concurrency, our native codec against zarr-python's own,
+  and ours with threads allowed against ``use_threads=False`` (targets: at
+  least 0.95x zarr's, and no slower with threads allowed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+import numcodecs_bytes
+from numcodecs_bytes import BytesCodec
+
+MiB = 1 << 20
+SIZES = [1, 4, 16, 64, 256]
+SWAPPED = np.dtype(">i4")
+_pool = ThreadPoolExecutor(1)
+
+
+def _split_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
+    half = len(src) // 2
+    future = _pool.submit(dst[half:].__setitem__, Ellipsis, src[half:])
+    dst[:half] = src[:half]
+    future.result()
+
+
+def _split_fresh(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    out = np.empty(src.shape, dtype)
+    _split_into(out, src)
+    return out
+
+
+def _medians(ways: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    names, order = list(ways), random.Random(0)
+    for _ in range(rounds):
+        # Interleaved, so that drift hits every way alike, in a new order each round, so that every
+        # way follows every other as often: a copy right after a split one pays for the half of the
+        # data in the other core's cache (about 20 us at 1 MiB on the 2-core VMs).
+        order.shuffle(names)
+        for name in names:
+            start = time.perf_counter()
+            ways[name]()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def _cases(mib: int, codec: BytesCodec) -> dict[str, dict[str, Callable[[], object]]]:
+    """Per operation at ``mib`` MiB: ours and the two plain ways, on the very same memory."""
+    data = np.arange(mib * MiB // 4, dtype="<i4")
+    raw = data.astype(SWAPPED).tobytes()
+    encoded = np.frombuffer(raw, SWAPPED)  # the very memory ours decodes: cache states alike
+    out = np.empty_like(data)
+    return {
+        "encode": {
+            "ours": lambda: codec.encode(data),
+            "one thread": lambda: data.astype(SWAPPED),
+            "one thread again": lambda: data.astype(SWAPPED),
+            "two threads": lambda: _split_fresh(data, SWAPPED),
+        },
+        "decode": {
+            "ours": lambda: codec.decode(raw),
+            "one thread": lambda: encoded.astype("<i4"),
+            "one thread again": lambda: encoded.astype("<i4"),
+            "two threads": lambda: _split_fresh(encoded, np.dtype("<i4")),
+        },
+        "decode into out": {
+            "ours": lambda: codec.decode(raw, out=out),
+            "one thread": lambda: np.copyto(out, encoded),
+            "one thread again": lambda: np.copyto(out, encoded),
+            "two threads": lambda: _split_into(out, encoded),
+        },
+    }
+
+
+def copy_lines() -> dict[str, float]:
+    """Per size and operation: the better plain way's median time over ours."""
+    ratios: dict[str, float] = {}
+    codec = BytesCodec(endian="big", dtype="<i4")
+    for mib in SIZES:
+        rounds = max(7, 240 // mib)
+        for operation, ways in _cases(mib, codec).items():
+            for _ in range(6):  # warm-up: pages, the pool's threads
+                for way in ways.values():
+                    way()
+            medians = _medians(ways, rounds)
+            ratio = min(medians["one thread"], medians["two threads"]) / medians["ours"]
+            ratios[f"{mib} MiB {operation}"] = ratio
+            # The control: the same statistic for numpy's own one-thread call timed a second time,
+            # how far from 1.0 this machine's noise alone moves a line.
+            control = min(medians["one thread"], medians["two threads"]) / medians["one thread again"]
+            ratios[f"{mib} MiB {operation}, control: numpy again"] = control
+            best = "one" if medians["one thread"] <= medians["two threads"] else "two"
+            print(
+                f"{mib:4d} MiB {operation:<16} ours {medians['ours'] * 1e3:8.3f} ms  one thread "
+                f"{medians['one thread'] * 1e3:8.3f}  two threads {medians['two threads'] * 1e3:8.3f}  "
+                f"best/ours {ratio:.2f} (best: {best}; control {control:.2f})",
+                flush=True,
+            )
+    return ratios
+
+
+_FRESH = """
+import sys, time, numpy as np
+from concurrent.futures import ThreadPoolExecutor
+way = sys.argv[1]
+data = np.arange(4 << 20, dtype="<i4")  # 16 MiB
+if way == "ours":
+    from numcodecs_bytes import BytesCodec
+    codec = BytesCodec(endian="big", dtype="<i4")
+    call = lambda: codec.encode(data)
+elif way == "one thread":
+    call = lambda: data.astype(">i4")
+else:
+    pool = ThreadPoolExecutor(1)
+    def call():
+        out = np.empty(data.shape, ">i4")
+        half = len(data) // 2
+        future = pool.submit(out[half:].__setitem__, Ellipsis, data[half:])
+        out[:half] = data[:half]
+        future.result()
+start = time.perf_counter()
+for _ in range(20):
+    call()
+print(time.perf_counter() - start)
+"""
+
+
+def fresh_process_line(repeats: int = 5) -> float:
+    """A new process's first 20 encodes of 16 MiB: ours over the best plain way (medians of ``repeats``)."""
+    totals: dict[str, list[float]] = {"ours": [], "one thread": [], "two threads": []}
+    for _ in range(repeats):
+        for way in totals:
+            result = subprocess.run([sys.executable, "-c", _FRESH, way], capture_output=True, text=True, check=True)
+            totals[way].append(float(result.stdout))
+    medians = {way: statistics.median(values) for way, values in totals.items()}
+    ratio = medians["ours"] / min(medians["one thread"], medians["two threads"])
+    print(
+        f"fresh process, 20 encodes of 16 MiB: ours {medians['ours'] * 1e3:.1f} ms, one thread "
+        f"{medians['one thread'] * 1e3:.1f}, two threads {medians['two threads'] * 1e3:.1f}: "
+        f"ours/best {ratio:.2f}",
+        flush=True,
+    )
+    return ratio
+
+
+def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
+    """A 256 MiB MemoryStore read, 4 MiB chunks: zarr's time over ours, and ours (threads off) over ours."""
+    try:
+        import zarr
+        from zarr.codecs import BytesCodec as ZarrBytesCodec
+
+        from numcodecs_bytes.zarr3 import BytesCodec as NativeBytesCodec
+    except ImportError:
+        print("zarr v3: zarr-python 3 is not installed; skipped")
+        return None
+    data = np.arange(32 * MiB, dtype="<f8")  # 256 MiB
+    arrays = {}
+    for name, serializer in (("ours", NativeBytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big"))):
+        array = zarr.create_array(
+            store=zarr.storage.MemoryStore(), shape=data.shape, chunks=(MiB // 2,), dtype=data.dtype,
+            serializer=serializer, compressors=None,
+        )  # fmt: skip
+        array[...] = data
+        arrays[name] = array
+
+    def ours_without_threads() -> object:
+        numcodecs_bytes.use_threads = False
+        try:
+            return arrays["ours"][...]
+        finally:
+            numcodecs_bytes.use_threads = None
+
+    ways: dict[str, Callable[[], object]] = {
+        "ours": lambda: arrays["ours"][...],
+        "zarr": lambda: arrays["zarr"][...],
+        "ours, use_threads=False": ours_without_threads,
+    }
+    assert all(np.array_equal(way(), data) for way in ways.values())
+    medians = _medians(ways, rounds)
+    zarr_ratio = medians["zarr"] / medians["ours"]
+    threads_ratio = medians["ours, use_threads=False"] / medians["ours"]
+    print(
+        f"zarr v3, 256 MiB in 4 MiB chunks: ours {medians['ours'] * 1e3:.1f} ms, zarr's own "
+        f"{medians['zarr'] * 1e3:.1f}, ours with use_threads=False {medians['ours, use_threads=False'] * 1e3:.1f}: "
+        f"zarr/ours {zarr_ratio:.2f}, threads off/default {threads_ratio:.2f}",
+        flush=True,
+    )
+    return zarr_ratio, threads_ratio
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1, help="runs in a row; the spread of each line is reported")
+    args = parser.parse_args()
+    lines: dict[str, list[float]] = {}
+    for run in range(args.runs):
+        print(f"-- run {run + 1} of {args.runs}")
+        for name, ratio in copy_lines().items():
+            lines.setdefault(name, []).append(ratio)
+        lines.setdefault("fresh process: ours/best (<= 1.15)", []).append(fresh_process_line())
+        zarr_ratios = zarr_line()
+        if zarr_ratios is not None:
+            lines.setdefault("zarr v3 read: zarr/ours (>= 0.95)", []).append(zarr_ratios[0])
+            lines.setdefault("zarr v3 read: threads off/default (>= 1.0, noise aside)", []).append(zarr_ratios[1])
+    print("\n-- spread over the runs (min .. max)")
+    for name, values in lines.items():
+        print(f"{name:<58} {min(values):.2f} .. {max(values):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
