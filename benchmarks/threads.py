@@ -203,7 +203,7 @@ def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
         "zarr": lambda: arrays["zarr"][...],
         "ours, use_threads=False": ours_without_threads,
     }
-    assert all(np.array_equal(way(), data) for way in ways.values())
+    assert all(np.array_equal(np.asarray(way()), data) for way in ways.values())
     medians = _medians(ways, rounds)
     zarr_ratio = medians["zarr"] / medians["ours"]
     threads_ratio = medians["ours, use_threads=False"] / medians["ours"]
