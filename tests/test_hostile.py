@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numcodecs
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from samples import expected_bytes
 from stack import needs_ml_dtypes
@@ -361,36 +361,65 @@ def dtypes(draw: st.DrawFn) -> np.dtype[Any]:
     )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    dtype=dtypes(),
-    endian=st.sampled_from(["little", "big", None, "BIG", ""]),
-    raw=st.binary(max_size=64),
-    out_kind=st.sampled_from(["none", "array", "bytearray", "wrong size", "other dtype", "read-only"]),
-    configured=st.booleans(),
-)
-def test_fuzz_equals_the_oracle_or_a_clean_error(
-    dtype: np.dtype[Any], endian: Any, raw: bytes, out_kind: str, configured: bool
-) -> None:
-    try:
-        codec = BytesCodec(endian=endian, dtype=dtype if configured else None)
-    except (ValueError, TypeError):
-        return
+def _multi_byte(dtype: np.dtype[Any]) -> bool:
+    """Whether any scalar in ``dtype`` has a byte order (numpy's own word for it: not ``|``)."""
+    if dtype.fields is not None:
+        return any(_multi_byte(dtype.fields[name][0]) for name in dtype.names or ())
+    if dtype.subdtype is not None:
+        return _multi_byte(dtype.subdtype[0])
+    return dtype.byteorder != "|"
+
+
+def _corrupt_bools(raw: bytes, dtype: np.dtype[Any]) -> bool:
+    """Whether a bool byte of the elements in ``raw`` is above 0x01 (numpy's own field offsets)."""
+    stored = np.frombuffer(raw[: len(raw) // dtype.itemsize * dtype.itemsize], np.uint8).reshape(-1, dtype.itemsize)
+    return any(int(stored[:, offset].max(initial=0)) > 1 for offset in _bool_offsets(dtype))
+
+
+def _bool_offsets(dtype: np.dtype[Any], offset: int = 0) -> list[int]:
+    if dtype.fields is not None:
+        return [
+            o
+            for name in dtype.names or ()
+            for o in _bool_offsets(dtype.fields[name][0], offset + dtype.fields[name][1])
+        ]
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        return [o for i in range(int(np.prod(shape))) for o in _bool_offsets(base, offset + i * base.itemsize)]
+    return [offset] if dtype.kind == "b" else []
+
+
+def fuzz_case(
+    codec_class: type[BytesCodec], dtype: np.dtype[Any], endian: Any, raw: bytes, out_kind: str, configured: bool
+) -> str:
+    """The property: the oracle's bytes where the input is valid, a clean error exactly where it is not.
+
+    Validity is decided here from the inputs alone (numpy's byte orders and
+    field offsets), never from the codec. Returns the path the example took.
+    """
+    multi_byte = _multi_byte(dtype)
+    valid_endian = endian is None or endian in ("little", "big")
+    if not valid_endian or (configured and endian is None and multi_byte):
+        with pytest.raises((ValueError, TypeError)):
+            codec_class(endian=endian, dtype=dtype if configured else None)
+        return "invalid: constructor"
+    codec = codec_class(endian=endian, dtype=dtype if configured else None)
     check_config(codec)
+
     # encode: a sample of the dtype made from the raw bytes
     count = len(raw) // dtype.itemsize
     data = np.frombuffer(bytearray(raw[: count * dtype.itemsize]), dtype)  # (numpy's copy() drops padding bytes)
     before = _bytes_of(data)
-    try:
-        encoded = bytes(codec.encode(data))
-    except (ValueError, TypeError):
-        encoded = None
-    else:
-        canonical = np.frombuffer(bytearray(before), dtype)
-        for offset, run in _bool_runs(dtype):  # numpy's meaning of other bytes: True
-            view = canonical.view(np.uint8).reshape(-1, dtype.itemsize)[:, offset : offset + run]
-            view[...] = view != 0
-        assert encoded == _oracle(canonical, endian)
+    if endian is None and multi_byte:  # no codec dtype: the data's type needs an endian
+        with pytest.raises(ValueError, match="endian is required"):
+            codec.encode(data)
+        return "invalid: encode without endian"
+    encoded = bytes(codec.encode(data))
+    canonical = np.frombuffer(bytearray(before), dtype)
+    for offset in _bool_offsets(dtype):  # numpy's meaning of other bytes: True
+        column = canonical.view(np.uint8).reshape(-1, dtype.itemsize)[:, offset]
+        column[...] = column != 0
+    assert encoded == _oracle(canonical, endian)
     assert _bytes_of(data) == before, "encode modified its input"
 
     # decode: the raw bytes as stored data, into every kind of out
@@ -406,21 +435,96 @@ def test_fuzz_equals_the_oracle_or_a_clean_error(
     elif out_kind == "read-only":
         out = np.zeros(count, dtype)
         out.setflags(write=False)
+    decoded_type = out.dtype if out_kind == "other dtype" and not configured else dtype
+    problems = [
+        out_kind in ("wrong size", "read-only"),
+        out_kind in ("none", "bytearray") and not configured,  # no dtype to decode to
+        out_kind == "other dtype" and configured and dtype != np.dtype("u1"),
+        len(raw) % decoded_type.itemsize != 0,  # no whole number of elements
+        _corrupt_bools(raw, decoded_type),
+    ]
     out_before = _bytes_of(out) if out is not None else None
-    try:
-        decoded = codec.decode(raw, out=out)
-    except (ValueError, TypeError):
+    if any(problems):
+        with pytest.raises((ValueError, TypeError)):
+            codec.decode(raw, out=out)
         if out is not None:
             assert _bytes_of(out) == out_before, "out changed although decode failed"
-        return
-    # Without a codec dtype, an out array's dtype is the data type; else the two agree but for byte order.
-    decoded_type = out.dtype if isinstance(out, np.ndarray) else dtype
-    assert configured or out_kind in ("array", "other dtype")
-    assert len(raw) % decoded_type.itemsize == 0
-    stored = np.frombuffer(raw, np.uint8).reshape(-1, decoded_type.itemsize)
-    for offset, run in _bool_runs(decoded_type):
-        assert int(stored[:, offset : offset + run].max(initial=0)) <= 1, "corrupt bool bytes were accepted"
+        return f"invalid: decode ({out_kind})"
+    decoded = codec.decode(raw, out=out)
     assert _oracle(np.frombuffer(_bytes_of(decoded), decoded_type), endian) == raw
+    return f"valid: decode ({out_kind})"
+
+
+@st.composite
+def dtypes_and_stored(draw: st.DrawFn) -> tuple[np.dtype[Any], bytes]:
+    """A dtype, and stored bytes: whole elements mostly, now and then a few bytes more; bool-valid bytes often."""
+    dtype = draw(dtypes())
+    count = draw(st.integers(0, 6))
+    extra = draw(st.sampled_from([0, 0, 0, 0, 1, 3]))
+    raw = draw(st.binary(min_size=count * dtype.itemsize + extra, max_size=count * dtype.itemsize + extra))
+    if draw(st.booleans()):
+        raw = bytes(byte & 1 for byte in raw)
+    return dtype, raw
+
+
+FUZZ = {
+    "case": dtypes_and_stored(),
+    "endian": st.sampled_from(["little", "big", "little", "big", "little", "big", None, "BIG", ""]),
+    "out_kind": st.sampled_from(["none", "array", "bytearray", "wrong size", "other dtype", "read-only"]),
+    "configured": st.booleans(),
+}
+
+
+def run_fuzz(codec_class: type[BytesCodec], examples: int) -> dict[str, int]:
+    """Run the property over ``examples`` drawn examples; count the paths they took."""
+    paths: dict[str, int] = {}
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(**FUZZ)
+    def check(case: tuple[np.dtype[Any], bytes], endian: Any, out_kind: str, configured: bool) -> None:
+        dtype, raw = case
+        path = fuzz_case(codec_class, dtype, endian, raw, out_kind, configured)
+        event(path)
+        paths[path] = paths.get(path, 0) + 1
+
+    check()
+    return paths
+
+
+def test_fuzz_equals_the_oracle_or_a_clean_error() -> None:
+    paths = run_fuzz(BytesCodec, 400)
+    valid = sum(count for path, count in paths.items() if path.startswith("valid"))
+    assert valid >= 80, paths  # the oracle is compared often, not only errors checked
+    assert sum(path.startswith("valid: decode") for path in paths) >= 3, paths  # several kinds of out
+
+
+class _AlwaysRaises(BytesCodec):
+    """A broken codec: the fuzz test must catch it."""
+
+    def encode(self, buf: Any) -> Any:
+        raise ValueError("broken")
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        raise ValueError("broken")
+
+
+class _NeverChecks(BytesCodec):
+    """A codec that never refuses stored data: decode without checks."""
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        resolved = self._layout
+        if resolved is None or out is not None:
+            return super().decode(buf, out=out)
+        data = np.frombuffer(
+            bytes(buf)[: len(bytes(buf)) // resolved.stored.itemsize * resolved.stored.itemsize], resolved.stored
+        )
+        return data.astype(resolved.memory)
+
+
+@pytest.mark.parametrize("broken", [_AlwaysRaises, _NeverChecks])
+def test_the_fuzz_property_fails_against_a_broken_codec(broken: type[BytesCodec]) -> None:
+    with pytest.raises((AssertionError, pytest.fail.Exception, ExceptionGroup)):
+        run_fuzz(broken, 400)
 
 
 def _bytes_of(buffer: Any) -> bytes:

@@ -395,6 +395,7 @@ def test_a_truncated_chunk_fetched_by_range_is_an_error(tmp_path: Path) -> None:
     length=st.integers(1, 16),
 )
 @settings(max_examples=150, deadline=None)
+@pytest.mark.filterwarnings("ignore:overflow encountered in scalar add:RuntimeWarning")  # zarr's shard index arithmetic
 def test_fuzz_corrupt_shards_give_zarrs_values_or_an_error(index: list[int], cut: int, start: int, length: int) -> None:
     body = np.arange(16, dtype="<i4").tobytes()[:cut]
     store = shard_store(index=index, body=body)
