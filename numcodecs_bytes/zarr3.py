@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import zarr
@@ -119,28 +120,8 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         return chunk_spec.prototype.buffer.from_array_like(encoded.view(np.uint8))
 
     def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> NDBuffer:
-        return _nd_buffer(chunk_spec, self._decode_chunk(_host(chunk_bytes.as_array_like()), chunk_spec))
-
-    def _decode_chunk(self, data: np.ndarray[Any, Any], chunk_spec: ArraySpec) -> np.ndarray[Any, Any]:
-        """A whole stored chunk, its exact length checked, as an array of the chunk's shape."""
-        dtype = chunk_spec.dtype.to_native_dtype()
-        expected = math.prod(chunk_spec.shape) * dtype.itemsize
-        if data.nbytes != expected:
-            raise ValueError(
-                f"chunk of {data.nbytes} bytes does not match its shape {chunk_spec.shape} of {dtype}: "
-                f"{expected} bytes expected"
-            )
-        return self._decode_elements(data, dtype).reshape(chunk_spec.shape)
-
-    def _decode_elements(self, data: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-        """Stored bytes as a flat array of ``dtype`` in either byte order: a view wherever numpy can say it."""
-        resolved = swap.layout(dtype, self.endian)
-        stored = swap.elements_view(data, resolved.stored)
-        if resolved.checks is None and self.endian is not None and numpy_orders(dtype):
-            # zarr copies the chunk into its output anyway: that copy swaps.
-            return stored.view(dtype.newbyteorder(ENDIANS[self.endian]))
-        decoded = swap.decode(stored, resolved)
-        return decoded if decoded.dtype == dtype else decoded.view(dtype)
+        plan = _plan(chunk_spec.dtype, chunk_spec.shape, self.endian)
+        return _nd_buffer(chunk_spec, _decoded(_host(chunk_bytes.as_array_like()), plan, plan.nbytes, plan.shape))
 
     async def _encode_single(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
         return self._encode_sync(chunk_array, chunk_spec)
@@ -151,45 +132,158 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
     async def _decode_partial_single(
         self, byte_getter: ByteGetter, selection: Any, chunk_spec: ArraySpec
     ) -> NDBuffer | None:
-        """Read the selected elements of an uncompressed chunk: from a store, only the bytes from the first to the last.
+        """Read the selected elements of an uncompressed chunk: from a store, only the block that holds them.
 
-        A chunk fetched whole must have exactly its full length, a byte range
-        exactly the range's: a truncated chunk is an error, never other elements.
+        The block: the leading axes where the selection is one index fixed, one
+        axis from the selection's lowest to its highest index, the trailing
+        axes whole; contiguous in C order, so one byte range. A chunk fetched
+        whole must have exactly its full length, a block exactly the block's: a
+        truncated chunk is an error, never other elements.
         """
-        if not isinstance(byte_getter, StorePath):
-            # Other byte getters hold the chunk in memory already (sharding's inner ones,
-            # which refuse byte ranges before zarr 3.1.6): decode it whole.
-            return await self._decode_whole(byte_getter, selection, chunk_spec)
-        dtype = chunk_spec.dtype.to_native_dtype()
-        shape = chunk_spec.shape
-        bounds = _bounds(shape, selection)
-        if bounds is None:  # selects nothing
-            return _nd_buffer(chunk_spec, np.empty(shape, dtype)[selection])
-        first, last = bounds
-        start, stop = first * dtype.itemsize, (last + 1) * dtype.itemsize
-        if start == 0 and stop == math.prod(shape) * dtype.itemsize:
-            return await self._decode_whole(byte_getter, selection, chunk_spec)
+        plan = _plan(chunk_spec.dtype, chunk_spec.shape, self.endian)
+        block = _block(plan.shape, selection) if isinstance(byte_getter, StorePath) else None
+        # Other byte getters hold the chunk in memory already (sharding's inner ones, which
+        # refuse byte ranges before zarr 3.1.6), and a block of the whole chunk gains nothing.
+        if block is None or block.elements == plan.elements:
+            chunk_bytes = await byte_getter.get(prototype=chunk_spec.prototype)
+            if chunk_bytes is None:
+                return None  # no chunk: zarr fills in the fill value
+            chunk = _decoded(_host(chunk_bytes.as_array_like()), plan, plan.nbytes, plan.shape)
+            return _nd_buffer(chunk_spec, chunk[selection])
+        if block.elements == 0:  # selects nothing
+            return _nd_buffer(chunk_spec, np.empty(plan.shape, plan.dtype)[selection])
+        itemsize = plan.dtype.itemsize
+        start, stop = block.span[0] * itemsize, (block.span[1] + 1) * itemsize
         chunk_bytes = await byte_getter.get(prototype=chunk_spec.prototype, byte_range=RangeByteRequest(start, stop))
         if chunk_bytes is None:
-            return None  # no chunk: zarr fills in the fill value
+            return None
         data = _host(chunk_bytes.as_array_like())
-        if data.nbytes != stop - start:
-            raise ValueError(
-                f"chunk of shape {shape} of {dtype} is truncated: bytes {start} to {stop} were asked, "
-                f"{data.nbytes} bytes came"
-            )
-        # Decode the span into its place in an empty chunk: memory is only touched where it is written.
-        chunk = np.empty(shape, dtype)
-        target = chunk.reshape(-1)[first : last + 1]
-        resolved = swap.layout(dtype, self.endian)
-        swap.decode_into(swap.elements_view(data, resolved.stored), resolved, target)
-        return _nd_buffer(chunk_spec, chunk[selection])
+        if block.span == (block.first, block.first + block.elements - 1):
+            return _nd_buffer(chunk_spec, _decoded(data, plan, stop - start, block.shape, start)[block.selection])
+        # The span into its place in an empty block: every selected element lies in it.
+        _check_length(data, plan, stop - start, start)
+        chunk = np.empty(block.shape, plan.dtype)
+        target = chunk.reshape(-1)[block.span[0] - block.first : block.span[1] - block.first + 1]
+        swap.decode_into(swap.elements_view(data, plan.resolved.stored), plan.resolved, target)
+        return _nd_buffer(chunk_spec, chunk[block.selection])
 
-    async def _decode_whole(self, byte_getter: ByteGetter, selection: Any, chunk_spec: ArraySpec) -> NDBuffer | None:
-        chunk_bytes = await byte_getter.get(prototype=chunk_spec.prototype)
-        if chunk_bytes is None:
-            return None  # no chunk: zarr fills in the fill value
-        return _nd_buffer(chunk_spec, self._decode_chunk(_host(chunk_bytes.as_array_like()), chunk_spec)[selection])
+
+class _Plan(NamedTuple):
+    """What a chunk's decode needs, resolved once per data type, chunk shape and endian."""
+
+    dtype: np.dtype[Any]  # the array's (native) dtype
+    shape: tuple[int, ...]
+    elements: int  # in the chunk
+    nbytes: int
+    resolved: swap.Layout
+    swapped_view: np.dtype[Any] | None  # where numpy orders the type: the dtype that views stored bytes as they are
+
+
+@lru_cache(maxsize=256)
+def _plan(zarr_dtype: Any, shape: tuple[int, ...], endian: Endian | None) -> _Plan:
+    dtype = zarr_dtype.to_native_dtype()
+    resolved = swap.layout(dtype, endian)
+    count = math.prod(shape)
+    swapped_view = None
+    if resolved.checks is None and endian is not None and numpy_orders(dtype):
+        swapped_view = dtype.newbyteorder(ENDIANS[endian])  # zarr copies the chunk into its output: that copy swaps
+    return _Plan(dtype, shape, count, count * dtype.itemsize, resolved, swapped_view)
+
+
+def _decoded(
+    data: np.ndarray[Any, Any], plan: _Plan, nbytes: int, shape: tuple[int, ...], start: int = 0
+) -> np.ndarray[Any, Any]:
+    """Stored bytes (exactly ``nbytes``, from byte ``start`` of the chunk) as an array of ``shape``.
+
+    A view in the stored byte order wherever numpy can say it (zarr's copy into
+    its output then swaps); else decoded by the swap core.
+    """
+    _check_length(data, plan, nbytes, start)
+    if plan.swapped_view is not None:
+        return swap.elements_view(data, plan.swapped_view).reshape(shape)
+    decoded = swap.decode(swap.elements_view(data, plan.resolved.stored), plan.resolved)
+    return (decoded if decoded.dtype == plan.dtype else decoded.view(plan.dtype)).reshape(shape)
+
+
+def _check_length(data: np.ndarray[Any, Any], plan: _Plan, nbytes: int, start: int) -> None:
+    if data.nbytes != nbytes:
+        expected = f"{nbytes} bytes expected" + (f" from byte {start}" if start else "")
+        raise ValueError(
+            f"chunk of {data.nbytes} bytes does not match its shape {plan.shape} of {plan.dtype}: {expected}"
+        )
+
+
+class _Block(NamedTuple):
+    first: int  # the block's first element, in C order
+    elements: int  # 0 if the selection selects nothing
+    shape: tuple[int, ...]
+    selection: tuple[Any, ...]  # the selection, shifted into the block
+    span: tuple[int, int]  # the first and the last element the selection can touch, in C order
+
+
+def _block(shape: tuple[int, ...], selection: Any) -> _Block | None:
+    """The contiguous block of a chunk that holds ``chunk[selection]``; None where it is not worked out.
+
+    Every selected element lies in the span from the C-order position of the
+    lowest index on each axis to that of the highest: only the span is read.
+
+    Handles zarr's chunk selections: per axis an int, a slice with a positive
+    step, or an integer or boolean array. Anything else reads the whole chunk.
+    """
+    if not isinstance(selection, tuple):
+        selection = (selection,)
+    if len(selection) != len(shape) or not shape:
+        return None
+    lows, highs = [], []
+    for index, length in zip(selection, shape, strict=True):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(length)
+            if step < 1:
+                return None
+            if start >= stop:
+                return _Block(0, 0, shape, selection, (0, -1))
+            low, high = start, start + (stop - 1 - start) // step * step
+        elif isinstance(index, (int, np.integer)):
+            low = high = int(index) % length
+        else:
+            positions = np.asarray(index)
+            if positions.dtype == np.bool_:
+                positions = np.flatnonzero(positions)
+            if positions.dtype.kind not in "iu" or positions.ndim != 1:
+                return None
+            if positions.size == 0:
+                return _Block(0, 0, shape, selection, (0, -1))
+            positions = positions % length
+            low, high = int(positions.min()), int(positions.max())
+        lows.append(low)
+        highs.append(high)
+    axis = next((i for i in range(len(shape)) if lows[i] != highs[i]), len(shape) - 1)
+    rows = highs[axis] - lows[axis] + 1
+    block_shape = (1,) * axis + (rows,) + shape[axis + 1 :]
+    corner = (*lows[: axis + 1], *(0 for _ in shape[axis + 1 :]))
+    first = int(np.ravel_multi_index(corner, shape))
+    shifted = tuple(
+        _shifted(index, lows[i] if i <= axis else 0, length, block_shape[i])
+        for i, (index, length) in enumerate(zip(selection, shape, strict=True))
+    )
+    span = (int(np.ravel_multi_index(lows, shape)), int(np.ravel_multi_index(highs, shape)))
+    return _Block(first, math.prod(block_shape), block_shape, shifted, span)
+
+
+def _shifted(index: Any, low: int, length: int, block_length: int) -> Any:
+    """An axis's index into the block, which holds positions ``low`` to ``low + block_length - 1`` of this axis.
+
+    Normalised even where ``low`` is 0: a negative index counts from the chunk's end, not the block's.
+    """
+    if isinstance(index, slice):
+        start, stop, step = index.indices(length)
+        return slice(start - low, max(stop - low, 0), step)
+    if isinstance(index, (int, np.integer)):
+        return int(index) % length - low
+    positions = np.asarray(index)
+    if positions.dtype == np.bool_:
+        return positions[low : low + block_length]
+    return positions % length - low
 
 
 def _nd_buffer(chunk_spec: ArraySpec, array: Any) -> NDBuffer:
@@ -200,44 +294,6 @@ def _host(array: Any) -> np.ndarray[Any, Any]:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"the bytes codec of numcodecs-bytes works on host (numpy) memory, got {type(array).__name__}")
     return array
-
-
-def _bounds(shape: tuple[int, ...], selection: Any) -> tuple[int, int] | None:
-    """The C-order positions of the first and the last element ``chunk[selection]`` can touch.
-
-    From each axis's lowest and highest index (ints, slices, integer or boolean
-    arrays: zarr's chunk selections); None if the selection is empty. Anything
-    else spans the whole chunk.
-    """
-    if not isinstance(selection, tuple):
-        selection = (selection,)
-    if len(selection) != len(shape):
-        return (0, int(np.prod(shape)) - 1) if int(np.prod(shape)) else None
-    lows, highs = [], []
-    for index, length in zip(selection, shape, strict=True):
-        if isinstance(index, slice):
-            span = range(*index.indices(length))
-            if not span:
-                return None
-            low, high = min(span[0], span[-1]), max(span[0], span[-1])
-        elif isinstance(index, (int, np.integer)):
-            low = high = int(index) % length if length else 0
-        else:
-            positions = np.asarray(index)
-            if positions.dtype == np.bool_:
-                positions = np.flatnonzero(positions)
-            if positions.size == 0:
-                return None
-            if positions.dtype.kind not in "iu":
-                return (0, int(np.prod(shape)) - 1)
-            low, high = int(positions.min()) % length, int(positions.max()) % length
-            if (positions < 0).any():  # negative indices wrap: their order is not the order of positions
-                low, high = 0, length - 1
-        lows.append(low)
-        highs.append(high)
-    if not shape:
-        return (0, 0)
-    return int(np.ravel_multi_index(lows, shape)), int(np.ravel_multi_index(highs, shape))
 
 
 def _point_zarr_at_this_class_for_the_legacy_name() -> None:
