@@ -7,12 +7,13 @@ draft of the spec gave it: configs written then load as ``bytes`` codecs.
 
 from __future__ import annotations
 
+from typing import Any
+
 from numcodecs.registry import register_codec
 
 from ._threads import get_nthreads, set_nthreads
 from .codec import LEGACY_CODEC_ID, BytesCodec, Endian
 from .data_types import DATA_TYPES, DataType, Swap
-from .migrate import migrate_config
 
 __all__ = [
     "DATA_TYPES",
@@ -35,3 +36,12 @@ from other threads, in parallel already); True from any thread; False never."""
 
 register_codec(BytesCodec)
 register_codec(BytesCodec, codec_id=LEGACY_CODEC_ID)
+
+
+def __getattr__(name: str) -> Any:
+    # The store tools load when used, not with every import of the codec (each dask worker imports it).
+    if name == "migrate_config":
+        from .migrate import migrate_config
+
+        return migrate_config
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

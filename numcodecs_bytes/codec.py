@@ -82,7 +82,7 @@ class BytesCodec(Codec):
     {'id': 'bytes', 'endian': 'big', 'dtype': '<i4'}
     """
 
-    codec_id = "bytes"
+    codec_id = CODEC_ID
 
     def __init__(self, *, endian: Endian | None = None, dtype: Any = None) -> None:
         if endian is not None and (not isinstance(endian, str) or endian not in ENDIANS):

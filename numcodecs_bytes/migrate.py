@@ -4,6 +4,47 @@
 (v2 and v3, groups, consolidated metadata, sharding) and rewrites each metadata
 file that names the legacy codec, atomically, touching nothing else: not the
 chunks, not the rest of the file's text.
+
+What `migrate_store` (and ``numcodecs-bytes migrate``) guarantees:
+
+- Only codec names change. A codec is ours by its `id` in v2 metadata and
+  by its `name` in v3 metadata (`{"id": "zlib", "name": "endian"}` is a zlib
+  codec and stays as it is; so do user attributes that say `endian`). In the
+  text, only the name's own string token is replaced (located from the text's
+  structure, in one pass); key order, indentation, line endings, number
+  spellings, escapes and a UTF-8 byte order mark stay as they were. A name
+  written with escapes (`"\\u0065ndian"`) becomes a plain `"bytes"`. Chunks are
+  never read.
+- Local folders: atomic replace. Each file is written to a temporary file in
+  the same folder, fsynced, given the original's permission bits, owner and
+  group, and renamed over the original. A run that is killed leaves every file
+  either old or new; the next run finishes the job and removes the temporary
+  files of dead runs. One run at a time per store (an advisory lock on the
+  store's folder, released when the process ends): a second run exits with
+  code 2 and touches nothing. Just before each replace, the file is read again:
+  if someone else changed it meanwhile, it is left as it is and reported.
+- Object stores (`s3://bucket/store`, or any fsspec URL): an object is
+  replaced in one PUT, so readers see the old or the new object, never a mix;
+  there is no rename and no lock. Each object is read again just before it is
+  written and left alone if it changed, but two writers racing in between are
+  not excluded. Credentials come from the usual environment (`AWS_*`
+  variables, `~/.aws`); another endpoint from `FSSPEC_S3_ENDPOINT_URL`.
+  Tested on an S3 API server (moto) through s3fs.
+- Nothing is skipped in silence. A file that cannot be migrated (not JSON,
+  not UTF-8, not a regular file, not writable, a `.bak` that exists already with
+  `--backup`) and a folder that is not visited (unreadable; a symbolic link,
+  which is never followed, and a linked metadata file, which is never replaced
+  by a copy) are named with the reason; everything else is migrated. A
+  hard-linked file is reported and left as it is (a replace would split it
+  from its other names). Only the files' owner (or root) can migrate them: a
+  group member who does not own a file is told that its owner could not be
+  kept, and the file stays as it is. Names are printed with control
+  characters escaped, one report line each.
+- Exit codes: 0 done or nothing to do; 1 something was reported as above;
+  2 a usage error (no such store, a file, an empty path, a URL fsspec cannot
+  open, the store busy with another run). When the output is a pipe closed
+  early (`| head`), the run stops between two files, quietly; when it is
+  closed from the start (`>&-`), the run works without output.
 """
 
 from __future__ import annotations

@@ -40,3 +40,17 @@ def test_benchmark_script_runs() -> None:
     assert result.returncode == 0, result.stderr
     assert "| int32 | 4 KiB | encode |" in result.stdout
     assert "4. int32 4 KiB encode" in result.stdout
+
+
+def test_importing_the_codec_loads_neither_the_store_tools_nor_zarr() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, numcodecs_bytes; print(sorted(m for m in sys.modules if m.startswith(('numcodecs_', 'zarr'))))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    for module in ("migrate", "stores", "to_v3", "'zarr"):
+        assert module not in loaded, loaded
+    code = "from numcodecs_bytes import migrate_config; print(migrate_config({'id': 'endian'}))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == (
+        "{'id': 'bytes'}"
+    )
