@@ -24,6 +24,8 @@ from numcodecs_bytes import DATA_TYPES, BytesCodec, migrate_config
 from numcodecs_bytes.data_types import leaves, needs_endian
 
 SHAPES = [(), (0,), (7,), (2, 3), (3, 1, 4)]
+# Each memory layout once: F order differs from C only with two axes longer than 1.
+LAYOUTS = [(shape, order) for shape in SHAPES for order in "CF" if order == "C" or sum(n > 1 for n in shape) >= 2]
 NAMES = list(DATA_TYPES)
 
 
@@ -48,8 +50,7 @@ CASES = [(name, endian) for name in NAMES for endian in endians(name)]
 
 
 @pytest.mark.parametrize(("name", "endian"), CASES)
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
-@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize(("shape", "order"), LAYOUTS, ids=str)
 def test_round_trip_matches_numpy(name: str, endian: str | None, shape: tuple[int, ...], order: str) -> None:
     data = make(name, shape, order)
     before = data.copy(order="K")

@@ -57,17 +57,20 @@ def sample(dtype: Any) -> np.ndarray[Any, Any]:
     return data.reshape(SHAPE)
 
 
-def chunk_files(path: Path) -> dict[str, bytes]:
+def chunk_files(where: Path | dict[str, Any]) -> dict[str, bytes]:
+    """The chunk files of a store on disk, or of a MemoryStore's dict: key to bytes."""
+    if isinstance(where, dict):
+        return {key: value.to_bytes() for key, value in sorted(where.items()) if not key.endswith("zarr.json")}
     return {
-        str(p.relative_to(path)): p.read_bytes()
-        for p in sorted(path.rglob("*"))
+        str(p.relative_to(where)): p.read_bytes()
+        for p in sorted(where.rglob("*"))
         if p.is_file() and p.name != "zarr.json"
     }
 
 
-def create(path: Path, data: np.ndarray[Any, Any], serializer: Any, **options: Any) -> Any:
+def create(store: Path | Any, data: np.ndarray[Any, Any], serializer: Any, **options: Any) -> Any:
     return zarr.create_array(
-        store=str(path),
+        store=str(store) if isinstance(store, Path) else store,
         shape=data.shape,
         chunks=CHUNKS,
         dtype=data.dtype,
@@ -82,19 +85,22 @@ def create(path: Path, data: np.ndarray[Any, Any], serializer: Any, **options: A
 @pytest.mark.parametrize("endian", ["little", "big"])
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("layout", ["plain", "zstd", "sharded"])
-def test_chunks_are_byte_identical_to_zarr_native(
-    tmp_path: Path, dtype: Any, endian: str, order: str, layout: str
-) -> None:
+def test_chunks_are_byte_identical_to_zarr_native(dtype: Any, endian: str, order: str, layout: str) -> None:
     data = sample(dtype)
+    stores: dict[str, dict[str, Any]] = {"probe": {}, "ours": {}, "native": {}}  # MemoryStores' dicts
+
+    def memory(name: str) -> Any:
+        return zarr.storage.MemoryStore(store_dict=stores[name])
+
     options: dict[str, Any] = {"config": {"order": order}}
     options["compressors"] = None if layout != "zstd" else zarr.codecs.ZstdCodec()
     if layout == "sharded":
         options["shards"] = (4, 6)
     try:
-        create(tmp_path / "probe.zarr", data, ZarrBytesCodec(endian=endian), **dict(options))
+        create(memory("probe"), data, ZarrBytesCodec(endian=endian), **dict(options))
     except (ValueError, TypeError) as exc:
         pytest.skip(f"zarr {zarr.__version__} cannot create {data.dtype} arrays: {exc}")
-    ours = create(tmp_path / "ours.zarr", data, BytesCodec(endian=endian), **dict(options))  # type: ignore[arg-type]
+    ours = create(memory("ours"), data, BytesCodec(endian=endian), **dict(options))  # type: ignore[arg-type]
     if layout == "sharded" and data.dtype.kind == "V" and (ZARR or ()) < (3, 4):
         # zarr's sharding codec fails on raw bytes and structs before 3.4 (seen on 3.1.6; 3.2 and 3.3 not tested)
         with pytest.raises(TypeError, match="unhashable type"):
@@ -103,16 +109,16 @@ def test_chunks_are_byte_identical_to_zarr_native(
     ours[...] = data
 
     with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):  # read with this codec too
-        reopened = zarr.open_array(str(tmp_path / "ours.zarr"), mode="r")
+        reopened = zarr.open_array(memory("ours"), mode="r")
         assert isinstance(reopened.serializer if layout != "sharded" else BytesCodec(), BytesCodec)
         assert reopened[...].tobytes() == data.tobytes()
         assert reopened[1:4, 2:6].tobytes() == np.ascontiguousarray(data[1:4, 2:6]).tobytes()
-    metadata = json.loads((tmp_path / "ours.zarr" / "zarr.json").read_text())
+    metadata = json.loads(stores["ours"]["zarr.json"].to_bytes())
     entry = metadata["codecs"][0]
     if layout == "sharded":
         entry = entry["configuration"]["codecs"][0]
     assert entry == {"name": "bytes", "configuration": {"endian": endian}}
-    ours_files = chunk_files(tmp_path / "ours.zarr")
+    ours_files = chunk_files(stores["ours"])
     if data.dtype.fields is not None and endian == "big" and not ZARR_SWAPS_STRUCT_FIELDS:
         # zarr-python before 3.3 (PR #4142) writes struct fields native: the numpy oracle instead
         plain = NumcodecsBytesCodec(endian="big", dtype=data.dtype)
@@ -120,12 +126,12 @@ def test_chunks_are_byte_identical_to_zarr_native(
             chunk = np.ascontiguousarray(data[2:4, 3:6])
             assert ours_files["c/1/1"] == bytes(plain.encode(chunk))
         return
-    native = create(tmp_path / "native.zarr", data, ZarrBytesCodec(endian=endian), **options)
+    native = create(memory("native"), data, ZarrBytesCodec(endian=endian), **options)
     try:
         native[...] = data
     except (ValueError, TypeError) as exc:  # zarr's own failure, not ours: ours was checked above
         pytest.skip(f"zarr {zarr.__version__} cannot write {data.dtype} ({layout}) with its own codec: {exc!r}")
-    assert ours_files == chunk_files(tmp_path / "native.zarr")
+    assert ours_files == chunk_files(stores["native"])
 
 
 def test_metadata_forms_and_the_legacy_name() -> None:
