@@ -7,7 +7,7 @@ Every contender is timed on the same data, interleaved (one call of each in
 turn, repeated), so drift on a busy machine hits all alike. Reported per case:
 the median throughput with its min-max, and ratios of median times
 (numcodecs-bytes against each contender): best times would hide a way that is
-now and then much slower. The targets of issues 4, 9 and 11 are checked at the end.
+now and then much slower. The speed targets (throughput, per call, Zarr v3 arrays) are checked at the end.
 
 Contenders, each swapping native (little endian) data to big endian and back:
 - memcpy: ``np.copyto`` into a preallocated buffer, one thread (no swap: the limit)
@@ -236,7 +236,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def check_targets(rows: list[dict[str, Any]], native: list[dict[str, Any]], peak: int | None) -> list[str]:
-    """The targets of issue 4, as PASS/FAIL lines with the measured figures."""
+    """The throughput targets, as PASS/FAIL lines with the measured figures."""
     typical = {(r["dtype"], r["size"], r["op"], r["contender"]): r["median_s"] for r in rows}
     lines = []
 
@@ -315,7 +315,7 @@ Case = tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]
 
 
 def per_call_rows(repeats: int) -> list[dict[str, Any]]:
-    """Issue 9: a 4 KiB swap per call, against the bare numpy call it wraps and the least wrapper of it."""
+    """A 4 KiB swap per call, against the bare numpy call it wraps and the least wrapper of it."""
     rows = []
     for dtype_str in ("<i4", "<f8"):
         rows += _interleaved(np.dtype(dtype_str).name, _per_call_cases(np.dtype(dtype_str)), repeats)
@@ -372,8 +372,8 @@ def _interleaved(name: str, cases: dict[str, Case], repeats: int) -> list[dict[s
 PER_CALL_LIMITS = {"encode": 1.4, "decode into out": 1.8}  # decode from any buffer: 1.3
 
 
-def check_issue9_targets(rows: list[dict[str, Any]], per_call: list[dict[str, Any]]) -> list[str]:
-    """The speed targets of issue 9, as PASS/FAIL lines with the measured figures."""
+def check_per_call_targets(rows: list[dict[str, Any]], per_call: list[dict[str, Any]]) -> list[str]:
+    """The per-call targets, as PASS/FAIL lines with the measured figures."""
     typical = {(r["dtype"], r["size"], r["op"], r["contender"]): r["median_s"] for r in rows}
     lines = []
 
@@ -415,7 +415,7 @@ def check_issue9_targets(rows: list[dict[str, Any]], per_call: list[dict[str, An
 
 
 def zarr_v3_rows(repeats: int, total: int = 256 * MiB, chunk: int = 4 * MiB) -> list[dict[str, Any]]:
-    """Issue 11: whole Zarr v3 arrays (float64, stored big endian) written and read, contenders interleaved.
+    """Whole Zarr v3 arrays (float64, stored big endian) written and read, contenders interleaved.
 
     Contenders: numcodecs_bytes.zarr3 (read with ``codecs.bytes`` pointing at it),
     zarr-python's own BytesCodec, zarr-any-numcodecs and the zarrs pipeline where
@@ -521,8 +521,8 @@ def zarr_v3_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def check_issue11_targets(rows: list[dict[str, Any]]) -> list[str]:
-    """The speed targets of issue 11, as PASS/FAIL lines with the measured figures."""
+def check_zarr_v3_targets(rows: list[dict[str, Any]]) -> list[str]:
+    """The Zarr v3 array targets, as PASS/FAIL lines with the measured figures."""
     best = {(r["where"], r["op"], r["contender"]): r["best_s"] for r in rows}
     lines = []
 
@@ -605,8 +605,8 @@ def report(
     text = table(rows)
     if zarr_v3:
         text += "\n\nZarr v3 arrays (float64 stored big endian; best of interleaved runs):\n\n" + zarr_v3_table(zarr_v3)
-    targets = check_targets(rows, native, peak) + check_issue9_targets(rows, per_call)
-    return text, targets + check_issue11_targets(zarr_v3)
+    targets = check_targets(rows, native, peak) + check_per_call_targets(rows, per_call)
+    return text, targets + check_zarr_v3_targets(zarr_v3)
 
 
 def write_results(

@@ -373,7 +373,7 @@ def test_rewrite_leaves_a_user_attribute_named_endian_alone() -> None:
 
 
 def test_rewrite_of_an_escaped_name_changes_only_that_name() -> None:
-    # Issue 10: an escaped spelling used to make the whole file be written again
+    # An escaped spelling used to make the whole file be written again
     text = '{\r\n   "codecs": [{"name": "\\u0065ndian"}, "end\\u0069an"],\r\n "x": 1.50E+2, "t": "\\u00e9\u00e9"}\r\n'
     migrated, _ = migrate_metadata(json.loads(text), "zarr.json")
     new = rewrite_text(text, json.loads(text), "zarr.json")

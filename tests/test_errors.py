@@ -1,8 +1,10 @@
-"""Hostile input: every input gives the spec's exact bytes or a clean ValueError/TypeError.
+"""Every input gives the spec's exact bytes or a clean ValueError/TypeError.
 
-Regression tests for the defects of the second review (issue 9), numcodecs'
+Regression tests for defects found by hostile reviews (integer overflow, odd
+struct layouts, corrupt bools, buffers and ``out`` of every kind), numcodecs'
 own round-trip checks (written here: numcodecs' test module is leaving its
-wheel), and a fuzz test over dtypes, configs, buffers and ``out`` arrays.
+wheel), and a fuzz test over dtypes, configs, buffers and ``out`` arrays whose
+property is the oracle's bytes or an error exactly where the input is invalid.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""migrate against hostile stores (issue 10): only codec names change, every problem is reported, no traceback."""
+"""migrate against hostile stores: only codec names change, every problem is reported, no traceback."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_a_v3_codec_is_named_by_its_name_only() -> None:
 
 
 def test_large_consolidated_metadata_with_a_decoy_is_renamed_in_one_pass(tmp_path: Path) -> None:
-    # Issue 10: 3000 arrays plus {"instrument": {"name": "endian"}} took over 400 s (a parse per token)
+    # 3000 arrays plus {"instrument": {"name": "endian"}} took over 400 s (a parse per token)
     consolidated = {f"a{i}": {**V3_ARRAY, "attributes": {"instrument": {"name": "endian"}}} for i in range(3000)}
     root = write_json(
         tmp_path / "big" / "zarr.json",
