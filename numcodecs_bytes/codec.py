@@ -282,13 +282,13 @@ class BytesCodec(Codec):
             resolved = self._layout
             if resolved is None:
                 raise ValueError("decode needs a dtype: give BytesCodec(dtype=...) or an out array")
-            decoded = swap.decode(swap.elements_view(buf, resolved.stored), resolved)
-            return decoded if resolved.memory is self._dtype else decoded.view(self._dtype)
+            decoded = swap.decode(swap.elements_view(buf, resolved.stored_dtype), resolved)
+            return decoded if resolved.memory_dtype is self._dtype else decoded.view(self._dtype)
         target = self._target(out)
         resolved = self._layout
         if resolved is None or not _is_codec_dtype(target.dtype, resolved):
             resolved = self._layout_for(target.dtype, "out")
-        swap.decode_into(swap.elements_view(buf, resolved.stored), resolved, target)
+        swap.decode_into(swap.elements_view(buf, resolved.stored_dtype), resolved, target)
         return out if isinstance(out, _ndarray) else target
 
     def _target(self, out: Any) -> np.ndarray[Any, Any]:

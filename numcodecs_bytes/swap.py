@@ -33,14 +33,14 @@ class Checks(NamedTuple):
 
 
 class Layout(NamedTuple):
-    """One in-memory dtype and one endian, resolved: memory and stored dtypes, and checks."""
+    """One in-memory dtype and one endian, resolved: the memory and stored dtypes, and the checks."""
 
     dtype: np.dtype[Any]
     """The in-memory dtype resolved."""
-    memory: np.dtype[Any]
+    memory_dtype: np.dtype[Any]
     """The array's memory as numpy swaps it exactly: the dtype itself, or its units (`unit_dtype`)."""
-    stored: np.dtype[Any]
-    """The same in the stored byte order; the very same object as ``memory`` when nothing is swapped."""
+    stored_dtype: np.dtype[Any]
+    """The same in the stored byte order; the very same object as ``memory_dtype`` when nothing is swapped."""
     checks: Checks | None
     """None for every type but bool, int2/int4/uint2/uint4 and structs holding them."""
 
@@ -74,16 +74,17 @@ def _layout(dtype: np.dtype[Any], spelled: str, endian: Endian | None) -> Layout
     # cannot be exported as a buffer), ml_dtypes types (numpy does not know their
     # byte order) and structs (their units also carry the padding bytes).
     plain = dtype.fields is None and dtype.kind not in "UMm" and numpy_orders(dtype)
-    memory = dtype if plain else unit_dtype(dtype)
-    stored = memory if endian is None else memory.newbyteorder(ENDIANS[endian])
-    if stored == memory:
-        stored = memory
+    memory_dtype = dtype if plain else unit_dtype(dtype)
+    stored_dtype = memory_dtype if endian is None else memory_dtype.newbyteorder(ENDIANS[endian])
+    if stored_dtype == memory_dtype:
+        stored_dtype = memory_dtype  # one object: "is" says that nothing is swapped
     runs = list(leaves(dtype))
     bools = tuple((offset, count) for offset, count, leaf in runs if leaf.max_byte is not None)
     masks = tuple(
         (offset, count, (1 << leaf.value_bits) - 1) for offset, count, leaf in runs if leaf.value_bits is not None
     )
-    return Layout(dtype, memory, stored, Checks(bools, masks, dtype.itemsize) if bools or masks else None)
+    checks = Checks(bools, masks, dtype.itemsize) if bools or masks else None
+    return Layout(dtype, memory_dtype, stored_dtype, checks)
 
 
 def _contiguous(buf: Any) -> np.ndarray[Any, Any] | memoryview:
@@ -190,33 +191,33 @@ def _mask(target: np.ndarray[Any, Any], checks: Checks) -> None:
 
 
 def encode(array: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any]:
-    """The stored bytes of a plain ndarray as a flat array of ``resolved.stored``.
+    """The stored bytes of a plain ndarray as a flat array of ``resolved.stored_dtype``.
 
     A view of ``array`` where nothing is swapped; else one copy. Elements go in
     memory order (C or F), strided arrays in C order. The input is never modified.
     """
     if array.ndim != 1 or not array.flags.c_contiguous:  # (a flat contiguous array is used as it is)
         array = (array if array.flags.forc else np.ascontiguousarray(array)).ravel("K")  # strided: rare
-    memory = array if array.dtype is resolved.memory else array.view(resolved.memory)
+    memory = array if array.dtype is resolved.memory_dtype else array.view(resolved.memory_dtype)
     if resolved.checks is not None:
         memory = _normalised(memory, resolved.checks)
-    if resolved.stored is resolved.memory:
+    if resolved.stored_dtype is resolved.memory_dtype:
         return memory
-    return copied_as(memory, resolved.stored)
+    return copied_as(memory, resolved.stored_dtype)
 
 
 def decode(stored: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any]:
-    """Stored elements back in memory: a flat array of ``resolved.memory``; a view where nothing is swapped."""
+    """Stored elements back in memory: a flat array of ``resolved.memory_dtype``; a view where nothing is swapped."""
     checks = resolved.checks
     if checks is not None:
         check_stored(stored, checks)
         if checks.masks:
-            decoded = copied_as(stored, resolved.memory)  # a copy: the masks must not write to the input
+            decoded = copied_as(stored, resolved.memory_dtype)  # a copy: the masks must not write to the input
             _mask(decoded, checks)
             return decoded
-    if resolved.stored is resolved.memory:
+    if resolved.stored_dtype is resolved.memory_dtype:
         return stored
-    return copied_as(stored, resolved.memory)
+    return copied_as(stored, resolved.memory_dtype)
 
 
 def decode_into(stored: np.ndarray[Any, Any], resolved: Layout, target: np.ndarray[Any, Any]) -> None:
@@ -229,8 +230,8 @@ def decode_into(stored: np.ndarray[Any, Any], resolved: Layout, target: np.ndarr
     checks = resolved.checks
     if checks is not None:
         check_stored(stored, checks)
-    if target.dtype is not resolved.memory:
-        target = target.view(resolved.memory)
+    if target.dtype is not resolved.memory_dtype:
+        target = target.view(resolved.memory_dtype)
     copy_into(target, stored)  # nothing below can fail: target is only written now
     if checks is not None and checks.masks:
         _mask(target, checks)  # (single bytes: the view above is the same bytes)

@@ -164,7 +164,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         _check_length(data, plan, stop - start, start)
         chunk = np.empty(block.shape, plan.dtype)
         target = chunk.reshape(-1)[block.span[0] - block.first : block.span[1] - block.first + 1]
-        swap.decode_into(swap.elements_view(data, plan.resolved.stored), plan.resolved, target)
+        swap.decode_into(swap.elements_view(data, plan.resolved.stored_dtype), plan.resolved, target)
         return _nd_buffer(chunk_spec, chunk[block.selection])
 
 
@@ -201,7 +201,7 @@ def _decoded(
     _check_length(data, plan, nbytes, start)
     if plan.swapped_view is not None:
         return swap.elements_view(data, plan.swapped_view).reshape(shape)
-    decoded = swap.decode(swap.elements_view(data, plan.resolved.stored), plan.resolved)
+    decoded = swap.decode(swap.elements_view(data, plan.resolved.stored_dtype), plan.resolved)
     return (decoded if decoded.dtype == plan.dtype else decoded.view(plan.dtype)).reshape(shape)
 
 

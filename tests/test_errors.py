@@ -517,10 +517,8 @@ class _NeverChecks(BytesCodec):
         resolved = self._layout
         if resolved is None or out is not None:
             return super().decode(buf, out=out)
-        data = np.frombuffer(
-            bytes(buf)[: len(bytes(buf)) // resolved.stored.itemsize * resolved.stored.itemsize], resolved.stored
-        )
-        return data.astype(resolved.memory)
+        raw, size = bytes(buf), resolved.stored_dtype.itemsize
+        return np.frombuffer(raw[: len(raw) // size * size], resolved.stored_dtype).astype(resolved.memory_dtype)
 
 
 @pytest.mark.parametrize("broken", [_AlwaysRaises, _NeverChecks])
