@@ -27,10 +27,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .codec import CODEC_IDS, BytesCodec, _same_type
+from .codec import CODEC_ID, CODEC_IDS, BytesCodec, _same_type, v3_entry
 from .data_types import dtype_from_json, needs_endian
 from .stores import Files, open_store, relative_path, store_lock
-from .swap import ENDIANS
+from .swap import ENDIANS, Endian
 
 __all__ = ["V2_METADATA_FILES", "ConversionReport", "NodeResult", "convert_store", "v3_document"]
 
@@ -79,6 +79,7 @@ def _zarr() -> Any:
 
     class Zarr:
         version = zarr.__version__
+        swaps_struct_fields = tuple(int(part) for part in zarr.__version__.split(".")[:2]) >= (3, 3)
         prototype = default_buffer_prototype()
         group = GroupMetadata
         array_v2 = ArrayV2Metadata
@@ -91,7 +92,7 @@ def _zarr() -> Any:
 
 class _Fold(NamedTuple):
     description: str  # e.g. "filters[0] 'bytes' (endian big)"
-    endian: str | None  # what the v3 serializer must say: None where nothing is ordered
+    endian: Endian | None  # what the v3 serializer must say: None where nothing is ordered
 
 
 def _folded(zarray: dict[str, Any]) -> tuple[dict[str, Any], _Fold | None]:
@@ -167,9 +168,17 @@ def v3_document(
         notes += sorted({str(warning.message) for warning in caught})
     if folded is None:
         return document, None
-    # zarr must have said the filter's byte order; an older zarr may drop it for some types.
     if _serializer_endian(document) != folded.endian:
-        raise UnconvertibleError(f"zarr-python {zarr.version} maps data type {source['dtype']!r} without byte order")
+        # zarr's converter takes the byte order from the data type, which has none for structs.
+        # From zarr 3.3 (PR #4142) its bytes codec orders each struct field by the codec's
+        # endian, so the fold can say it; before, zarr would read such fields native: refused.
+        if not (isinstance(source["dtype"], list) and zarr.swaps_struct_fields):
+            raise UnconvertibleError(
+                f"zarr-python {zarr.version} maps data type {source['dtype']!r} without byte order"
+            )
+        serializer = next(c for c in document["codecs"] if isinstance(c, dict) and c.get("name") == "bytes")
+        serializer.clear()
+        serializer.update(v3_entry(CODEC_ID, folded.endian))
     return document, folded.description
 
 

@@ -327,3 +327,28 @@ def test_five_thousand_arrays_convert_in_under_30_seconds(tmp_path: Path) -> Non
     assert report.failures == [] and len(report.converted) == 5001
     print(f"5,000 arrays converted in {seconds:.1f} s")
     assert seconds < 30
+
+
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_structs_convert_where_zarr_orders_their_fields(tmp_path: Path, endian: str) -> None:
+    """zarr 3.3+ (PR #4142) orders struct fields by the bytes codec's endian; before, it reads them native."""
+    from stack import ZARR_SWAPS_STRUCT_FIELDS
+
+    dtype = np.dtype([("a", "<i4"), ("b", "<f8")])
+    data = np.zeros(4, dtype)
+    data["a"], data["b"] = [1, 2, 3, 256], [0.5, 1.5, -2, 3]
+    root = tmp_path / "s.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    ours = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
+    array = group.create_array("s", shape=(4,), chunks=(2,), dtype=dtype, compressors=None, filters=[ours],
+                               fill_value=np.zeros((), dtype)[()])  # fmt: skip
+    array[...] = data
+    report = convert_store(root)
+    if not ZARR_SWAPS_STRUCT_FIELDS:  # zarr < 3.3 would read the fields native: refused, never converted wrongly
+        assert [(node, "without byte order" in reason) for node, reason in report.failures] == [("s", True)]
+        assert not (root / "s" / "zarr.json").exists()
+        return
+    assert report.failures == []
+    document = json.loads((root / "s" / "zarr.json").read_text())
+    assert document["codecs"] == [{"name": "bytes", "configuration": {"endian": endian}}]
+    read_as_v3_in_a_fresh_interpreter(root, {"s": data}, tmp_path)
