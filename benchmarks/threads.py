@@ -24,16 +24,15 @@ machine's noise alone moves a line. Then:
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+from interleave import median_times
 
 import numcodecs_bytes
 from numcodecs_bytes import BytesCodec
@@ -55,21 +54,6 @@ def _split_fresh(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[
     out = np.empty(src.shape, dtype)
     _split_into(out, src)
     return out
-
-
-def _medians(ways: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    names, order = list(ways), random.Random(0)
-    for _ in range(rounds):
-        # Interleaved, so that drift hits every way alike, in a new order each round, so that every
-        # way follows every other as often: a copy right after a split one pays for the half of the
-        # data in the other core's cache (about 20 us at 1 MiB on the 2-core VMs).
-        order.shuffle(names)
-        for name in names:
-            start = time.perf_counter()
-            ways[name]()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def _cases(mib: int, codec: BytesCodec) -> dict[str, dict[str, Callable[[], object]]]:
@@ -110,7 +94,7 @@ def copy_lines() -> dict[str, float]:
             for _ in range(6):  # warm-up: pages, the pool's threads
                 for way in ways.values():
                     way()
-            medians = _medians(ways, rounds)
+            medians = median_times(ways, rounds)
             ratio = min(medians["one thread"], medians["two threads"]) / medians["ours"]
             ratios[f"{mib} MiB {operation}"] = ratio
             # The control: the same statistic for numpy's own one-thread call timed a second time,
@@ -204,7 +188,7 @@ def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
         "ours, use_threads=False": ours_without_threads,
     }
     assert all(np.array_equal(np.asarray(way()), data) for way in ways.values())
-    medians = _medians(ways, rounds)
+    medians = median_times(ways, rounds)
     zarr_ratio = medians["zarr"] / medians["ours"]
     threads_ratio = medians["ours, use_threads=False"] / medians["ours"]
     print(

@@ -14,17 +14,15 @@ in a new order each round:
 from __future__ import annotations
 
 import argparse
-import random
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import numpy as np
 import zarr
+from interleave import median_times
 from zarr.codecs import BytesCodec as ZarrBytesCodec
 from zarr.codecs import ShardingCodec
 from zarr.core.array_spec import ArrayConfig, ArraySpec
@@ -39,18 +37,6 @@ MiB = 1 << 20
 def _reads(made: dict[str, Any], selection: Any) -> dict[str, Callable[[], object]]:
     """Per contender, a call that reads ``selection`` of its array."""
     return {name: partial(array.__getitem__, selection) for name, array in made.items()}
-
-
-def _median_times(ways: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    names, order = list(ways), random.Random(0)
-    for _ in range(rounds):
-        order.shuffle(names)
-        for name in names:
-            start = time.perf_counter()
-            ways[name]()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def per_chunk() -> dict[str, float]:
@@ -70,7 +56,7 @@ def per_chunk() -> dict[str, float]:
             out[...] = evolved._decode_sync(encoded, spec).as_ndarray_like()  # and zarr's copy into its output
 
         ways[name] = decode
-    times = _median_times(ways, 20_000)
+    times = median_times(ways, 20_000)
     return {"4 KiB chunk decode + copy": times["ours"] / times["zarr"]}
 
 
@@ -88,13 +74,13 @@ def whole_reads() -> dict[str, float]:
         name: arrays(ShardingCodec(chunk_shape=(512,), codecs=[codec]), (2 * MiB,), (2 * MiB,), {})
         for name, codec in (("ours", BytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big")))
     }
-    times = _median_times(_reads(shards, ...), 15)
+    times = median_times(_reads(shards, ...), 15)
     lines["16 MiB shard of 4096 inner chunks, read whole"] = times["ours"] / times["zarr"]
     memory = {
         name: arrays(codec, (32 * MiB,), (MiB // 8,), zarr.storage.MemoryStore())
         for name, codec in (("ours", BytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big")))
     }
-    times = _median_times(_reads(memory, ...), 9)
+    times = median_times(_reads(memory, ...), 9)
     lines["256 MiB in 1 MiB chunks, MemoryStore read"] = times["ours"] / times["zarr"]
     return lines
 
@@ -107,7 +93,7 @@ def one_element() -> dict[str, float]:
             for name, codec in (("ours", BytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big"))):
                 store = zarr.storage.MemoryStore() if where == "MemoryStore" else f"{folder}/{name}.zarr"
                 made[name] = arrays(codec, (8 * MiB,), (8 * MiB,), store)
-            times = _median_times(_reads(made, 123_456), 41)
+            times = median_times(_reads(made, 123_456), 41)
             lines[f"one element of a 64 MiB chunk, {where}"] = times["ours"] / times["zarr"]
     return lines
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from numcodecs_bytes import DATA_TYPES
 
-__all__ = ["ML_DTYPES_NAMES", "NUMPY_NATIVE", "expected_bytes", "sample", "sample_dtype"]
+__all__ = ["ML_DTYPES_NAMES", "NUMPY_NATIVE", "array_of", "expected_bytes", "sample", "sample_dtype"]
 from numcodecs_bytes.data_types import ML_DTYPES_NAMES
 
 # For each family row: the representative numpy dtype the tests use.
@@ -87,3 +87,32 @@ def expected_bytes(data: np.ndarray[Any, Any], endian: str | None) -> bytes:
 
 NUMPY_NATIVE = [name for name in DATA_TYPES if name not in ML_DTYPES_NAMES]
 """The data types numpy itself can put in either byte order: the numpy oracle covers these."""
+
+
+def array_of(dtype: Any, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """An array of ``dtype`` and ``shape`` with varied values (for numpy dtypes: the zarr tests' arrays).
+
+    Structs are those of fields ``id`` (u2), ``x`` (f4), ``tag`` (S2) and ``z`` (c8).
+    """
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    base = np.arange(count, dtype=np.int64) * 2_654_435_761 % 100_003 - 50_000
+    data: np.ndarray[Any, Any]
+    if dtype.fields is not None:
+        data = np.zeros(count, dtype)
+        data["id"], data["x"], data["tag"], data["z"] = base % 65_000, base / 7, b"ab", base + 1j
+    elif dtype.kind == "b":
+        data = base % 3 == 0
+    elif dtype.kind in "iu":
+        data = (base % min(int(np.iinfo(dtype).max), 1 << 62)).astype(dtype)
+    elif dtype.kind in "fc":
+        data = (base / 7).astype(dtype)
+    elif dtype.kind in "Mm":
+        data = base.astype("<i8").view(dtype)
+    elif dtype.kind == "U":
+        data = np.array([f"{v % 997:x}"[: dtype.itemsize // 4] for v in base], dtype)
+    elif dtype.kind == "S":
+        data = np.array([f"s{v % 9973}".encode()[: dtype.itemsize] for v in base], dtype)
+    else:
+        data = np.frombuffer(np.abs(base).astype("<u8").tobytes()[: count * dtype.itemsize], dtype)
+    return data.reshape(shape)

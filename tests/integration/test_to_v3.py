@@ -26,6 +26,7 @@ if int(zarr.__version__.split(".")[0]) < 3:
     pytest.skip("to-v3 needs zarr 3", allow_module_level=True)
 
 import numcodecs  # noqa: E402
+from samples import array_of  # noqa: E402
 from stack import has_module  # noqa: E402
 
 from numcodecs_bytes import BytesCodec  # noqa: E402
@@ -46,24 +47,6 @@ COMPRESSORS: list[Any] = [
 ]
 
 
-def values(dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    base = (np.arange(int(np.prod(SHAPE)), dtype=np.int64) * 2_654_435_761) % 100_003 - 50_000
-    data: np.ndarray[Any, Any]
-    if dtype.kind == "b":
-        data = base % 3 == 0
-    elif dtype.kind in "iu":
-        data = (base % min(int(np.iinfo(dtype).max), 1 << 62)).astype(dtype)
-    elif dtype.kind in "fc":
-        data = (base / 7).astype(dtype)
-    elif dtype.kind in "Mm":
-        data = base.astype("<i8").view(dtype)
-    elif dtype.kind == "U":
-        data = np.array([f"{v % 997:x}"[:3] for v in base], dtype)
-    else:
-        data = np.array([f"s{v % 9973}".encode() for v in base], dtype)
-    return data.reshape(SHAPE)
-
-
 def write_v2_store(root: Path, codec_id: str = "bytes") -> dict[str, np.ndarray[Any, Any]]:
     """Every dtype x endian x order as arrays of one v2 group; separators and compressors cycle."""
     group = zarr.open_group(str(root), mode="w", zarr_format=2)
@@ -75,7 +58,7 @@ def write_v2_store(root: Path, codec_id: str = "bytes") -> dict[str, np.ndarray[
         for endian in ("little", "big"):
             for order in ("C", "F"):
                 name = f"{dtype.str.strip('<|').replace('[', '_').replace(']', '')}_{endian}_{order}"
-                data = values(dtype)
+                data = array_of(dtype, SHAPE)
                 config = {"id": codec_id, "endian": endian, "dtype": dtype.str}
                 array = group.create_array(
                     name, shape=SHAPE, chunks=CHUNKS, dtype=dtype, order=order,

@@ -17,6 +17,7 @@ zarr = pytest.importorskip("zarr")
 if int(zarr.__version__.split(".")[0]) < 3:
     pytest.skip("native Zarr v3 codecs need zarr 3", allow_module_level=True)
 
+from samples import array_of  # noqa: E402
 from stack import ZARR, ZARR_SWAPS_STRUCT_FIELDS, has_module  # noqa: E402
 from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
 from zarr.storage import WrapperStore  # noqa: E402
@@ -36,25 +37,7 @@ DTYPES: list[Any] = [
 
 
 def sample(dtype: Any) -> np.ndarray[Any, Any]:
-    dtype = np.dtype(dtype)
-    count = int(np.prod(SHAPE))
-    base = np.arange(count, dtype=np.int64) * 2_654_435_761 % 100_003 - 50_000
-    if dtype.fields is not None:
-        data = np.zeros(count, dtype)
-        data["id"], data["x"], data["tag"], data["z"] = base % 65_000, base / 7, b"ab", base + 1j
-    elif dtype.kind == "b":
-        data = base % 3 == 0
-    elif dtype.kind in "iu":
-        data = (base % min(int(np.iinfo(dtype).max), 1 << 62)).astype(dtype)
-    elif dtype.kind in "fc":
-        data = (base / 7).astype(dtype)
-    elif dtype.kind in "Mm":
-        data = base.astype("<i8").view(dtype)
-    elif dtype.kind == "U":
-        data = np.array([f"{v % 997:x}"[:3] for v in base], dtype)
-    else:
-        data = np.frombuffer(np.abs(base).astype("<u8").tobytes()[: count * dtype.itemsize], dtype)
-    return data.reshape(SHAPE)
+    return array_of(dtype, SHAPE)
 
 
 def chunk_files(where: Path | dict[str, Any]) -> dict[str, bytes]:
