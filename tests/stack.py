@@ -32,6 +32,11 @@ Before 3.3, zarr-python dropped ``endian`` for structured data: it wrote
 ``{"name": "bytes"}`` and the fields in native (little endian) order.
 """
 
+ZARR_DROPS_AXES_OF_PARTIAL_READS = ZARR is not None and ZARR >= (3, 1, 6)
+"""zarr-python 3.1.6 squeezes the axes an integer index drops (orthogonal selections) on the
+partial-read path too; before, reading such a selection through a codec with partial decoding
+fails inside zarr's pipeline ("could not broadcast input array from shape (5,1,7)")."""
+
 HAS_STRING_DTYPE = NUMPY >= (2,)
 """numpy 2.0 added the variable-length ``StringDType`` ('T')."""
 

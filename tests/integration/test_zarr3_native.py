@@ -18,7 +18,7 @@ if int(zarr.__version__.split(".")[0]) < 3:
     pytest.skip("native Zarr v3 codecs need zarr 3", allow_module_level=True)
 
 from samples import array_of  # noqa: E402
-from stack import ZARR, ZARR_SWAPS_STRUCT_FIELDS, has_module  # noqa: E402
+from stack import ZARR, ZARR_DROPS_AXES_OF_PARTIAL_READS, ZARR_SWAPS_STRUCT_FIELDS, has_module  # noqa: E402
 from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
 from zarr.storage import WrapperStore  # noqa: E402
 
@@ -474,6 +474,8 @@ def test_orthogonal_selections_read_by_byte_range_equal_numpy(
     arrays = [np.asarray(index) if isinstance(index, np.ndarray) else None for index in selection]
     if any(a is not None and a.size == 0 for a in arrays):
         return  # zarr refuses empty integer selections
+    if not ZARR_DROPS_AXES_OF_PARTIAL_READS and any(isinstance(index, int) for index in selection):
+        return  # zarr < 3.1.6 keeps the dropped axis on the partial-read path (see stack.py)
     expected = data[np.ix_(*(np.arange(n)[index] if not isinstance(index, int) else [index % n]
                              for index, n in zip(selection, data.shape, strict=True)))]  # fmt: skip
     expected = expected.reshape(
