@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -63,8 +65,9 @@ class ConversionReport:
     consolidated: bool = False
 
 
+@cache
 def _zarr() -> Any:
-    """zarr-python's v2-to-v3 pieces, or an ImportError that says what is missing."""
+    """zarr-python's v2-to-v3 pieces (imported once), or an ImportError that says what is missing."""
     try:
         import zarr
         from zarr.core.buffer.core import default_buffer_prototype
@@ -79,7 +82,7 @@ def _zarr() -> Any:
 
     class Zarr:
         version = zarr.__version__
-        swaps_struct_fields = tuple(int(part) for part in zarr.__version__.split(".")[:2]) >= (3, 3)
+        swaps_struct_fields = tuple(int(part) for part in re.findall(r"\d+", zarr.__version__)[:2]) >= (3, 3)
         prototype = default_buffer_prototype()
         group = GroupMetadata
         array_v2 = ArrayV2Metadata
@@ -254,7 +257,7 @@ def convert_store(
     _zarr()  # before touching the store: a missing zarr is a usage error
     files, root = open_store(location)
     with nullcontext() if dry_run else store_lock(files, root):
-        return _convert(files, root, dry_run, remove_v2_metadata, on_node)
+        return _convert(files, root, _Options(dry_run, remove_v2_metadata, on_node))
 
 
 class _Options(NamedTuple):
@@ -263,15 +266,8 @@ class _Options(NamedTuple):
     on_node: Callable[[NodeResult], None] | None
 
 
-def _convert(
-    files: Files,
-    root: str,
-    dry_run: bool,
-    remove_v2_metadata: bool,
-    on_node: Callable[[NodeResult], None] | None,
-) -> ConversionReport:
+def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
     report = ConversionReport()
-    options = _Options(dry_run, remove_v2_metadata, on_node)
     skipped: list[tuple[str, str]] = []
     documents: dict[str, dict[str, Any]] = {}  # every node converted, by path: for consolidating
     root_node: tuple[str, list[str], str, dict[str, Any]] | None = None
