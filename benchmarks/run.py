@@ -249,7 +249,7 @@ def check_targets(rows: list[dict[str, Any]], native: list[dict[str, Any]], peak
         ratio = by_size[(sizes[-1], op)] / by_size[(sizes[0], op)]
         verdict(
             ratio <= 3,
-            f"1. native {op}: time at {human(sizes[-1])} is {ratio:.2f}x the time at {human(sizes[0])} (<= 3x)",
+            f"no swap is a view: {op}: {human(sizes[-1])} takes {ratio:.2f}x the time of {human(sizes[0])} (<= 3x)",
         )
     swap_dtypes = [d for d in DTYPES if np.dtype(d).itemsize > 1]
     for size in sorted({r["size"] for r in rows}):
@@ -263,21 +263,22 @@ def check_targets(rows: list[dict[str, Any]], native: list[dict[str, Any]], peak
                     if theirs is not None:
                         verdict(
                             theirs / ours >= 1.6,
-                            f"2. {dtype} {human(size)} encode: {theirs / ours:.2f}x {other} (>= 1.6x)",
+                            f"large encode: {dtype} {human(size)}: {theirs / ours:.2f}x {other} (>= 1.6x)",
                         )
                 memcpy = typical[(dtype, size, "decode into out", "numpy astype")]
                 into_out = typical[(dtype, size, "decode into out", OURS)]
                 verdict(
                     memcpy / into_out >= 1.6,
-                    f"3. {dtype} {human(size)} decode into out: "
+                    f"large decode into out: {dtype} {human(size)}: "
                     f"{memcpy / into_out:.2f}x single-thread np.copyto (>= 1.6x)",
                 )
             if size == 4 * KiB:
                 for op in ("encode", "decode"):
                     ratio = typical[(dtype, size, op, OURS)] / typical[(dtype, size, op, "numcodecs AsType")]
-                    verdict(ratio <= 0.8, f"4. {dtype} 4 KiB {op}: {ratio:.2f}x the time of AsType (<= 0.8x)")
+                    text = f"per call vs AsType: {dtype} 4 KiB {op}: {ratio:.2f}x the time of AsType (<= 0.8x)"
+                    verdict(ratio <= 0.8, text)
     if peak is not None:
-        verdict(peak <= MiB, f"3. extra memory decoding 64 MiB into out: {peak} bytes (<= 1 MiB)")
+        verdict(peak <= MiB, f"memory: extra memory decoding 64 MiB into out: {peak} bytes (<= 1 MiB)")
     return lines
 
 
@@ -384,12 +385,12 @@ def check_per_call_targets(rows: list[dict[str, Any]], per_call: list[dict[str, 
         ratio = row["ours_s"] / row["bare_s"]
         floor = f"the least wrapper: {row['least_s'] / row['bare_s']:.2f}x" if "least_s" in row else ""
         if row["dtype"] == "bool":
-            verdict(ratio <= 2, f"9a. bool 4 KiB decode into out: {ratio:.2f}x a plain copy (<= 2x; {floor})")
+            verdict(ratio <= 2, f"per call: bool 4 KiB decode into out: {ratio:.2f}x a plain copy (<= 2x; {floor})")
             continue
         limit = PER_CALL_LIMITS.get(row["op"], 1.3)
         verdict(
             ratio <= limit,
-            f"9a. {row['dtype']} 4 KiB {row['op']}: {ratio:.2f}x the bare numpy call (<= {limit}x; {floor})",
+            f"per call: {row['dtype']} 4 KiB {row['op']}: {ratio:.2f}x the bare numpy call (<= {limit}x; {floor})",
         )
     for dtype in ("uint16", "int32", "float64", "complex128"):
         for size in sorted({r["size"] for r in rows}):
@@ -399,18 +400,18 @@ def check_per_call_targets(rows: list[dict[str, Any]], per_call: list[dict[str, 
                     continue
                 ratio = theirs / ours
                 if 8 * MiB <= size <= 32 * MiB:
-                    verdict(ratio >= 1.4, f"9b. {dtype} {human(size)} {op}: {ratio:.2f}x numpy astype (>= 1.4x)")
+                    verdict(ratio >= 1.4, f"threads: {dtype} {human(size)} {op}: {ratio:.2f}x numpy astype (>= 1.4x)")
                 else:
-                    verdict(ratio >= 0.95, f"9b. {dtype} {human(size)} {op}: {ratio:.2f}x numpy astype (>= 0.95x)")
+                    text = f"as fast as numpy: {dtype} {human(size)} {op}: {ratio:.2f}x numpy astype (>= 0.95x)"
+                    verdict(ratio >= 0.95, text)
     for size in sorted({r["size"] for r in rows if r["size"] >= 16 * MiB}):
         ours, memcpy = (
             typical.get(("bool", size, "decode into out", OURS)),
             typical.get(("bool", size, "decode into out", "memcpy")),
         )
         if ours is not None and memcpy is not None:
-            verdict(
-                memcpy / ours >= 0.9, f"9c. bool {human(size)} decode into out: {memcpy / ours:.2f}x memcpy (>= 0.9x)"
-            )
+            text = f"bool checks: {human(size)} decode into out: {memcpy / ours:.2f}x memcpy (>= 0.9x)"
+            verdict(memcpy / ours >= 0.9, text)
     return lines
 
 
@@ -527,7 +528,7 @@ def check_zarr_v3_targets(rows: list[dict[str, Any]]) -> list[str]:
     lines = []
 
     def verdict(ok: bool, text: str) -> None:
-        lines.append(f"{'PASS' if ok else 'FAIL'}  11. {text}")
+        lines.append(f"{'PASS' if ok else 'FAIL'}  Zarr v3 arrays: {text}")
 
     for where in ("memory", "local disk"):
         for op in ("write", "read"):
