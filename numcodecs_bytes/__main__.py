@@ -135,6 +135,8 @@ def run_to_v3(location: str, dry_run: bool, remove_v2_metadata: bool) -> int:
         return 2
     for removed in report.removed:
         print(f"{'would remove' if dry_run else 'removed'} {_shown(removed)}")
+    for leftover in report.leftovers_removed:
+        print(f"{'would remove' if dry_run else 'removed'} {_shown(leftover)} (left by an interrupted run)")
     for node, note in report.notes:  # zarr-python's warnings: their first sentence
         print(f"note {_shown(node)}: {_shown(note.split('. ')[0])}", file=sys.stderr)
     for node, reason in report.failures:

@@ -31,7 +31,7 @@ import numpy as np
 
 from .codec import CODEC_ID, CODEC_IDS, BytesCodec, _same_type, v3_entry
 from .data_types import dtype_from_json, needs_endian
-from .stores import Files, open_store, relative_path, store_lock
+from .stores import TEMP_SUFFIX, Files, open_store, relative_path, store_lock
 from .swap import ENDIANS, Endian
 
 __all__ = ["V2_METADATA_FILES", "ConversionReport", "NodeResult", "convert_store", "v3_document"]
@@ -63,6 +63,7 @@ class ConversionReport:
     removed: list[str] = field(default_factory=list)  # v2 metadata files removed
     notes: list[tuple[str, str]] = field(default_factory=list)  # (node, zarr's warning)
     consolidated: bool = False
+    leftovers_removed: list[str] = field(default_factory=list)  # temporary files of killed runs
 
 
 @cache
@@ -274,6 +275,10 @@ def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
     for folder, subfolders, names in files.walk(skipped):
         if ".zarray" in names:
             subfolders.clear()  # an array holds chunks, not nodes: never list them
+        for name in (name for name in names if name.endswith(TEMP_SUFFIX)):  # a killed run's (we hold the lock)
+            if not options.dry_run:
+                files.remove(f"{folder}/{name}")
+            report.leftovers_removed.append(relative_path(f"{folder}/{name}", root))
         if ".zarray" not in names and ".zgroup" not in names:
             continue
         path = relative_path(folder, root)

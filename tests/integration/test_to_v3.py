@@ -335,3 +335,20 @@ def test_structs_convert_where_zarr_orders_their_fields(tmp_path: Path, endian: 
     document = json.loads((root / "s" / "zarr.json").read_text())
     assert document["codecs"] == [{"name": "bytes", "configuration": {"endian": endian}}]
     read_as_v3_in_a_fresh_interpreter(root, {"s": data}, tmp_path)
+
+
+def test_a_killed_runs_temporary_file_is_removed_and_the_rerun_finishes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "s.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    group.create_array("a", shape=(2,), dtype="<i2", filters=[BytesCodec(endian="big", dtype="<i2")])
+    leftover = root / "a" / ".zarr.json.x1y2.numcodecs-bytes-tmp"
+    leftover.write_text('{"zarr_fo')  # a run killed while writing a/zarr.json
+    assert main(["to-v3", str(root)]) == 0
+    assert "removed a/.zarr.json.x1y2.numcodecs-bytes-tmp (left by an interrupted run)" in capsys.readouterr().out
+    assert not leftover.exists()
+    assert json.loads((root / "a" / "zarr.json").read_text())["codecs"][0] == {
+        "name": "bytes",
+        "configuration": {"endian": "big"},
+    }
