@@ -120,8 +120,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         return chunk_spec.prototype.buffer.from_array_like(encoded.view(np.uint8))
 
     def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> NDBuffer:
-        plan = _plan(chunk_spec.dtype, chunk_spec.shape, self.endian)
-        return _nd_buffer(chunk_spec, _decoded(_host(chunk_bytes.as_array_like()), plan, plan.nbytes, plan.shape))
+        return _nd_buffer(chunk_spec, _whole_chunk(chunk_bytes, _plan(chunk_spec.dtype, chunk_spec.shape, self.endian)))
 
     async def _encode_single(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
         return self._encode_sync(chunk_array, chunk_spec)
@@ -136,8 +135,9 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
 
         The block: the leading axes where the selection is one index fixed, one
         axis from the selection's lowest to its highest index, the trailing
-        axes whole; contiguous in C order, so one byte range. A chunk fetched
-        whole must have exactly its full length, a block exactly the block's: a
+        axes whole; contiguous in C order. Only the span from the first to the
+        last element the selection can touch is fetched. A chunk fetched whole
+        must have exactly its full length, a span exactly the span's: a
         truncated chunk is an error, never other elements.
         """
         plan = _plan(chunk_spec.dtype, chunk_spec.shape, self.endian)
@@ -148,8 +148,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
             chunk_bytes = await byte_getter.get(prototype=chunk_spec.prototype)
             if chunk_bytes is None:
                 return None  # no chunk: zarr fills in the fill value
-            chunk = _decoded(_host(chunk_bytes.as_array_like()), plan, plan.nbytes, plan.shape)
-            return _nd_buffer(chunk_spec, chunk[selection])
+            return _nd_buffer(chunk_spec, _whole_chunk(chunk_bytes, plan)[selection])
         if block.elements == 0:  # selects nothing
             return _nd_buffer(chunk_spec, np.empty(plan.shape, plan.dtype)[selection])
         itemsize = plan.dtype.itemsize
@@ -203,6 +202,11 @@ def _decoded(
         return swap.elements_view(data, plan.swapped_view).reshape(shape)
     decoded = swap.decode(swap.elements_view(data, plan.resolved.stored_dtype), plan.resolved)
     return (decoded if decoded.dtype == plan.dtype else decoded.view(plan.dtype)).reshape(shape)
+
+
+def _whole_chunk(chunk_bytes: Buffer, plan: _Plan) -> np.ndarray[Any, Any]:
+    """A whole stored chunk, its exact length checked, as an array of the chunk's shape."""
+    return _decoded(_host(chunk_bytes.as_array_like()), plan, plan.nbytes, plan.shape)
 
 
 def _check_length(data: np.ndarray[Any, Any], plan: _Plan, nbytes: int, start: int) -> None:
