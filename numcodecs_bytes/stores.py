@@ -176,9 +176,14 @@ def _keep_owner(path: str, like: os.stat_result) -> None:
 
 
 def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    """The process's umask, read without setting it (``os.umask`` would change it for every thread meanwhile)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022  # where the system does not say: the usual default
 
 
 class _FsspecFiles:

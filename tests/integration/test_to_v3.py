@@ -352,3 +352,18 @@ def test_a_killed_runs_temporary_file_is_removed_and_the_rerun_finishes(
         "name": "bytes",
         "configuration": {"endian": "big"},
     }
+
+
+def test_a_new_zarr_json_gets_the_mode_the_umask_gives(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    root = tmp_path / "s.zarr"
+    ours = BytesCodec(endian="big", dtype="<i2")
+    zarr.create_array(str(root), shape=(2,), dtype="<i2", zarr_format=2, filters=[ours])
+    previous = os.umask(0o007)
+    try:
+        assert convert_store(root).failures == []
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((root / "zarr.json").stat().st_mode) == 0o660
