@@ -73,12 +73,27 @@ def _nthreads_from_env() -> int:
 
 
 class _Pool:
-    """The helper threads of one `set_nthreads` setting: a pool and the count of free helpers."""
+    """The helper threads of one `set_nthreads` setting: a pool and how many of its helpers are free.
+
+    The count is guarded by a plain lock (a C lock: threading.Semaphore costs
+    microseconds per call, in Python, on every split copy).
+    """
 
     def __init__(self, nthreads: int) -> None:
         self.helpers = min(nthreads, _CORES) - 1
-        self.free = threading.BoundedSemaphore(max(self.helpers, 1))
+        self.free = self.helpers
+        self.lock = threading.Lock()
         self.executor = ThreadPoolExecutor(max_workers=max(self.helpers, 1), thread_name_prefix="numcodecs-bytes")
+
+    def take(self) -> int:
+        """Take every free helper (never waits): how many were taken."""
+        with self.lock:
+            taken, self.free = self.free, 0
+        return taken
+
+    def give_back(self, helpers: int) -> None:
+        with self.lock:
+            self.free += helpers
 
 
 _lock = threading.Lock()
@@ -112,17 +127,25 @@ def get_nthreads() -> int:
 
 def _get_pool() -> _Pool:
     global _pool
+    pool = _pool
+    if pool is not None:
+        return pool
     with _lock:
         if _pool is None:
             _pool = _Pool(_nthreads)
         return _pool
 
 
+_package = sys.modules.get(__package__ or "")  # where users set use_threads
+_main_thread = threading.main_thread().ident
+
+
 def _forget_pool_after_fork() -> None:
-    # The child has none of the parent's threads: start afresh, lazily.
-    global _pool, _lock
+    # The child has none of the parent's threads: start afresh, lazily. Its main thread is the one that forked.
+    global _pool, _lock, _main_thread
     _pool = None
     _lock = threading.Lock()
+    _main_thread = threading.main_thread().ident
 
 
 if hasattr(os, "register_at_fork"):
@@ -130,9 +153,9 @@ if hasattr(os, "register_at_fork"):
 
 
 def _threads_allowed() -> bool:
-    setting = getattr(sys.modules.get("numcodecs_bytes"), "use_threads", None)
+    setting = getattr(_package, "use_threads", None)
     if setting is None:
-        return threading.current_thread() is threading.main_thread()
+        return threading.get_ident() == _main_thread
     return bool(setting)
 
 
@@ -140,19 +163,27 @@ def _copy_part(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     dst[...] = src
 
 
-def _split_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], pool: _Pool, helpers: int) -> None:
-    """One contiguous part per thread: ``helpers`` parts in the pool, the first on the calling thread."""
-    parts = helpers + 1
-    bounds = [len(dst) * i // parts for i in range(parts + 1)]
-    futures: list[Future[None]] = []
-    for start, stop in pairwise(bounds[1:]):
-        try:
-            futures.append(pool.executor.submit(_copy_part, dst[start:stop], src[start:stop]))
-        except RuntimeError:  # set_nthreads shut this pool down meanwhile: copy the part here
-            _copy_part(dst[start:stop], src[start:stop])
-    _copy_part(dst[: bounds[1]], src[: bounds[1]])
-    for future in futures:
-        future.result()
+def _split_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
+    """One contiguous part per free helper in the pool, and the first on the calling thread.
+
+    With no helper free, the whole copy is the caller's: it never waits.
+    """
+    pool = _get_pool()
+    helpers = pool.take()
+    try:
+        parts = helpers + 1
+        bounds = [len(dst) * i // parts for i in range(parts + 1)]
+        futures: list[Future[None]] = []
+        for start, stop in pairwise(bounds[1:]):
+            try:
+                futures.append(pool.executor.submit(_copy_part, dst[start:stop], src[start:stop]))
+            except RuntimeError:  # set_nthreads shut this pool down meanwhile: copy the part here
+                _copy_part(dst[start:stop], src[start:stop])
+        _copy_part(dst[: bounds[1]], src[: bounds[1]])
+        for future in futures:
+            future.result()
+    finally:
+        pool.give_back(helpers)
 
 
 def _largest_cache_bytes() -> int:
@@ -175,25 +206,11 @@ def split_from() -> int:
     return _SPLIT_FROM
 
 
-def _helpers_for(src: np.ndarray[Any, Any]) -> tuple[_Pool, int] | None:
-    """The pool and how many of its helpers a copy from ``src`` takes; None: copy on this thread alone."""
-    if _nthreads == 1 or src.ndim != 1 or type(src) is not np.ndarray or not _threads_allowed():
-        return None
-    pool = _get_pool()
-    wanted = pool.helpers
-    taken = 0
-    while taken < wanted and pool.free.acquire(blocking=False):
-        taken += 1
-    return (pool, taken) if taken else None
-
-
-def _run_split(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], split: tuple[_Pool, int]) -> None:
-    pool, helpers = split
-    try:
-        _split_copy(dst, src, pool, helpers)
-    finally:
-        for _ in range(helpers):
-            pool.free.release()
+def _splits(src: np.ndarray[Any, Any]) -> bool:
+    """Whether a copy from ``src`` is split: large enough, flat, plain, and threads allowed here."""
+    return (
+        src.nbytes >= _SPLIT_FROM and _nthreads > 1 and src.ndim == 1 and type(src) is np.ndarray and _threads_allowed()
+    )
 
 
 def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
@@ -202,20 +219,16 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     Only flat, plain, non-overlapping arrays of equal length are split;
     anything else is one numpy assignment (numpy handles overlap itself).
     """
-    split = None
-    if src.nbytes >= _SPLIT_FROM and dst.shape == src.shape and type(dst) is np.ndarray:
-        split = None if np.may_share_memory(dst, src) else _helpers_for(src)
-    if split is None:
-        dst[...] = src
+    if _splits(src) and dst.shape == src.shape and type(dst) is np.ndarray and not np.may_share_memory(dst, src):
+        _split_copy(dst, src)
     else:
-        _run_split(dst, src, split)
+        dst[...] = src
 
 
 def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """A new array of ``dtype`` holding ``src``: ``src.astype(dtype)``, or the same made by several threads."""
-    split = None if src.nbytes < _SPLIT_FROM else _helpers_for(src)
-    if split is None:
+    if not _splits(src):
         return src.astype(dtype)
     out = np.empty(src.shape, dtype)
-    _run_split(out, src, split)
+    _split_copy(out, src)
     return out
