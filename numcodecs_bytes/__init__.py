@@ -12,8 +12,9 @@ from typing import Any
 from numcodecs.registry import register_codec
 
 from ._threads import get_nthreads, set_nthreads
-from .codec import LEGACY_CODEC_ID, BytesCodec, Endian
+from .codec import BytesCodec, Endian
 from .data_types import DATA_TYPES, DataType, Swap
+from .names import LEGACY_CODEC_ID
 
 __all__ = [
     "DATA_TYPES",

@@ -11,15 +11,10 @@ from numcodecs.abc import Codec
 
 from . import swap
 from .data_types import data_type_of, dtype_to_json, parse_dtype
+from .names import CODEC_ID, CODEC_IDS, LEGACY_CODEC_ID, parse_v3_entry, v3_entry
 from .swap import ENDIANS, Endian, Layout
 
 __all__ = ["CODEC_ID", "CODEC_IDS", "LEGACY_CODEC_ID", "BytesCodec", "Endian"]
-
-CODEC_ID = "bytes"
-"""The codec's name in Zarr v3 and its id in numcodecs."""
-LEGACY_CODEC_ID = "endian"
-"""The name an earlier draft of the spec gave the same codec; stores and configs written then use it."""
-CODEC_IDS = (CODEC_ID, LEGACY_CODEC_ID)
 
 _ndarray = np.ndarray  # looked up once: encode and decode are hot paths
 _CONFIG_KEYS = ("endian", "dtype")
@@ -355,48 +350,6 @@ class BytesCodec(Codec):
                 f"elements {first}..{first + count} are out of range: the buffer holds {total} elements of {dtype}"
             )
         return self.decode(data[first * dtype.itemsize : (first + count) * dtype.itemsize], out=out)
-
-
-def parse_v3_entry(metadata: Any) -> tuple[str, Any]:
-    """The name and the endian (None if absent; not yet validated) of a Zarr v3 ``bytes`` codec entry.
-
-    Accepts the short form ``"bytes"`` and objects with ``name``,
-    ``configuration`` (only the key ``endian``) and ``must_understand``; the
-    legacy name ``endian`` in each form.
-
-    Raises
-    ------
-    ValueError
-        For another codec name, unknown keys, or a non-boolean ``must_understand``.
-    TypeError
-        For an entry or configuration that is neither what the spec allows.
-    """
-    if isinstance(metadata, str):
-        metadata = {"name": metadata}
-    if not isinstance(metadata, dict):
-        raise TypeError(f"a Zarr v3 codec entry is a name or an object, got {metadata!r}")
-    name = metadata.get("name")
-    if not isinstance(name, str) or name not in CODEC_IDS:
-        raise ValueError(f"not a bytes codec: name {name!r} (expected 'bytes' or legacy 'endian')")
-    unknown = sorted(set(metadata) - {"name", "configuration", "must_understand"})
-    if unknown:
-        raise ValueError(f"unknown keys {unknown} in bytes codec metadata")
-    if not isinstance(metadata.get("must_understand", True), bool):
-        raise TypeError(f"must_understand must be true or false, got {metadata['must_understand']!r}")
-    configuration = metadata.get("configuration", {})
-    if not isinstance(configuration, dict):
-        raise TypeError(f"bytes codec configuration must be an object, got {configuration!r}")
-    unknown = sorted(set(configuration) - {"endian"})
-    if unknown:
-        raise ValueError(f"unknown bytes codec configuration keys {unknown}; allowed: endian")
-    return name, configuration.get("endian")
-
-
-def v3_entry(name: str, endian: Endian | None) -> dict[str, Any]:
-    """The canonical Zarr v3 codec entry: no ``configuration`` where there is no endian to state."""
-    if endian is None:
-        return {"name": name}
-    return {"name": name, "configuration": {"endian": endian}}
 
 
 def _codec_from_config(config: dict[str, Any]) -> BytesCodec:

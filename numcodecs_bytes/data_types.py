@@ -26,12 +26,12 @@ __all__ = [
     "DATA_TYPES",
     "DataType",
     "Swap",
+    "any_byte_order",
     "data_type_of",
     "dtype_from_json",
     "dtype_to_json",
     "example_dtype",
     "needs_endian",
-    "numpy_orders",
     "parse_dtype",
     "unit_dtype",
 ]
@@ -68,11 +68,16 @@ class DataType(NamedTuple):
         decode (ml_dtypes' own in-memory form).
     max_byte : int or None
         The largest valid byte (bool: 1); larger bytes are corrupt data.
-    numpy_orders : bool
-        Whether numpy itself stores the type in either byte order. False for
-        ml_dtypes types, whose byte order support differs between versions
-        (a swapped bfloat16 may compare equal to a native one): they are
-        always swapped as unsigned integers of their size.
+    native_only : bool
+        True for ml_dtypes types: numpy holds them in native byte order only
+        (its support differs between versions; a swapped bfloat16 may compare
+        equal to a native one).
+    swap_as_units : bool
+        True where the codec copies the type as unsigned integers of its
+        units (`unit_dtype`) rather than letting numpy convert the type
+        itself: UTF-32 (numpy's own swap of it is slow), datetimes (numpy
+        cannot export them as a buffer), structs (their units also carry the
+        padding bytes) and ml_dtypes types (numpy does not know their byte order).
     aliases : tuple of str
         Other names in use for the type (zarr-python's ``raw_bytes``, ``structured``).
     from_configuration : callable or None
@@ -88,7 +93,8 @@ class DataType(NamedTuple):
     family: bool = False
     value_bits: int | None = None
     max_byte: int | None = None
-    numpy_orders: bool = True
+    native_only: bool = False
+    swap_as_units: bool = False
     aliases: tuple[str, ...] = ()
     from_configuration: Callable[[Mapping[str, Any]], Any] | None = None
     example: str | None = None
@@ -172,11 +178,11 @@ def _rows() -> list[DataType]:
         DataType("complex64", np.dtype("<c8"), C),
         DataType("complex128", np.dtype("<c16"), C),
         DataType(
-            "numpy.datetime64", np.dtype("<M8"), E, family=True,
+            "numpy.datetime64", np.dtype("<M8"), E, family=True, swap_as_units=True,
             from_configuration=_time_unit("<M8"), example="<M8[ns]",
         ),
         DataType(
-            "numpy.timedelta64", np.dtype("<m8"), E, family=True,
+            "numpy.timedelta64", np.dtype("<m8"), E, family=True, swap_as_units=True,
             from_configuration=_time_unit("<m8"), example="<m8[s]",
         ),
         DataType(
@@ -188,11 +194,11 @@ def _rows() -> list[DataType]:
             from_configuration=lambda c: f"S{_whole_number(c, 'length_bytes')}", example="S16",
         ),
         DataType(
-            "fixed_length_utf32", np.dtype("<U"), Swap.CODE_UNIT, family=True,
+            "fixed_length_utf32", np.dtype("<U"), Swap.CODE_UNIT, family=True, swap_as_units=True,
             from_configuration=lambda c: f"<U{_whole_number(c, 'length_bytes', multiple_of=4) // 4}", example="<U8",
         ),
         DataType(
-            "struct", np.dtype([]), Swap.FIELD, family=True, aliases=("structured",),
+            "struct", np.dtype([]), Swap.FIELD, family=True, swap_as_units=True, aliases=("structured",),
             from_configuration=_struct_fields,
             example="[('x', '<i4'), ('y', '<f8')]",
         ),
@@ -210,7 +216,8 @@ def _rows() -> list[DataType]:
                 dtype,
                 E if dtype.itemsize > 1 else N,
                 value_bits=int(bits.group(1)) if bits else None,
-                numpy_orders=False,
+                native_only=True,
+                swap_as_units=True,
             )
         )
     return rows
@@ -267,7 +274,7 @@ def data_type_of(dtype: np.dtype[Any]) -> DataType:
             raise ValueError(
                 f"dtype {dtype} needs a time unit with a scale factor of 1 or more, e.g. {example_dtype(row)!r}"
             )
-    if not row.numpy_orders and not dtype.isnative:
+    if row.native_only and not dtype.isnative:
         raise ValueError(
             f"dtype {dtype} is in non-native byte order, which {row.name} does not keep in numpy; use the native dtype"
         )
@@ -362,11 +369,9 @@ def unit_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return np.dtype(f"u{size}").newbyteorder(order)
 
 
-def numpy_orders(dtype: np.dtype[Any]) -> bool:
-    """Whether numpy orders the bytes of ``dtype`` itself (every leaf of a struct)."""
-    if dtype.fields is not None:
-        return all(numpy_orders(field.base) for field, *_ in dtype.fields.values())
-    return data_type_of(dtype).numpy_orders
+def any_byte_order(dtype: np.dtype[Any]) -> bool:
+    """Whether numpy holds ``dtype`` in either byte order: no leaf of it is `DataType.native_only`."""
+    return not any(row.native_only for *_, row in leaves(dtype))
 
 
 def needs_endian(dtype: np.dtype[Any]) -> bool:

@@ -58,7 +58,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codec import CODEC_ID, LEGACY_CODEC_ID
+from .names import CODEC_ID, LEGACY_CODEC_ID, named, v2_id, v3_name
 from .stores import NODE_FILES, TEMP_SUFFIX, Files, open_store, relative_path, store_lock
 
 __all__ = [
@@ -91,11 +91,7 @@ def is_legacy_config(config: Any) -> bool:
     ``name`` (or is the bare name): ``{"id": "zlib", "name": "endian"}`` is a
     zlib codec with a parameter called ``name``, not ours.
     """
-    if isinstance(config, str):
-        return config == LEGACY_NAME
-    if not isinstance(config, dict):
-        return False
-    return config.get("id") == LEGACY_NAME if "id" in config else config.get("name") == LEGACY_NAME
+    return named(config, LEGACY_NAME)
 
 
 def migrate_config(config: Any) -> Any:
@@ -180,11 +176,11 @@ def _zarray(node: Any, path: JsonPath, where: str, found: list[tuple[str, JsonPa
     if not isinstance(node, dict):
         return
     compressor = node.get("compressor")
-    if isinstance(compressor, dict) and compressor.get("id") == LEGACY_NAME:
+    if v2_id(compressor) == LEGACY_NAME:
         found.append((f"{where}compressor", (*path, "compressor", "id")))
     filters = node.get("filters")
     for index, codec in enumerate(filters if isinstance(filters, list) else ()):
-        if isinstance(codec, dict) and codec.get("id") == LEGACY_NAME:
+        if v2_id(codec) == LEGACY_NAME:
             found.append((f"{where}filters[{index}]", (*path, "filters", index, "id")))
 
 
@@ -204,10 +200,8 @@ def _v3_codecs(codecs: Any, path: JsonPath, where: str, found: list[tuple[str, J
     if not isinstance(codecs, list):
         return
     for index, codec in enumerate(codecs):
-        if codec == LEGACY_NAME:
-            found.append((f"{where}[{index}]", (*path, index)))
-        elif isinstance(codec, dict) and codec.get("name") == LEGACY_NAME:
-            found.append((f"{where}[{index}]", (*path, index, "name")))
+        if v3_name(codec) == LEGACY_NAME:  # the name is the entry itself in the short form
+            found.append((f"{where}[{index}]", (*path, index) if isinstance(codec, str) else (*path, index, "name")))
         configuration = codec.get("configuration") if isinstance(codec, dict) else None
         if isinstance(configuration, dict):
             for nested in ("codecs", "index_codecs"):

@@ -15,7 +15,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from ._threads import copied_as, copy_into
-from .data_types import data_type_of, leaves, needs_endian, numpy_orders, unit_dtype
+from .data_types import data_type_of, leaves, needs_endian, unit_dtype
 
 __all__ = ["ENDIANS", "Checks", "Layout", "byte_view", "decode", "decode_into", "elements_view", "encode", "layout"]
 
@@ -69,12 +69,8 @@ def _layout(dtype: np.dtype[Any], spelled: str, endian: Endian | None) -> Layout
             f"endian is required for data type {row.name} ({dtype}): its {row.swap.value}s are multi-byte; "
             "give endian='little' or endian='big'"
         )
-    # numpy swaps plain numeric elements itself at full speed. Everything else goes
-    # through its units: UTF-32 (numpy's own swap of it is slow), datetimes (they
-    # cannot be exported as a buffer), ml_dtypes types (numpy does not know their
-    # byte order) and structs (their units also carry the padding bytes).
-    plain = dtype.fields is None and dtype.kind not in "UMm" and numpy_orders(dtype)
-    memory_dtype = dtype if plain else unit_dtype(dtype)
+    # numpy converts plain numeric elements itself at full speed; the table says which types go by their units.
+    memory_dtype = unit_dtype(dtype) if row.swap_as_units else dtype
     stored_dtype = memory_dtype if endian is None else memory_dtype.newbyteorder(ENDIANS[endian])
     if stored_dtype == memory_dtype:
         stored_dtype = memory_dtype  # one object: "is" says that nothing is swapped

@@ -29,8 +29,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .codec import CODEC_ID, CODEC_IDS, BytesCodec, _same_type, v3_entry
+from .codec import BytesCodec, _same_type
 from .data_types import dtype_from_json, needs_endian
+from .names import CODEC_ID, CODEC_IDS, v2_id, v3_entry, v3_name
 from .stores import TEMP_SUFFIX, Files, open_store, relative_path, store_lock
 from .swap import ENDIANS, Endian
 
@@ -104,7 +105,7 @@ def _folded(zarray: dict[str, Any]) -> tuple[dict[str, Any], _Fold | None]:
     filters = zarray.get("filters") or []
     if not isinstance(filters, list):
         raise UnconvertibleError(f"filters must be a list, got {filters!r}")
-    ours = [i for i, f in enumerate(filters) if isinstance(f, dict) and f.get("id") in CODEC_IDS]
+    ours = [i for i, f in enumerate(filters) if v2_id(f) in CODEC_IDS]
     if not ours:
         return zarray, None
     position = ours[0]
@@ -137,7 +138,7 @@ def _v2_dtype(dtype: np.dtype[Any]) -> Any:
 
 def _serializer_endian(document: dict[str, Any]) -> Any:
     for codec in document.get("codecs", ()):
-        if isinstance(codec, dict) and codec.get("name") == "bytes":
+        if isinstance(codec, dict) and v3_name(codec) == CODEC_ID:
             return (codec.get("configuration") or {}).get("endian")
     return None
 
@@ -180,7 +181,7 @@ def v3_document(
             raise UnconvertibleError(
                 f"zarr-python {zarr.version} maps data type {source['dtype']!r} without byte order"
             )
-        serializer = next(c for c in document["codecs"] if isinstance(c, dict) and c.get("name") == "bytes")
+        serializer = next(c for c in document["codecs"] if isinstance(c, dict) and v3_name(c) == CODEC_ID)
         serializer.clear()
         serializer.update(v3_entry(CODEC_ID, folded.endian))
     return document, folded.description

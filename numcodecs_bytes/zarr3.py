@@ -36,8 +36,8 @@ from zarr.abc.store import RangeByteRequest
 from zarr.storage import StorePath
 
 from . import swap
-from .codec import CODEC_ID, CODEC_IDS, LEGACY_CODEC_ID, parse_v3_entry, v3_entry
-from .data_types import numpy_orders
+from .data_types import any_byte_order
+from .names import CODEC_ID, CODEC_IDS, LEGACY_CODEC_ID, parse_v3_entry, v3_entry
 from .swap import ENDIANS, Endian
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ class _Plan(NamedTuple):
     elements: int  # in the chunk
     nbytes: int
     resolved: swap.Layout
-    swapped_view: np.dtype[Any] | None  # where numpy orders the type: the dtype that views stored bytes as they are
+    swapped_view: np.dtype[Any] | None  # where numpy holds the type in either byte order: stored bytes as they are
 
 
 @lru_cache(maxsize=256)
@@ -184,7 +184,7 @@ def _plan(zarr_dtype: Any, shape: tuple[int, ...], endian: Endian | None) -> _Pl
     resolved = swap.layout(dtype, endian)
     count = math.prod(shape)
     swapped_view = None
-    if resolved.checks is None and endian is not None and numpy_orders(dtype):
+    if resolved.checks is None and endian is not None and any_byte_order(dtype):
         swapped_view = dtype.newbyteorder(ENDIANS[endian])  # zarr copies the chunk into its output: that copy swaps
     return _Plan(dtype, shape, count, count * dtype.itemsize, resolved, swapped_view)
 
