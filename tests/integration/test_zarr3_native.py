@@ -468,6 +468,8 @@ def test_orthogonal_selections_read_by_byte_range_equal_numpy(
     selection = tuple(
         (np.flatnonzero(np.resize(index, n)) if index.dtype == np.bool_ else index % n)
         if isinstance(index, np.ndarray)
+        else index % n
+        if isinstance(index, int) and not -n <= index < n  # drawn for another length: brought in range
         else index
         for index, n in zip((*drawn, slice(None), slice(None))[:3], data.shape, strict=True)
     )
