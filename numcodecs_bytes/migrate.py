@@ -45,6 +45,27 @@ What `migrate_store` (and ``numcodecs-bytes migrate``) guarantees:
   open, the store busy with another run). When the output is a pipe closed
   early (`| head`), the run stops between two files, quietly; when it is
   closed from the start (`>&-`), the run works without output.
+
+Examples
+--------
+>>> import json, tempfile
+>>> from pathlib import Path
+>>> from numcodecs_bytes.__main__ import main
+>>> store = Path(tempfile.mkdtemp(), "old.zarr")
+>>> store.mkdir()
+>>> _ = (store / "zarr.json").write_text(json.dumps({
+...     "zarr_format": 3, "node_type": "array", "shape": [3], "data_type": "int16",
+...     "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [3]}},
+...     "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+...     "codecs": [{"name": "endian", "configuration": {"endian": "big"}}],
+... }, indent=2))
+>>> main(["migrate", str(store)])
+changed zarr.json:
+  codecs[0]: 'endian' -> 'bytes'
+1 file changed (1 codec) in 1 node
+0
+>>> json.loads((store / "zarr.json").read_text())["codecs"]
+[{'name': 'bytes', 'configuration': {'endian': 'big'}}]
 """
 
 from __future__ import annotations

@@ -9,6 +9,21 @@ own v2-to-v3 mapping does the rest (``order="F"`` as a ``transpose`` codec, the
 ``zarr.json`` beside its v2 files; no chunk is read or written. Any v3 reader
 opens the result with no numcodecs-bytes installed.
 
+What `convert_store` (and ``numcodecs-bytes to-v3``) guarantees: it never
+overwrites a ``zarr.json`` (one that says what it would write is kept, so a
+second run is quiet); each ``zarr.json`` is created atomically, with the same
+store lock and fsspec URLs as `migrate`; a consolidated v2 store is
+consolidated again in v3 form once every node converted (the root's
+``zarr.json`` written last); ``--remove-v2-metadata`` removes the v2 metadata
+files only after writing. What cannot be converted is reported with the reason
+and left as it is, and the rest converts: this codec in any filter position but
+the last (the filters after it work on swapped values), a filter or fill value
+zarr-python cannot convert (a null fill value of ``S`` or ``V`` data, filters
+that are not array-to-array codecs), an existing different ``zarr.json``,
+unreadable metadata, and struct data types with a byte order under zarr-python
+before 3.3 (which would read their fields in native order). Exit codes as
+`migrate`.
+
 zarr-python is imported inside the functions that need it (``pip install
 'numcodecs-bytes[zarr]'``). Its mapping is private API
 (``zarr.metadata.migrate_v3._convert_array_metadata``); the tests pin it on every

@@ -1,14 +1,26 @@
 """The ``bytes`` codec as a native Zarr v3 codec for zarr-python (the only module that imports zarr).
 
+Arrays get the standard metadata and chunks byte-identical to zarr-python's
+own ``BytesCodec``. Over that codec, this one checks chunk lengths and bool
+bytes on read, refuses a missing ``endian`` for multi-byte types when an array
+is created, and reads a selection of an uncompressed chunk as one byte range
+from its first to its last element (one element of a 64 MiB chunk is a 4-byte
+read). Like zarr's codec it hands zarr the stored bytes as a view in their
+byte order, so that zarr's copy into the result does the swap. It works on
+host memory: a GPU buffer raises TypeError.
+
 Registered through the entry point group ``zarr.codecs`` under ``bytes`` and
 the legacy name ``endian``. zarr-python's own ``BytesCodec`` cannot parse the
 name ``endian`` (``Expected 'bytes'. Got endian instead.``), so when zarr
 loads this module for that name, the module points zarr's config key
 ``codecs.endian`` at this class, if it still holds zarr's default: stores
 written with the draft's name then open as they are, with nothing to import or
-configure. For ``bytes``, zarr's own class stays the default; choose this one
-with ``zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"})``
-or ``serializer=BytesCodec(endian=...)``.
+configure, and writing to them keeps their metadata as it was. To opt out, set
+that key yourself (``zarr.config.set({"codecs.endian":
+"zarr.codecs.bytes.BytesCodec"})`` or ``ZARR_CODECS__ENDIAN``). For ``bytes``,
+zarr's own class stays the default; choose this one with
+``zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"})`` or
+``serializer=BytesCodec(endian=...)``.
 
 Examples
 --------
@@ -20,6 +32,29 @@ Examples
 {'name': 'bytes', 'configuration': {'endian': 'big'}}
 >>> z[1, 1:]
 array([4, 5], dtype=int32)
+
+A store written with the draft's name opens as it is:
+
+>>> import tempfile
+>>> from pathlib import Path
+>>> old = tempfile.mkdtemp() + "/old.zarr"
+>>> written = zarr.create_array(store=old, shape=(3,), dtype="<i2", serializer=zarr.codecs.BytesCodec(endian="big"))
+>>> written[:] = [1, 2, 3]
+>>> meta = Path(old, "zarr.json")
+>>> _ = meta.write_text(meta.read_text().replace('"name": "bytes"', '"name": "endian"'))  # as the draft wrote it
+>>> legacy_array = zarr.open_array(old, mode="r+")
+>>> legacy_array[:], type(legacy_array.serializer).__module__
+(array([1, 2, 3], dtype=int16), 'numcodecs_bytes.zarr3')
+>>> legacy_array[0] = 7
+>>> '"name": "endian"' in meta.read_text()
+True
+
+Arrays whose metadata says ``bytes``, read with this codec:
+
+>>> with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
+...     array = zarr.open_array(old, mode="r")
+...     type(array.serializer).__module__, array[1:]
+('numcodecs_bytes.zarr3', array([2, 3], dtype=int16))
 """
 
 from __future__ import annotations
