@@ -14,7 +14,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -295,21 +294,17 @@ def test_stores_written_by_zarr_2_18_convert(tmp_path: Path) -> None:
     read_as_v3_in_a_fresh_interpreter(root, {k.replace("__", "/"): v for k, v in expected.items()}, tmp_path)
 
 
-def test_five_thousand_arrays_convert_in_under_30_seconds(tmp_path: Path) -> None:
-    root = tmp_path / "many.zarr"
-    root.mkdir()
-    (root / ".zgroup").write_text('{"zarr_format": 2}')
-    zarray = json.dumps({"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<i4", "compressor": None,
-                         "fill_value": 0, "order": "C", "filters": [{"id": "bytes", "endian": "big"}]})  # fmt: skip
-    for i in range(5000):
-        (root / f"a{i}").mkdir()
-        (root / f"a{i}" / ".zarray").write_text(zarray)
-    start = time.perf_counter()
-    report = convert_store(root)
-    seconds = time.perf_counter() - start
-    assert report.failures == [] and len(report.converted) == 5001
-    print(f"5,000 arrays converted in {seconds:.1f} s")
-    assert seconds < 30
+def test_the_to_v3_benchmark_runs() -> None:
+    """benchmarks/to_v3.py (ours against zarr's own converter on many arrays) keeps working; here on 20 arrays."""
+    import importlib.util
+
+    path = Path(__file__).parents[2] / "benchmarks" / "to_v3.py"
+    spec = importlib.util.spec_from_file_location("to_v3_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    times = benchmark.one_run(20)
+    assert set(times) == {"zarr's migrate_v2_to_v3", "ours", "ours, with the filter"}
 
 
 @pytest.mark.parametrize("endian", ["little", "big"])
