@@ -17,7 +17,7 @@ import enum
 import re
 import types
 from collections.abc import Callable, Iterator, Mapping
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -142,14 +142,12 @@ def _whole_number(configuration: Mapping[str, Any], key: str, default: int | Non
     return value
 
 
-def _time_unit(generic: str) -> Callable[[Mapping[str, Any]], str]:
-    def parse(configuration: Mapping[str, Any]) -> str:
-        unit = configuration.get("unit")
-        if unit not in _TIME_UNITS:
-            raise ValueError(f"unit must be one of {', '.join(_TIME_UNITS)}, got {unit!r}")
-        return f"{generic}[{_whole_number(configuration, 'scale_factor', default=1)}{unit}]"
-
-    return parse
+def _time_unit(generic: str, configuration: Mapping[str, Any]) -> str:
+    """A datetime64/timedelta64 dtype spec from ``unit`` and ``scale_factor`` (1 where absent)."""
+    unit = configuration.get("unit")
+    if unit not in _TIME_UNITS:
+        raise ValueError(f"unit must be one of {', '.join(_TIME_UNITS)}, got {unit!r}")
+    return f"{generic}[{_whole_number(configuration, 'scale_factor', default=1)}{unit}]"
 
 
 def _struct_fields(configuration: Mapping[str, Any]) -> list[Any]:
@@ -179,11 +177,11 @@ def _rows() -> list[DataType]:
         DataType("complex128", np.dtype("<c16"), C),
         DataType(
             "numpy.datetime64", np.dtype("<M8"), E, family=True, swap_as_units=True,
-            from_configuration=_time_unit("<M8"), example="<M8[ns]",
+            from_configuration=partial(_time_unit, "<M8"), example="<M8[ns]",
         ),
         DataType(
             "numpy.timedelta64", np.dtype("<m8"), E, family=True, swap_as_units=True,
-            from_configuration=_time_unit("<m8"), example="<m8[s]",
+            from_configuration=partial(_time_unit, "<m8"), example="<m8[s]",
         ),
         DataType(
             "r*", np.dtype("V"), N, family=True, aliases=("raw_bytes",),

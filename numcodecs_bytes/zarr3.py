@@ -316,7 +316,7 @@ def _shifted(index: Any, low: int, length: int, block_length: int) -> Any:
     """
     if isinstance(index, slice):
         start, stop, step = index.indices(length)
-        return slice(start - low, max(stop - low, 0), step)
+        return slice(start - low, stop - low, step)  # (stop > start >= low: slices selecting nothing end earlier)
     if isinstance(index, (int, np.integer)):
         return int(index) % length - low
     positions = np.asarray(index)

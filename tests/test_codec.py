@@ -313,6 +313,22 @@ def test_sub_byte_integers_ignore_the_upper_bits(name: str, mask: int) -> None:
     assert out.view(np.uint8).tolist() == clean.view(np.uint8).tolist()
 
 
+def test_sub_byte_integer_fields_of_structs_ignore_the_upper_bits() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dtype = np.dtype([("a", "<i2"), ("b", ml_dtypes.int4), ("c", ml_dtypes.uint2)])
+    clean = np.zeros(3, dtype)
+    clean["a"], clean["b"], clean["c"] = [-2, 5, 300], [-8, 7, 3], [0, 3, 1]
+    noisy = bytearray(clean.astype(dtype.newbyteorder(">")).tobytes())
+    for element in range(3):
+        noisy[element * 4 + 2] |= 0xA0  # b's upper 4 bits
+        noisy[element * 4 + 3] |= 0x5C  # c's upper 6 bits
+    codec = BytesCodec(endian="big", dtype=dtype)
+    assert codec.decode(bytes(noisy)).tobytes() == clean.tobytes()
+    out = np.empty(3, dtype)
+    codec.decode(bytes(noisy), out=out)
+    assert out.tobytes() == clean.tobytes()
+
+
 def test_complex_swaps_each_component() -> None:
     encoded = BytesCodec(endian="big").encode(np.array([1 + 2j], dtype="<c8"))
     assert bytes(encoded).hex() == "3f800000" + "40000000"

@@ -55,6 +55,35 @@ def test_decode_partial_rejects_what_is_no_whole_number(bad: Any) -> None:
         BIG_I4.decode_partial(b"\x00" * 8, bad, 1)
 
 
+def test_decode_partial_names_the_bad_argument_and_what_is_missing() -> None:
+    with pytest.raises(ValueError, match=r"^start must be a whole number >= 0, got -1$"):
+        BIG_I4.decode_partial(b"\x00" * 8, -1, 1)
+    with pytest.raises(ValueError, match=r"^nitems must be a whole number >= 0, got 'x'$"):
+        BIG_I4.decode_partial(b"\x00" * 8, 0, "x")  # type: ignore[arg-type]
+    needs = r"^decode_partial needs a dtype: give BytesCodec\(dtype=\.\.\.\) or an out array$"
+    with pytest.raises(ValueError, match=needs):
+        BytesCodec(endian="big").decode_partial(b"\x00" * 8, 0, 1)
+
+
+def test_raw_buffers_are_named_and_byte_order_prefixed_byte_formats_are_raw() -> None:
+    import ctypes
+
+    raw = (ctypes.c_ubyte * 8)(*range(8))  # a buffer of format "<B": plain bytes all the same
+    assert memoryview(raw).format == "<B"
+    assert BIG_I4.decode(raw).tolist() == [0x00010203, 0x04050607]
+    assert bytes(BIG_I4.encode(raw)) == bytes([3, 2, 1, 0, 7, 6, 5, 4])
+    expected = r"^expected an array or a buffer \(bytes, bytearray, memoryview, array\.array\), got int$"
+    with pytest.raises(TypeError, match=expected):
+        BIG_I4.encode(3)
+    with pytest.raises(TypeError, match=r"^encoding a raw bytearray needs the codec's dtype"):
+        BytesCodec(endian="big").encode(bytearray(4))
+
+
+def test_codecs_of_different_configs_hash_apart() -> None:
+    codecs = [BytesCodec(), BytesCodec(endian="big"), BytesCodec(endian="little"), BIG_I4, BytesCodec(dtype="u1")]
+    assert len({hash(codec) for codec in codecs}) == len(codecs)
+
+
 def test_decode_partial_with_a_zero_itemsize_out() -> None:
     with pytest.raises(ValueError, match="zero-sized elements"):
         BytesCodec().decode_partial(b"abcd", 0, 1, out=np.empty(0, "V0"))
@@ -88,6 +117,29 @@ def test_datetime_dtypes_without_a_unit_or_with_scale_zero_are_refused(dtype: st
     # M8[0ms] used to kill the interpreter with SIGFPE inside numpy
     with pytest.raises(ValueError, match="needs a time unit with a scale factor of 1 or more"):
         BytesCodec(endian="big", dtype=dtype)
+
+
+def test_numeric_parameters_name_their_limits_and_datetimes_default_to_scale_1() -> None:
+    largest = 2**31 - 1
+    limits = rf"length_bytes must be a whole number from 1 to {largest}"
+    assert BytesCodec(dtype={"name": "r*", "configuration": {"length_bytes": largest}}).dtype == np.dtype(f"V{largest}")
+    with pytest.raises(ValueError, match=rf"{limits}, got {largest + 1}"):
+        BytesCodec(dtype={"name": "null_terminated_bytes", "configuration": {"length_bytes": largest + 1}})
+    with pytest.raises(ValueError, match=rf"{limits}, a multiple of 4, got 6"):
+        BytesCodec(endian="big", dtype={"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}})
+    with pytest.raises(ValueError, match=rf"{limits}, got 0\)"):
+        BytesCodec(dtype={"name": "r*", "configuration": {"length_bytes": 0}})  # no "multiple of 1"
+    assert BytesCodec(endian="big", dtype={"name": "numpy.datetime64", "configuration": {"unit": "ms"}}).dtype == (
+        np.dtype("<M8[ms]")
+    )
+    with pytest.raises(ValueError, match=r"unit must be one of Y, M, W, D, h, m, s, ms, us, ns, ps, fs, as, got 'x'"):
+        BytesCodec(endian="big", dtype={"name": "numpy.timedelta64", "configuration": {"unit": "x"}})
+    with pytest.raises(ValueError, match=r"unknown Zarr v3 data type 'int3'; supported: bool, int8, int16,"):
+        BytesCodec(dtype={"name": "int3"})
+    with pytest.raises(TypeError, match=r"configuration of Zarr v3 data type 'r\*' must be an object, got 3"):
+        BytesCodec(dtype={"name": "r*", "configuration": 3})
+    with pytest.raises(ValueError, match=r"fields must be a list, got 'ab'"):
+        BytesCodec(dtype={"name": "struct", "configuration": {"fields": "ab"}})
 
 
 @pytest.mark.parametrize(

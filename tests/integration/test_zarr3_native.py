@@ -446,6 +446,38 @@ def test_the_block_of_a_selection_holds_exactly_its_elements(case: tuple[tuple[i
     event("whole chunk" if block.elements == chunk.size else "a block")
 
 
+def test_the_block_is_not_worked_out_for_selections_zarr_does_not_pass() -> None:
+    from numcodecs_bytes.zarr3 import _block
+
+    assert _block((4,), slice(1, 3)) == _block((4,), (slice(1, 3),))  # a bare index is one axis's
+    assert _block((4, 4), (slice(None),)) is None  # fewer indices than axes
+    assert _block((), ()) is None
+    assert _block((4,), (slice(None, None, -1),)) is None
+    assert _block((4,), (np.array([1.0, 2.0]),)) is None  # floats are no positions
+    assert _block((4, 4), (np.array([[1]]), slice(None))) is None  # nor is a 2-d array
+    empty = _block((4, 5), (slice(2, 2), slice(None)))
+    assert empty is not None and empty.elements == 0
+
+
+def test_a_selection_of_nothing_reads_nothing(tmp_path: Path) -> None:
+    """zarr itself never asks a codec for no elements (it skips such chunks); the codec answers without a read."""
+    import asyncio
+
+    from zarr.core.array_spec import ArrayConfig, ArraySpec
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.dtype import parse_dtype
+    from zarr.storage import LocalStore, StorePath
+
+    dtype = parse_dtype("<i4", zarr_format=3)
+    spec = ArraySpec(shape=(6, 5), dtype=dtype, fill_value=dtype.default_scalar(), config=ArrayConfig.from_dict({}),
+                     prototype=default_buffer_prototype())  # fmt: skip
+    missing = StorePath(LocalStore(str(tmp_path)), "no-such-chunk")  # a read would find nothing: None
+    for selection in ((slice(2, 2), slice(None)), (slice(None), np.array([], dtype=np.intp))):
+        got = asyncio.run(BytesCodec(endian="big")._decode_partial_single(missing, selection, spec))
+        assert got is not None
+        assert got.as_ndarray_like().shape == np.empty((6, 5))[selection].shape
+
+
 @pytest.fixture(scope="module")
 def one_chunk_array(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, np.ndarray[Any, Any]]:
     data = np.arange(5 * 6 * 7, dtype="<i4").reshape(5, 6, 7)
