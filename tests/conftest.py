@@ -26,3 +26,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.nodeid == "README.md::README.md":
                 item.add_marker(skip)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Each run starts with the codec's caches empty: a process that collects once and forks a
+    # run per change (mutation testing) must not reuse what the unchanged code resolved.
+    from numcodecs_bytes import data_types, swap
+
+    swap._layout.cache_clear()
+    data_types.unit_dtype.cache_clear()
+    zarr3 = sys.modules.get("numcodecs_bytes.zarr3")
+    if zarr3 is not None:
+        zarr3._plan.cache_clear()

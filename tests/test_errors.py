@@ -535,7 +535,7 @@ def run_fuzz(codec_class: type[BytesCodec], examples: int, shrink: bool = True) 
     ``shrink=False``: stop at the first failing example, as it is (the broken codecs' runs).
     """
     paths: dict[str, int] = {}
-    phases = settings.default.phases if shrink else (Phase.explicit, Phase.generate)
+    phases = settings().phases if shrink else (Phase.explicit, Phase.generate)
 
     @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), phases=phases)
     @given(**FUZZ)
