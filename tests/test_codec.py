@@ -329,6 +329,28 @@ def test_sub_byte_integer_fields_of_structs_ignore_the_upper_bits() -> None:
     assert out.tobytes() == clean.tobytes()
 
 
+def test_bools_in_an_array_of_structs_field_are_checked_where_they_are() -> None:
+    inner = np.dtype([("x", "<i2"), ("flag", "?")])
+    dtype = np.dtype([("id", "<u4"), ("items", inner, (3,))])  # flags at bytes 6, 9 and 12 of 13
+    data = np.zeros(2, dtype)
+    data["items"]["flag"] = [[True, False, True], [False, True, False]]
+    codec = BytesCodec(endian="big", dtype=dtype)
+    stored = bytearray(codec.encode(data))
+    assert codec.decode(bytes(stored)).tobytes() == data.tobytes()
+    stored[13 + 9] = 7  # the second element's second flag
+    with pytest.raises(ValueError, match=r"corrupt bool data: byte 22 is 0x07"):
+        codec.decode(bytes(stored))
+
+
+def test_decoding_into_a_buffer_returns_an_array_over_it() -> None:
+    codec = BytesCodec(endian="big", dtype="<u2")
+    out = bytearray(4)
+    decoded = codec.decode(b"\x01\x02\x03\x04", out=out)
+    assert isinstance(decoded, np.ndarray) and decoded.tolist() == [0x0102, 0x0304]
+    decoded[0] = 0xFFFF  # a view of out's memory, not a copy
+    assert out[:2] == b"\xff\xff"
+
+
 def test_complex_swaps_each_component() -> None:
     encoded = BytesCodec(endian="big").encode(np.array([1 + 2j], dtype="<c8"))
     assert bytes(encoded).hex() == "3f800000" + "40000000"

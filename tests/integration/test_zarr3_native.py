@@ -476,6 +476,7 @@ def test_a_selection_of_nothing_reads_nothing(tmp_path: Path) -> None:
         got = asyncio.run(BytesCodec(endian="big")._decode_partial_single(missing, selection, spec))
         assert got is not None
         assert got.as_ndarray_like().shape == np.empty((6, 5))[selection].shape
+        assert got.as_ndarray_like().dtype == np.dtype("<i4")
 
 
 @pytest.fixture(scope="module")
