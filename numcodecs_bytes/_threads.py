@@ -80,10 +80,10 @@ class _Pool:
     """
 
     def __init__(self, nthreads: int) -> None:
-        self.helpers = min(nthreads, _CORES) - 1
-        self.free = self.helpers
+        helpers = min(nthreads, _CORES) - 1
+        self.free = helpers
         self.lock = threading.Lock()
-        self.executor = ThreadPoolExecutor(max_workers=max(self.helpers, 1), thread_name_prefix="numcodecs-bytes")
+        self.executor = ThreadPoolExecutor(max_workers=max(helpers, 1), thread_name_prefix="numcodecs-bytes")
 
     def take(self) -> int:
         """Take every free helper (never waits): how many were taken."""
