@@ -1,6 +1,6 @@
 """Threads, partial decode and the large-buffer paths (deterministic: no timing here).
 
-Speed itself is measured by benchmarks/run.py, not by unit tests.
+Speed itself is measured by the scripts in benchmarks/, not by unit tests.
 """
 
 from __future__ import annotations
