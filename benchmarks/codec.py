@@ -172,7 +172,6 @@ def measure(size: int, repeats: int) -> list[dict[str, Any]]:
                     }
                 )
         del data, calls
-        gc.collect()
     return rows
 
 

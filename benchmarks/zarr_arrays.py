@@ -74,6 +74,7 @@ def best_times(repeats: int, total: int, chunk: int) -> dict[tuple[str, str, str
                     )  # fmt: skip
             names = list(ways)
             for repeat in range(repeats):
+                gc.collect()  # once a round; each round starts with another contender
                 for name in names[repeat % len(names) :] + names[: repeat % len(names)]:
                     with zarr.config.set(ways[name][1]):
                         array = arrays[name]
@@ -86,7 +87,6 @@ def best_times(repeats: int, total: int, chunk: int) -> dict[tuple[str, str, str
                         elapsed = time.perf_counter() - start
                         assert np.array_equal(read, data), name
                         del read
-                        gc.collect()
                     for op, seconds in (("write", written), ("read", elapsed)):
                         key = (where, op, name)
                         best[key] = min(best.get(key, seconds), seconds)

@@ -301,9 +301,12 @@ def test_killed_mid_run_leaves_every_file_whole_and_a_rerun_finishes(tmp_path: P
     assert rerun.returncode == 0, rerun.stderr
     assert f"{states['old']} files changed" in rerun.stdout
     assert not [p for p in root.rglob("*") if p.name.endswith(".numcodecs-bytes-tmp")]
-    for g in range(20):
-        for a in range(15):
-            assert zarr.open_array(str(root / f"g{g:02d}" / f"a{a:02d}"), mode="r")[7] == 7
+    # Every array was a copy of one template: each now has the template's migrated document.
+    migrated = (root / "t" / "zarr.json").read_bytes()
+    assert json.loads(migrated)["codecs"][0]["name"] == "bytes"
+    assert all((root / f"g{g:02d}" / f"a{a:02d}" / "zarr.json").read_bytes() == migrated
+               for g in range(20) for a in range(15))  # fmt: skip
+    assert zarr.open_array(str(root / "g19" / "a14"), mode="r")[7] == 7
 
 
 def test_progress_line_for_many_nodes(tmp_path: Path) -> None:

@@ -342,8 +342,12 @@ def test_fuzz_v2_metadata_only_ids_name_our_codec(
 # -- third review: closed output, links, owners, odd names and paths -------------------------------------------
 
 
-@pytest.mark.parametrize("closed", [(1,), (1, 2), (2,)], ids=["stdout", "both", "stderr"])
-@pytest.mark.parametrize("command", ["migrate", "demo", "dtypes"])
+# Each command with both streams closed, and one stream closed while the other stays open.
+@pytest.mark.parametrize(
+    ("command", "closed"),
+    [("migrate", (1, 2)), ("demo", (1, 2)), ("dtypes", (1, 2)), ("migrate", (1,)), ("migrate", (2,))],
+    ids=["migrate-both", "demo-both", "dtypes-both", "migrate-stdout", "migrate-stderr"],
+)
 def test_the_command_line_works_with_its_output_closed(tmp_path: Path, closed: tuple[int, ...], command: str) -> None:
     root = legacy_group(tmp_path / "s")
     args = ["migrate", str(root)] if command == "migrate" else [command]

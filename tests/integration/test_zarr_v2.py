@@ -65,10 +65,23 @@ def same(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
     )
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("endian", ["little", "big"])
-@pytest.mark.parametrize("order", ["C", "F"])
-@pytest.mark.parametrize("compressed", [False, True], ids=["raw", "zlib"])
+# Every data type in both byte orders and both memory orders; a compressor after the filter
+# changes nothing of ours, so each data type meets zlib once.
+DISK_CASES = [
+    *(
+        pytest.param(dtype, endian, order, False, id=f"raw-{order}-{endian}-{dtype}")
+        for order in ("C", "F")
+        for endian in ("little", "big")
+        for dtype in DTYPES
+    ),
+    *(
+        pytest.param(dtype, ("little", "big")[i % 2], "CF"[i // 2 % 2], True, id=f"zlib-{dtype}")
+        for i, dtype in enumerate(DTYPES)
+    ),
+]
+
+
+@pytest.mark.parametrize(("dtype", "endian", "order", "compressed"), DISK_CASES)
 def test_filter_round_trips_through_disk(tmp_path: Path, dtype: str, endian: str, order: str, compressed: bool) -> None:
     data = values(dtype, (7, 5))  # chunks (3, 2): edge chunks on both axes
     codec = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
