@@ -66,8 +66,9 @@ class DataType(NamedTuple):
         For int2/int4/uint2/uint4: the low bits of each byte that hold the
         value; the upper bits are arbitrary in stored data and are cleared on
         decode (ml_dtypes' own in-memory form).
-    max_byte : int or None
-        The largest valid byte (bool: 1); larger bytes are corrupt data.
+    bool_bytes : bool
+        True for bool: each byte is 0x00 or 0x01. Other bytes are corrupt data
+        to decode, and encode writes them as 0x01 (numpy reads any of them as True).
     native_only : bool
         True for ml_dtypes types: numpy holds them in native byte order only
         (its support differs between versions; a swapped bfloat16 may compare
@@ -92,7 +93,7 @@ class DataType(NamedTuple):
     swap: Swap
     family: bool = False
     value_bits: int | None = None
-    max_byte: int | None = None
+    bool_bytes: bool = False
     native_only: bool = False
     swap_as_units: bool = False
     aliases: tuple[str, ...] = ()
@@ -161,7 +162,7 @@ def _struct_fields(configuration: Mapping[str, Any]) -> list[Any]:
 def _rows() -> list[DataType]:
     E, C, N = Swap.ELEMENT, Swap.COMPONENT, Swap.NOTHING
     rows = [
-        DataType("bool", np.dtype("|b1"), N, max_byte=1),
+        DataType("bool", np.dtype("|b1"), N, bool_bytes=True),
         DataType("int8", np.dtype("|i1"), N),
         DataType("int16", np.dtype("<i2"), E),
         DataType("int32", np.dtype("<i4"), E),

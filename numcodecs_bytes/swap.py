@@ -75,7 +75,7 @@ def _layout(dtype: np.dtype[Any], spelled: str, endian: Endian | None) -> Layout
     if stored_dtype == memory_dtype:
         stored_dtype = memory_dtype  # one object: "is" says that nothing is swapped
     runs = list(leaves(dtype))
-    bools = tuple((offset, count) for offset, count, leaf in runs if leaf.max_byte is not None)
+    bools = tuple((offset, count) for offset, count, leaf in runs if leaf.bool_bytes)
     masks = tuple(
         (offset, count, (1 << leaf.value_bits) - 1) for offset, count, leaf in runs if leaf.value_bits is not None
     )

@@ -184,7 +184,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
             if chunk_bytes is None:
                 return None  # no chunk: zarr fills in the fill value
             return _nd_buffer(chunk_spec, _whole_chunk(chunk_bytes, plan)[selection])
-        if block.elements == 0:  # selects nothing
+        if block is _SELECTS_NOTHING:
             return _nd_buffer(chunk_spec, np.empty(plan.shape, plan.dtype)[selection])
         itemsize = plan.dtype.itemsize
         start, stop = block.span[0] * itemsize, (block.span[1] + 1) * itemsize
@@ -254,10 +254,13 @@ def _check_length(data: np.ndarray[Any, Any], plan: _Plan, nbytes: int, start: i
 
 class _Block(NamedTuple):
     first: int  # the block's first element, in C order
-    elements: int  # 0 if the selection selects nothing
+    elements: int
     shape: tuple[int, ...]
     selection: tuple[Any, ...]  # the selection, shifted into the block
     span: tuple[int, int]  # the first and the last element the selection can touch, in C order
+
+
+_SELECTS_NOTHING = _Block(0, 0, (), (), (0, -1))
 
 
 def _block(shape: tuple[int, ...], selection: Any) -> _Block | None:
@@ -280,7 +283,7 @@ def _block(shape: tuple[int, ...], selection: Any) -> _Block | None:
             if step < 1:
                 return None
             if start >= stop:
-                return _Block(0, 0, shape, selection, (0, -1))
+                return _SELECTS_NOTHING
             low, high = start, start + (stop - 1 - start) // step * step
         elif isinstance(index, (int, np.integer)):
             low = high = int(index) % length
@@ -288,10 +291,10 @@ def _block(shape: tuple[int, ...], selection: Any) -> _Block | None:
             positions = np.asarray(index)
             if positions.dtype == np.bool_:
                 positions = np.flatnonzero(positions)
-            if positions.dtype.kind not in "iu" or positions.ndim != 1:
+            if not np.issubdtype(positions.dtype, np.integer) or positions.ndim != 1:
                 return None
             if positions.size == 0:
-                return _Block(0, 0, shape, selection, (0, -1))
+                return _SELECTS_NOTHING
             positions = positions % length
             low, high = int(positions.min()), int(positions.max())
         lows.append(low)
@@ -302,8 +305,7 @@ def _block(shape: tuple[int, ...], selection: Any) -> _Block | None:
     corner = (*lows[: axis + 1], *(0 for _ in shape[axis + 1 :]))
     first = int(np.ravel_multi_index(corner, shape))
     shifted = tuple(
-        _shifted(index, lows[i] if i <= axis else 0, length, block_shape[i])
-        for i, (index, length) in enumerate(zip(selection, shape, strict=True))
+        _shifted(index, lows[i] if i <= axis else 0, shape[i], block_shape[i]) for i, index in enumerate(selection)
     )
     span = (int(np.ravel_multi_index(lows, shape)), int(np.ravel_multi_index(highs, shape)))
     return _Block(first, math.prod(block_shape), block_shape, shifted, span)
