@@ -157,6 +157,20 @@ def test_endian_missing_for_a_multi_byte_type_is_refused_at_creation(tmp_path: P
     assert single[:].tolist() == [1, 2, 3, 4]
 
 
+def test_a_struct_of_single_byte_fields_needs_no_endian_and_reads_back_as_the_struct() -> None:
+    """Copied as its byte units: what the codec decodes is viewed as the struct again, whole or in part."""
+    dtype = np.dtype([("a", "u1"), ("b", "S2"), ("c", "i1")])
+    data = np.zeros((4, 5), dtype)
+    data["a"], data["b"], data["c"] = np.arange(20).reshape(4, 5), b"xy", -np.arange(20).reshape(4, 5)
+    z = zarr.create_array(store={}, shape=data.shape, chunks=(2, 5), dtype=dtype, serializer=BytesCodec(),
+                          compressors=None, fill_value=None)  # fmt: skip
+    z[...] = data
+    with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
+        reopened = zarr.open_array(z.store, mode="r")
+        assert reopened[...].dtype == dtype and reopened[...].tobytes() == data.tobytes()
+        assert reopened[1:3, 2].tobytes() == data[1:3, 2].tobytes()
+
+
 def test_corrupt_bool_chunk_and_wrong_length_chunk_raise(tmp_path: Path) -> None:
     z = zarr.create_array(store=str(tmp_path / "b.zarr"), shape=(6,), chunks=(3,), dtype="|b1",
                           serializer=BytesCodec(), compressors=None)  # fmt: skip
