@@ -693,3 +693,15 @@ def test_a_typed_buffer_of_another_type_is_refused_not_reinterpreted(typed: Any)
 )
 def test_typed_buffers_of_the_codecs_type_and_plain_bytes_encode_their_values(buffer: Any) -> None:
     assert bytes(BIG_I4.encode(buffer())) == np.array([1, 256], ">i4").tobytes()
+
+
+def test_buffer_errors_name_the_buffer() -> None:
+    codec = BytesCodec(endian="big", dtype="<i4")
+    with pytest.raises(
+        TypeError, match=r"^expected a buffer \(bytes, bytearray, memoryview, array.array, ndarray\), got int$"
+    ):
+        codec.decode(42)
+    with pytest.raises(ValueError, match=r"^buffer must be contiguous; got a strided memoryview$"):
+        codec.decode(memoryview(bytearray(32))[::2])
+    with pytest.raises(ValueError, match=r"^buffer must be contiguous; got a strided array of shape \(16,\)$"):
+        codec.decode(np.zeros(32, np.uint8)[::2])
