@@ -705,3 +705,24 @@ def test_buffer_errors_name_the_buffer() -> None:
         codec.decode(memoryview(bytearray(32))[::2])
     with pytest.raises(ValueError, match=r"^buffer must be contiguous; got a strided array of shape \(16,\)$"):
         codec.decode(np.zeros(32, np.uint8)[::2])
+
+
+def test_out_and_dtype_errors_name_the_problem() -> None:
+    typed, untyped = BytesCodec(endian="big", dtype="<i4"), BytesCodec(endian="big")
+    encoded = bytes(8)
+    with pytest.raises(ValueError, match=r"^decode needs a dtype: give BytesCodec\(dtype=...\) or an out array$"):
+        untyped.decode(encoded)
+    frozen = np.zeros(2, "<i4")
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match=r"^out is read-only$"):
+        typed.decode(encoded, out=frozen)
+    with pytest.raises(ValueError, match=r"^out is read-only \(bytes\)$"):
+        typed.decode(encoded, out=bytes(8))
+    with pytest.raises(
+        ValueError, match=r"^decoding into a buffer needs the codec's dtype; give BytesCodec\(dtype=...\)$"
+    ):
+        untyped.decode(encoded, out=bytearray(8))
+    with pytest.raises(ValueError, match=r"^out of 6 bytes is not a whole number of 4-byte elements of int32$"):
+        typed.decode(encoded, out=bytearray(6))
+    with pytest.raises(TypeError, match=r"^out must be a numpy array or a writable buffer, got int$"):
+        typed.decode(encoded, out=3)
