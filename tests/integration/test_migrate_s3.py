@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -18,8 +19,10 @@ import pytest
 zarr = pytest.importorskip("zarr")
 if int(zarr.__version__.split(".")[0]) < 3:
     pytest.skip("these stores are written with zarr 3", allow_module_level=True)
-s3fs = pytest.importorskip("s3fs", reason="s3fs is not installed (the test extra has it)")
-pytest.importorskip("moto.server", reason="moto[server] is not installed (the test extra has it)")
+# Found, not imported: s3fs is imported where a test runs, and moto runs as its own process.
+for _needed in ("s3fs", "moto", "flask"):
+    if importlib.util.find_spec(_needed) is None:
+        pytest.skip(f"{_needed} is not installed (the test extra has s3fs and moto[server])", allow_module_level=True)
 import fsspec  # noqa: E402
 from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
 
@@ -70,6 +73,8 @@ def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": endpoint})
+    import s3fs
+
     fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
     if fs.exists(BUCKET):
         fs.rm(BUCKET, recursive=True)
