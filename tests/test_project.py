@@ -49,7 +49,7 @@ def test_the_codec_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_the_zarr_arrays_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/zarr_arrays.py keeps working (quick mode: 4 MiB, one round)."""
-    if importlib.util.find_spec("zarr") is None or not (ROOT / "benchmarks").is_dir():
+    if importlib.util.find_spec("zarr") is None:
         pytest.skip("zarr is not installed")
     import zarr
 
