@@ -116,7 +116,7 @@ def run_migrate(location: str, dry_run: bool, backup: bool) -> int:
     return 1 if report.failures else 0
 
 
-def run_to_v3(location: str, dry_run: bool, remove_v2_metadata: bool) -> int:
+def run_to_v3(location: str, dry_run: bool, remove_v2_metadata: bool, verify: bool = True) -> int:
     """``numcodecs-bytes to-v3``: print each node converted and a summary; return the exit code (as migrate's)."""
     from .to_v3 import NodeResult, convert_store  # imports zarr when run: only this command needs it
 
@@ -126,10 +126,13 @@ def run_to_v3(location: str, dry_run: bool, remove_v2_metadata: bool) -> int:
         where = f"{node.path}/zarr.json".lstrip("/")
         done = f"kept {where} (already converted)" if node.unchanged else f"{verb} {where}"
         folded = f": {node.folded} folded into the bytes serializer" if node.folded else ""
-        print(f"{_shown(done)} ({node.kind}){folded}", flush=True)
+        kind = "group, implicit in v2" if node.implicit else node.kind
+        print(f"{_shown(done)} ({kind}){folded}", flush=True)
 
     try:
-        report = convert_store(location, dry_run=dry_run, remove_v2_metadata=remove_v2_metadata, on_node=on_node)
+        report = convert_store(
+            location, dry_run=dry_run, remove_v2_metadata=remove_v2_metadata, verify=verify, on_node=on_node
+        )
     except (NotAStoreError, StoreBusyError, ImportError) as exc:
         print(f"numcodecs-bytes to-v3: error: {_shown(str(exc))}", file=sys.stderr)
         return 2
@@ -137,7 +140,7 @@ def run_to_v3(location: str, dry_run: bool, remove_v2_metadata: bool) -> int:
         print(f"{'would remove' if dry_run else 'removed'} {_shown(removed)}")
     for leftover in report.leftovers_removed:
         print(f"{'would remove' if dry_run else 'removed'} {_shown(leftover)} (left by an interrupted run)")
-    for node, note in report.notes:  # zarr-python's warnings: their first sentence
+    for node, note in report.notes:  # zarr-python's warnings (their first sentence) and what was assumed
         print(f"note {_shown(node)}: {_shown(note.split('. ')[0])}", file=sys.stderr)
     for node, reason in report.failures:
         print(f"failed {_shown(node)}: {_shown(reason)}", file=sys.stderr)
@@ -181,11 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "to-v3",
         help="convert a Zarr v2 store (with or without the bytes filter) to Zarr v3",
         description=(
-            "Write a Zarr v3 zarr.json beside each node's v2 metadata; chunks are never read or written. An array "
+            "Write a Zarr v3 zarr.json beside each node's v2 metadata; chunks are never written. An array "
             "whose last filter is the bytes codec (id 'bytes' or legacy 'endian') gets the standard v3 'bytes' "
             "serializer with the filter's endian, everything else maps as zarr-python maps it. Needs zarr-python 3. "
-            "Exit codes: 0 every node converted, 1 some nodes could not be converted (each is named; the rest "
-            "was), 2 usage error."
+            "Each array is checked first: chunk 0 and the fill value read as v2 and as v3 must be the same. A group "
+            "is written only when every node below it converted. Exit codes: 0 every node converted, 1 some nodes "
+            "could not be converted (each is named; the rest was), 2 usage error."
         ),
     )
     to_v3.add_argument("path", help="a local Zarr v2 store (group or array), or an fsspec URL")
@@ -193,7 +197,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     to_v3.add_argument(
         "--remove-v2-metadata",
         action="store_true",
-        help="after a node's zarr.json is written, remove its .zarray, .zgroup, .zattrs (and .zmetadata); never chunks",
+        help="once every node converted, remove the .zarray, .zgroup, .zattrs and .zmetadata files; never chunks",
+    )
+    to_v3.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="skip reading chunk 0 and the fill value of each array as v2 and as v3 before writing its zarr.json",
     )
     args = parser.parse_args(argv)
     if args.command == "demo":
@@ -201,7 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "migrate":
         return run_migrate(args.path, dry_run=args.dry_run, backup=args.backup)
     if args.command == "to-v3":
-        return run_to_v3(args.path, dry_run=args.dry_run, remove_v2_metadata=args.remove_v2_metadata)
+        return run_to_v3(
+            args.path, dry_run=args.dry_run, remove_v2_metadata=args.remove_v2_metadata, verify=not args.no_verify
+        )
     return _dtypes()
 
 

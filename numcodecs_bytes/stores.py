@@ -10,6 +10,7 @@ prints or knows about codecs.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ __all__ = [
     "Files",
     "NotAStoreError",
     "StoreBusyError",
+    "is_chunk_folder",
     "open_store",
     "relative_path",
     "store_lock",
@@ -39,6 +41,12 @@ NODE_FILES = ("zarr.json", ".zarray", ".zgroup", ".zmetadata")
 TEMP_SUFFIX = ".numcodecs-bytes-tmp"
 """The suffix of temporary files: only a killed run leaves one behind."""
 _BACKUP_SUFFIX = ".bak"
+_CHUNK_FOLDER = re.compile(r"[0-9]+")
+
+
+def is_chunk_folder(name: str) -> bool:
+    """Whether a subfolder of an array holds chunks (``/``-separated chunk keys are digits): never a node."""
+    return _CHUNK_FOLDER.fullmatch(name) is not None
 
 
 class NotAStoreError(ValueError):
@@ -53,13 +61,20 @@ class Files(Protocol):
     """What the store tools need of a file system: a local folder or an fsspec one."""
 
     def walk(self, failures: list[tuple[str, str]]) -> Iterator[tuple[str, list[str], list[str]]]:
-        """Top down: (folder, its subfolders, its files); clearing the subfolders prunes the walk.
+        """Top down: (folder, its subfolders, its files); removing subfolders prunes the walk.
 
-        What cannot be visited (an unreadable folder, a link) is added to ``failures``.
+        What cannot be visited (an unreadable folder, a link among the
+        subfolders left after pruning) is added to ``failures``.
         """
         ...
 
-    def read(self, path: str) -> bytes: ...
+    def read(self, path: str) -> bytes:
+        """A metadata file (never through a symbolic link: it could not be replaced)."""
+        ...
+
+    def read_data(self, path: str) -> bytes | None:
+        """A data file such as a chunk, links followed; None where there is none."""
+        ...
 
     def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None:
         """Replace ``path``, which must still hold ``expected``, by ``data`` (OSError if it cannot)."""
@@ -83,11 +98,12 @@ class _LocalFiles:
             failures.append((str(error.filename), f"folder not read: {error.strerror or error}"))
 
         for folder, subfolders, files in os.walk(self.root, onerror=unreadable):
+            subfolders.sort()
+            yield folder, subfolders, sorted(files)
+            # Only the folders the caller still wants: a linked chunk folder inside an array is no node.
             for name in [name for name in subfolders if os.path.islink(os.path.join(folder, name))]:
                 subfolders.remove(name)  # never followed: it may lead out of the store, or in a loop
                 failures.append((os.path.join(folder, name), "symbolic link to a folder: not followed"))
-            subfolders.sort()
-            yield folder, subfolders, sorted(files)
 
     def read(self, path: str) -> bytes:
         info = os.lstat(path)
@@ -96,6 +112,12 @@ class _LocalFiles:
         if not stat.S_ISREG(info.st_mode):
             raise OSError("not a regular file")  # a FIFO or a device would block or never end
         return Path(path).read_bytes()
+
+    def read_data(self, path: str) -> bytes | None:
+        try:
+            return Path(path).read_bytes()
+        except FileNotFoundError:
+            return None
 
     def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None:
         folder, name = os.path.split(path)
@@ -200,6 +222,12 @@ class _FsspecFiles:
     def read(self, path: str) -> bytes:
         return bytes(self.fs.cat_file(path))
 
+    def read_data(self, path: str) -> bytes | None:
+        try:
+            return bytes(self.fs.cat_file(path))
+        except FileNotFoundError:
+            return None
+
     def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None:
         if backup:
             if self.fs.exists(path + _BACKUP_SUFFIX):
@@ -247,8 +275,8 @@ def open_store(location: str | os.PathLike[str]) -> tuple[Files, str]:
             fs, url_root = fsspec.core.url_to_fs(text)
         except ImportError as exc:
             raise NotAStoreError(f"{text}: this URL needs a package that is not installed ({exc})") from None
-        except (ValueError, KeyError) as exc:  # fsspec's words for an unknown protocol
-            raise NotAStoreError(f"{text}: not a URL fsspec can open ({exc})") from None
+        except Exception as exc:  # each file system fails in its own words (a missing zip, a tar that is none)
+            raise NotAStoreError(f"{text}: not a URL fsspec can open ({type(exc).__name__}: {exc})") from None
         root = url_root.rstrip("/")
         files: Files = _FsspecFiles(fs, root)
         is_dir, is_file, exists = fs.isdir, fs.isfile, fs.exists
@@ -257,12 +285,17 @@ def open_store(location: str | os.PathLike[str]) -> tuple[Files, str]:
         files = _LocalFiles(Path(root))
         is_dir, is_file, exists = os.path.isdir, os.path.isfile, os.path.lexists
     try:
-        if not is_dir(root):
-            raise NotAStoreError(f"{text}: {'not a folder' if exists(root) else 'no such folder'}")
-        if not any(is_file(f"{root}/{name}") for name in NODE_FILES):
-            raise NotAStoreError(f"{text}: not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)")
-    except OSError as exc:
-        raise NotAStoreError(f"{text}: cannot be reached ({exc})") from None
+        problem = (
+            ("not a folder" if exists(root) else "no such folder")
+            if not is_dir(root)
+            else None
+            if any(is_file(f"{root}/{name}") for name in NODE_FILES)
+            else "not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)"
+        )
+    except Exception as exc:  # OSError, or a file system's own error (a broken reference file system)
+        raise NotAStoreError(f"{text}: cannot be reached ({type(exc).__name__}: {exc})") from None
+    if problem is not None:
+        raise NotAStoreError(f"{text}: {problem}")
     return files, root
 
 

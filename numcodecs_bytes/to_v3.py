@@ -1,4 +1,4 @@
-"""Zarr v2 stores that use the bytes filter, as standard Zarr v3 stores: metadata only.
+"""Zarr v2 stores, with or without the bytes filter, as standard Zarr v3 stores: metadata only.
 
 A v2 array of ``<i4`` whose last filter is this codec with ``endian="big"``
 stores exactly what a v2 array of ``>i4`` with no filter stores. So the filter
@@ -6,23 +6,44 @@ is folded: dropped, its byte order given to the v2 data type, and zarr-python's
 own v2-to-v3 mapping does the rest (``order="F"`` as a ``transpose`` codec, the
 ``v2`` chunk key encoding, fill value, compressors), giving the serializer
 ``{"name": "bytes", "configuration": {"endian": "big"}}``. Every node gets a
-``zarr.json`` beside its v2 files; no chunk is read or written. Any v3 reader
-opens the result with no numcodecs-bytes installed.
+``zarr.json`` beside its v2 files; no chunk is written. Any v3 reader opens the
+result with no numcodecs-bytes installed.
 
-What `convert_store` (and ``numcodecs-bytes to-v3``) guarantees: it never
-overwrites a ``zarr.json`` (one that says what it would write is kept, so a
-second run is quiet); each ``zarr.json`` is created atomically, with the same
-store lock and fsspec URLs as `migrate`; a consolidated v2 store is
-consolidated again in v3 form once every node converted (the root's
-``zarr.json`` written last); ``--remove-v2-metadata`` removes the v2 metadata
-files only after writing. What cannot be converted is reported with the reason
-and left as it is, and the rest converts: this codec in any filter position but
-the last (the filters after it work on swapped values), a filter or fill value
-zarr-python cannot convert (a null fill value of ``S`` or ``V`` data, filters
-that are not array-to-array codecs), an existing different ``zarr.json``,
-unreadable metadata, and struct data types with a byte order under zarr-python
-before 3.3 (which would read their fields in native order). Exit codes as
-`migrate`.
+What `convert_store` (and ``numcodecs-bytes to-v3``) guarantees:
+
+- Every array v2 readers reach reads the same values as v3, or stays v2 and
+  is reported. Before an array's ``zarr.json`` is written, a sample is read
+  through zarr-python's v2 path and through its v3 path with zarr-python's
+  own codecs (chunk 0 where it exists, and the fill value of a missing chunk)
+  and compared exactly (bytes of each element, so NaNs and -0.0 too); a
+  difference is reported and nothing is written (``verify=False``,
+  ``--no-verify``, skips it).
+- A group's ``zarr.json`` is written only after every node below it
+  converted, the root's last: zarr-python opens a node as v3 where it finds a
+  ``zarr.json``, so a group over a member that failed stays v2 and v2 readers
+  keep reaching that member. Folders that lead to nodes without being groups
+  in v2 (zarr 2 reads through them) become groups. A consolidated v2 store
+  (``.zmetadata`` at the root) is consolidated again in v3 form, with every
+  node, those converted by earlier runs included.
+- It never overwrites a ``zarr.json``: one that says what it would write is
+  kept (so a rerun is quiet and finishes an interrupted run); the root's may
+  only get its consolidated metadata brought up to date. Each ``zarr.json`` is
+  created atomically, with the same store lock and fsspec URLs as `migrate`.
+- ``remove_v2_metadata`` removes the v2 metadata files only once every node
+  converted, ``.zmetadata`` last; never a chunk.
+
+What cannot be converted is reported with the reason and left as it is, and
+the rest converts: this codec in any filter position but the last (the filters
+after it work on swapped values), a filter dtype in the other byte order than
+the array's (v2 readers view the decoded values in the array's), a filter or
+fill value zarr-python cannot convert, an array inside another array (Zarr v3
+arrays hold no nodes), struct fields in mixed byte orders, struct fields or
+filter chains in an order the installed zarr-python would read wrong (before
+3.3 it reads struct fields native; before 3.4 it hands the filters swapped
+data), an existing different ``zarr.json``, unreadable metadata. A null
+``fill_value`` (kerchunk writes it for netCDF3) becomes the data type's
+default, as zarr 3 uses when none is given, with a note per array. Exit codes
+as `migrate`.
 
 zarr-python is imported inside the functions that need it (``pip install
 'numcodecs-bytes[zarr]'``). Its mapping is private API
@@ -32,11 +53,13 @@ zarr version the project supports, and a zarr without it is a clear ImportError.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
+import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cache
@@ -47,13 +70,14 @@ import numpy as np
 from .codec import BytesCodec, _same_type
 from .data_types import dtype_from_json, needs_endian
 from .names import CODEC_ID, CODEC_IDS, v2_id, v3_entry, v3_name
-from .stores import TEMP_SUFFIX, Files, open_store, relative_path, store_lock
+from .stores import TEMP_SUFFIX, Files, is_chunk_folder, open_store, relative_path, store_lock
 from .swap import ENDIANS, Endian
 
 __all__ = ["V2_METADATA_FILES", "ConversionReport", "NodeResult", "convert_store", "v3_document"]
 
 V2_METADATA_FILES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 """The v2 metadata files ``remove_v2_metadata`` removes (never a chunk)."""
+_NATIVE: Endian = "little" if sys.byteorder == "little" else "big"
 
 
 class UnconvertibleError(ValueError):
@@ -68,6 +92,7 @@ class NodeResult:
     kind: str  # "array" or "group"
     folded: str | None = None  # e.g. "filters[0] 'bytes' (endian big)", where the filter was folded
     unchanged: bool = False  # its zarr.json existed already with this very content
+    implicit: bool = False  # a folder without v2 metadata that leads to nodes: made a group
 
 
 @dataclass
@@ -77,9 +102,13 @@ class ConversionReport:
     converted: list[NodeResult] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (node or file, reason)
     removed: list[str] = field(default_factory=list)  # v2 metadata files removed
-    notes: list[tuple[str, str]] = field(default_factory=list)  # (node, zarr's warning)
-    consolidated: bool = False
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (node, zarr's warning or what was assumed)
+    consolidated: bool = False  # the root's zarr.json holds every node's metadata
     leftovers_removed: list[str] = field(default_factory=list)  # temporary files of killed runs
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:2])
 
 
 @cache
@@ -99,13 +128,18 @@ def _zarr() -> Any:
 
     class Zarr:
         version = zarr.__version__
-        swaps_struct_fields = tuple(int(part) for part in re.findall(r"\d+", zarr.__version__)[:2]) >= (3, 3)
+        # zarr-python 3.3 (PR #4142) orders each struct field by the bytes codec's endian; before, native.
+        swaps_struct_fields = _version(zarr.__version__) >= (3, 3)
+        # zarr-python 3.4 hands array-to-array codecs native arrays on decode; 3.1 a view in the stored order.
+        filters_get_native_arrays = _version(zarr.__version__) >= (3, 4)
         prototype = default_buffer_prototype()
         group = GroupMetadata
         array_v2 = ArrayV2Metadata
         convert_array = staticmethod(_convert_array_metadata)
         consolidate = staticmethod(zarr.consolidate_metadata)
         memory_store = zarr.storage.MemoryStore
+        open_array = staticmethod(zarr.open_array)
+        config = zarr.config
 
     return Zarr
 
@@ -132,18 +166,31 @@ def _folded(zarray: dict[str, Any]) -> tuple[dict[str, Any], _Fold | None]:
     try:
         codec = BytesCodec.from_config(filters[position])
         dtype = dtype_from_json(zarray.get("dtype"))
+        ordered = needs_endian(dtype)
     except (TypeError, ValueError) as exc:
         raise UnconvertibleError(f"filters[{position}]: {exc}") from None
-    if codec.dtype is not None and not _same_type(codec.dtype, dtype):
-        raise UnconvertibleError(f"filters[{position}] has dtype {codec.dtype}, but the array's dtype is {dtype}")
-    if codec.endian is None and needs_endian(dtype):
+    if codec.dtype is not None and codec.dtype != dtype:
+        # zarr views what the filter decodes as the array's dtype: in another byte order, other values.
+        other = " in the other byte order" if _same_type(codec.dtype, dtype) else ""
+        raise UnconvertibleError(
+            f"filters[{position}] has dtype {codec.dtype.str if codec.dtype.fields is None else codec.dtype}, "
+            f"but the array's dtype is {dtype.str if dtype.fields is None else dtype}{other}: v2 readers view "
+            "the decoded values as the array's dtype"
+        )
+    if codec.endian is None and ordered:
         raise UnconvertibleError(f"filters[{position}] has no endian, which data type {dtype} needs")
     stored = dtype if codec.endian is None else dtype.newbyteorder(ENDIANS[codec.endian])
     fold = _Fold(
         f"filters[{position}] {filters[position]['id']!r} (endian {codec.endian or 'none'})",
-        codec.endian if needs_endian(dtype) else None,
+        codec.endian if ordered else None,
     )
-    return {**zarray, "filters": filters[:position] or None, "dtype": _v2_dtype(stored)}, fold
+    folded = {**zarray, "filters": filters[:position] or None, "dtype": _v2_dtype(stored)}
+    if dtype.fields is not None and isinstance(zarray.get("fill_value"), str):
+        # A struct's v2 fill value is the base64 of one element in the v2 dtype's layout: the same
+        # value in the stored layout has other bytes.
+        element = np.frombuffer(base64.b64decode(zarray["fill_value"]), dtype, count=1)
+        folded["fill_value"] = base64.b64encode(element.astype(stored).tobytes()).decode("ascii")
+    return folded, fold
 
 
 def _v2_dtype(dtype: np.dtype[Any]) -> Any:
@@ -151,11 +198,45 @@ def _v2_dtype(dtype: np.dtype[Any]) -> Any:
     return dtype.str if dtype.fields is None else json.loads(json.dumps(dtype.descr))
 
 
-def _serializer_endian(document: dict[str, Any]) -> Any:
+def _field_orders(dtype: np.dtype[Any]) -> set[Endian]:
+    """The byte orders of a struct's multi-byte fields, nested ones included."""
+    if dtype.fields is not None:
+        return set().union(*(_field_orders(dtype.fields[name][0]) for name in dtype.names or ()))
+    if dtype.subdtype is not None:
+        return _field_orders(dtype.subdtype[0])
+    if not needs_endian(dtype):
+        return set()
+    return {"big" if dtype.byteorder == ">" else "little" if dtype.byteorder == "<" else _NATIVE}
+
+
+def _struct_endian(v2_dtype: Any) -> Endian | None:
+    """The serializer's endian for a v2 struct data type: its fields' one byte order (None if none applies)."""
+    zarr = _zarr()
+    orders = _field_orders(dtype_from_json(v2_dtype))
+    if len(orders) > 1:
+        raise UnconvertibleError(
+            f"the fields of data type {v2_dtype!r} are in both byte orders: a Zarr v3 bytes codec has one endian"
+        )
+    endian = next(iter(orders), None)
+    if endian not in (None, _NATIVE) and not zarr.swaps_struct_fields:
+        raise UnconvertibleError(
+            f"zarr-python {zarr.version} reads struct fields in native order, but data type {v2_dtype!r} is "
+            f"{endian} endian (zarr-python 3.3 reads it right)"
+        )
+    return endian
+
+
+def _serializer(document: dict[str, Any]) -> dict[str, Any] | None:
     for codec in document.get("codecs", ()):
         if isinstance(codec, dict) and v3_name(codec) == CODEC_ID:
-            return (codec.get("configuration") or {}).get("endian")
+            return codec
     return None
+
+
+def _default_fill_value(source: dict[str, Any]) -> Any:
+    """The v2 spelling of the data type's default scalar: what zarr 3 fills with when given none."""
+    data_type = _zarr().array_v2.from_dict({**source, "fill_value": None}).dtype
+    return data_type.to_json_scalar(data_type.default_scalar(), zarr_format=2)
 
 
 def v3_document(
@@ -167,11 +248,13 @@ def v3_document(
     ------
     UnconvertibleError
         If the node cannot be converted as it is: this codec's filter not
-        last, a filter or data type zarr-python cannot convert, bad metadata.
+        last or in another dtype than the array's, a filter, data type or
+        fill value zarr-python cannot convert or would read wrong, bad metadata.
     ImportError
         If zarr-python 3 (with its v2-to-v3 converter) is not installed.
     """
     zarr = _zarr()
+    assumed: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if zarray is None:
@@ -180,26 +263,104 @@ def v3_document(
         else:
             source, folded = _folded(zarray)
             try:
+                if source.get("fill_value") is None:
+                    source = {**source, "fill_value": _default_fill_value(source)}
+                    assumed.append(
+                        f"fill_value null (v2 leaves missing chunks undefined): Zarr v3 needs one, so "
+                        f"{json.dumps(source['fill_value'])} (the data type's default) is written"
+                    )
                 metadata = zarr.convert_array(zarr.array_v2.from_dict({**source, "attributes": zattrs}))
-            except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+            except (ValueError, TypeError, KeyError, NotImplementedError, OverflowError) as exc:
                 raise UnconvertibleError(f"zarr-python {zarr.version} cannot convert it: {exc}") from None
         document: dict[str, Any] = json.loads(metadata.to_buffer_dict(zarr.prototype)["zarr.json"].to_bytes())
     if notes is not None:
-        notes += sorted({str(warning.message) for warning in caught})
-    if folded is None:
+        notes += sorted({str(warning.message) for warning in caught}) + assumed
+    if zarray is None:
         return document, None
-    if _serializer_endian(document) != folded.endian:
+    serializer = _serializer(document)
+    if isinstance(source["dtype"], list):
         # zarr's converter takes the byte order from the data type, which has none for structs.
-        # From zarr 3.3 (PR #4142) its bytes codec orders each struct field by the codec's
-        # endian, so the fold can say it; before, zarr would read such fields native: refused.
-        if not (isinstance(source["dtype"], list) and zarr.swaps_struct_fields):
+        endian = _struct_endian(source["dtype"])
+        if serializer is not None:
+            serializer.clear()
+            serializer.update(v3_entry(CODEC_ID, endian))
+    elif folded is not None and (serializer or {}).get("configuration", {}).get("endian") != folded.endian:
+        raise UnconvertibleError(f"zarr-python {zarr.version} maps data type {source['dtype']!r} without byte order")
+    if folded is not None and source["filters"] and folded.endian not in (None, _NATIVE):
+        if not zarr.filters_get_native_arrays:
             raise UnconvertibleError(
-                f"zarr-python {zarr.version} maps data type {source['dtype']!r} without byte order"
+                f"zarr-python {zarr.version} hands the filters before the bytes codec its {folded.endian} endian "
+                "data as it is stored, which they would read as native (zarr-python 3.4 reads it right)"
             )
-        serializer = next(c for c in document["codecs"] if isinstance(c, dict) and v3_name(c) == CODEC_ID)
-        serializer.clear()
-        serializer.update(v3_entry(CODEC_ID, folded.endian))
-    return document, folded.description
+    return document, None if folded is None else folded.description
+
+
+# -- checking a conversion by reading a sample both ways ----------------------------------------------------
+
+
+def _read_sample(files: dict[str, bytes], zarr_format: int, region: tuple[slice, ...]) -> np.ndarray[Any, Any]:
+    """``region`` of the array whose metadata and chunks are ``files``, read by zarr-python with its own codecs."""
+    zarr = _zarr()
+    store = zarr.memory_store({key: zarr.prototype.buffer.from_bytes(data) for key, data in files.items()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. zarr 3.4 on a struct without endian: what it assumes is compared
+        with zarr.config.set({"codecs.bytes": "zarr.codecs.bytes.BytesCodec"}):
+            return np.asarray(zarr.open_array(store, mode="r", zarr_format=zarr_format)[region])
+
+
+def _difference(v2: np.ndarray[Any, Any], v3: np.ndarray[Any, Any]) -> str | None:
+    """How two reads of one sample differ (None if they do not): compared by the bytes of each element."""
+    if v2.shape != v3.shape:
+        return f"shape {v2.shape} in v2, {v3.shape} in v3"
+    if v2.dtype.kind in "OT" or v3.dtype.kind in "OT":  # strings of any length: compared as Python values
+        left, right = v2.ravel().tolist(), v3.ravel().tolist()
+        differing = [i for i, (a, b) in enumerate(zip(left, right, strict=True)) if type(a) is not type(b) or a != b]
+    else:
+        if not _same_type(v2.dtype, v3.dtype):
+            return f"dtype {v2.dtype} in v2, {v3.dtype} in v3"
+        native = v2.dtype.newbyteorder("=")
+        left_bytes = np.ascontiguousarray(v2, native).reshape(-1).view(np.uint8).reshape(v2.size, -1)
+        right_bytes = np.ascontiguousarray(v3, native).reshape(-1).view(np.uint8).reshape(v3.size, -1)
+        differing = np.flatnonzero((left_bytes != right_bytes).any(axis=1)).tolist()
+    if not differing:
+        return None
+    first = np.unravel_index(differing[0], v2.shape) if v2.ndim else ()
+    index = tuple(int(i) for i in first)
+    return f"{len(differing)} of {v2.size} elements differ, first at {index}: v2 reads {v2[index]!r}, v3 {v3[index]!r}"
+
+
+def _verify(files: Files, folder: str, zarray: dict[str, Any], document: dict[str, Any]) -> None:
+    """Read chunk 0 (where stored) and a missing chunk's fill value as v2 and as v3; raise if they differ."""
+    zarr = _zarr()
+    shape, chunks = zarray["shape"], zarray["chunks"]
+    region = tuple(slice(0, min(extent, chunk)) for extent, chunk in zip(shape, chunks, strict=True))
+    key = (zarray.get("dimension_separator") or ".").join("0" for _ in shape) or "0"
+    chunk = files.read_data(f"{folder}/{key}") if all(shape) else None
+    samples: list[tuple[str, dict[str, bytes]]] = [] if chunk is None else [("chunk 0", {key: chunk})]
+    if zarray.get("fill_value") is not None:  # a null one leaves v2's missing chunks undefined: nothing to compare
+        samples.append(("the fill value of a missing chunk", {}))
+    v2_files, v3_files = {".zarray": _encoded(zarray)}, {"zarr.json": _encoded(document)}
+    for what, chunk_files in samples:
+        try:
+            expected = _read_sample({**v2_files, **chunk_files}, 2, region)
+        except Exception as exc:
+            raise UnconvertibleError(
+                f"its conversion cannot be checked: reading {what} as Zarr v2 fails ({type(exc).__name__}: {exc}); "
+                "--no-verify converts without the check"
+            ) from None
+        try:
+            got = _read_sample({**v3_files, **chunk_files}, 3, region)
+        except Exception as exc:
+            raise UnconvertibleError(
+                f"zarr-python {zarr.version} cannot read {what} through the converted metadata "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        difference = _difference(expected, got)
+        if difference is not None:
+            raise UnconvertibleError(f"the converted metadata reads {what} otherwise than v2: {difference}")
+
+
+# -- the store ------------------------------------------------------------------------------------------------
 
 
 def _read_json(files: Files, path: str) -> Any:
@@ -211,23 +372,66 @@ def _read_json(files: Files, path: str) -> Any:
         raise UnconvertibleError(f"{path.rsplit('/', 1)[-1]}: not valid JSON ({exc})") from None
 
 
-def _node(files: Files, folder: str, names: list[str], notes: list[str]) -> tuple[str, dict[str, Any], str | None]:
-    """The kind, ``zarr.json`` document and folded filter of the v2 node in ``folder``."""
+def _encoded(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, indent=2, allow_nan=True).encode("utf-8")
+
+
+class _Node(NamedTuple):
+    """A node found in the store and the ``zarr.json`` it gets."""
+
+    folder: str
+    path: str
+    names: list[str]
+    kind: str  # "array" or "group"
+    document: dict[str, Any]
+    folded: str | None = None
+    origin: str = "v2"  # "v2"; "v3": only a zarr.json (converted before); "implicit": a folder that leads to nodes
+
+
+_IMPLICIT_GROUP: dict[str, Any] = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+
+
+def _node(files: Files, folder: str, path: str, names: list[str], notes: list[str], verify: bool) -> _Node:
+    """The node in ``folder`` (whose files are ``names``) and its ``zarr.json`` document."""
+    if ".zarray" not in names and ".zgroup" not in names:
+        if "zarr.json" in names:  # its v2 files removed by an earlier run: it stays as it is
+            document = _read_json(files, f"{folder}/zarr.json")
+            if not isinstance(document, dict) or document.get("zarr_format") != 3:
+                raise UnconvertibleError("zarr.json is not Zarr v3 metadata, and there is no v2 metadata")
+            kind = "array" if document.get("node_type") == "array" else "group"
+            return _Node(folder, path, names, kind, document, origin="v3")
+        # The root with only .zmetadata: zarr 2's open_consolidated opens it as a group.
+        return _Node(folder, path, names, "group", dict(_IMPLICIT_GROUP), origin="implicit")
     zattrs = _read_json(files, f"{folder}/.zattrs") if ".zattrs" in names else {}
     if not isinstance(zattrs, dict):
         raise UnconvertibleError(f".zattrs must be an object, got {type(zattrs).__name__}")
-    if ".zarray" in names:
-        zarray = _read_json(files, f"{folder}/.zarray")
-        if not isinstance(zarray, dict) or zarray.get("zarr_format") != 2:
-            raise UnconvertibleError(".zarray is not Zarr v2 array metadata")
-        document, folded = v3_document(zarray, zattrs, notes)
-        return "array", document, folded
-    document, _ = v3_document(None, zattrs, notes)
-    return "group", document, None
+    if ".zarray" not in names:
+        document, _ = v3_document(None, zattrs, notes)
+        return _Node(folder, path, names, "group", document)
+    zarray = _read_json(files, f"{folder}/.zarray")
+    if not isinstance(zarray, dict) or zarray.get("zarr_format") != 2:
+        raise UnconvertibleError(".zarray is not Zarr v2 array metadata")
+    document, folded = v3_document(zarray, zattrs, notes)
+    if verify:
+        _verify(files, folder, zarray, document)
+    return _Node(folder, path, names, "array", document, folded)
 
 
-def _encoded(document: dict[str, Any]) -> bytes:
-    return json.dumps(document, indent=2, allow_nan=True).encode("utf-8")
+def _parents(path: str) -> Iterator[str]:
+    """The folders above a node, nearest first, up to the store's root ``""``."""
+    while path:
+        path = path.rpartition("/")[0]
+        yield path
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, UnconvertibleError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    if isinstance(exc, RecursionError):
+        return "its metadata is nested too deeply to convert"
+    return f"cannot be converted: {type(exc).__name__}: {exc}"
 
 
 def convert_store(
@@ -235,6 +439,7 @@ def convert_store(
     *,
     dry_run: bool = False,
     remove_v2_metadata: bool = False,
+    verify: bool = True,
     on_node: Callable[[NodeResult], None] | None = None,
 ) -> ConversionReport:
     """Write a Zarr v3 ``zarr.json`` for every node of a Zarr v2 store, folding the bytes filter.
@@ -244,23 +449,25 @@ def convert_store(
     location : str or path
         A local folder (a group or an array), or an fsspec URL.
     dry_run : bool
-        Report what would be written; write nothing.
+        Report what would be written; write nothing (the checks still run).
     remove_v2_metadata : bool
-        After a node's ``zarr.json`` is in place, remove its ``.zarray``,
-        ``.zgroup`` and ``.zattrs`` (and the root's ``.zmetadata`` at the end);
-        never a chunk. By default they stay, so v2 readers keep working.
+        Once every node has its ``zarr.json``, remove the ``.zarray``,
+        ``.zgroup``, ``.zattrs`` and ``.zmetadata`` files; never a chunk. By
+        default they stay, so v2 readers keep working.
+    verify : bool
+        Before writing an array's ``zarr.json``, read chunk 0 and the fill
+        value both as v2 and through the new metadata as v3 with zarr-python's
+        own codecs, and convert only what reads the same.
     on_node : callable, optional
         Called with each node converted, as it goes.
 
     Returns
     -------
     ConversionReport
-        Nodes that cannot be converted (this codec's filter not last, a filter
-        or data type zarr-python cannot convert, an existing different
-        ``zarr.json``, unreadable metadata) are listed with the reason and left
-        as they are; the rest is converted. A v2 store with consolidated
-        metadata (``.zmetadata``) is consolidated again in v3 form when every
-        node converted.
+        What cannot be converted (see the module's docstring) is listed with
+        the reason and left as it is, and so are the groups above it; the rest
+        is converted. A v2 store with consolidated metadata (``.zmetadata``) is
+        consolidated again in v3 form when every node converted.
 
     Raises
     ------
@@ -274,97 +481,162 @@ def convert_store(
     _zarr()  # before touching the store: a missing zarr is a usage error
     files, root = open_store(location)
     with nullcontext() if dry_run else store_lock(files, root):
-        return _convert(files, root, _Options(dry_run, remove_v2_metadata, on_node))
+        return _convert(files, root, _Options(dry_run, remove_v2_metadata, verify, on_node))
 
 
 class _Options(NamedTuple):
     dry_run: bool
     remove_v2_metadata: bool
+    verify: bool
     on_node: Callable[[NodeResult], None] | None
 
 
 def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
     report = ConversionReport()
     skipped: list[tuple[str, str]] = []
-    documents: dict[str, dict[str, Any]] = {}  # every node converted, by path: for consolidating
-    root_node: tuple[str, list[str], str, dict[str, Any]] | None = None
+    nodes: dict[str, _Node] = {}  # every node that converts (or was converted), by path
+    arrays: set[str] = set()  # paths of arrays: a node below one is not part of the hierarchy
+    failed: list[str] = []  # paths that stay as they are
     for folder, subfolders, names in files.walk(skipped):
-        if ".zarray" in names:
-            subfolders.clear()  # an array holds chunks, not nodes: never list them
+        path = relative_path(folder, root)
         for name in (name for name in names if name.endswith(TEMP_SUFFIX)):  # a killed run's (we hold the lock)
             if not options.dry_run:
                 files.remove(f"{folder}/{name}")
             report.leftovers_removed.append(relative_path(f"{folder}/{name}", root))
-        if ".zarray" not in names and ".zgroup" not in names:
+        if not ({".zarray", ".zgroup", "zarr.json"} & set(names) or (path == "" and ".zmetadata" in names)):
+            continue  # not a node; a group in v3 if nodes lie below it
+        if ".zarray" in names:
+            # Chunk folders hold no nodes: never listed. Others may: zarr 2 opens an array inside an array.
+            subfolders[:] = [name for name in subfolders if not is_chunk_folder(name)]
+        container = next((parent for parent in _parents(path) if parent in arrays), None)
+        if container is not None:
+            arrays.add(path)
+            failed.append(path)
+            report.failures.append(
+                (path, f"a node inside the array {container or '.'}: Zarr v3 arrays hold no nodes; left as v2")
+            )
             continue
-        path = relative_path(folder, root)
         notes: list[str] = []
         try:
-            kind, document, folded = _node(files, folder, names, notes)
-        except UnconvertibleError as exc:
-            report.failures.append((path or ".", str(exc)))
-            continue
-        except OSError as exc:
-            report.failures.append((path or ".", exc.strerror or str(exc)))
+            node = _node(files, folder, path, names, notes, options.verify)
+        except Exception as exc:  # one node's problem, whatever it is, is reported; the rest converts
+            failed.append(path)
+            report.failures.append((path or ".", _reason(exc)))
+            if ".zarray" in names:
+                arrays.add(path)
             continue
         report.notes += [(path or ".", note) for note in notes]
-        documents[path] = document
-        if path == "" and ".zmetadata" in names and kind == "group":
-            root_node = (folder, names, kind, document)  # written last, consolidated
-            continue
-        _write_node(files, folder, names, NodeResult(path, kind, folded), document, options, report)
+        nodes[path] = node
+        if node.kind == "array":
+            arrays.add(path)
+            if node.origin == "v3":
+                subfolders.clear()  # a Zarr v3 array holds chunks, never nodes
+            if not _write_node(files, node, node.document, options, report):
+                failed.append(path)
+    failed += [relative_path(path, root) for path, _ in skipped]
     report.failures += [(relative_path(path, root) or ".", reason) for path, reason in skipped]
-    if root_node is not None:
-        folder, names, kind, document = root_node
-        if not report.failures:
-            document = _consolidated(documents)
-            report.consolidated = True
-        _write_node(files, folder, names, NodeResult("", kind), document, options, report)
+    _write_groups(files, root, nodes, arrays, failed, options, report)
+    if options.remove_v2_metadata and not report.failures:
+        _remove_v2_metadata(files, nodes, options, report)
     return report
 
 
-def _write_node(
+def _write_groups(
     files: Files,
-    folder: str,
-    names: list[str],
-    result: NodeResult,
-    document: dict[str, Any],
+    root: str,
+    nodes: dict[str, _Node],
+    arrays: set[str],
+    failed: list[str],
     options: _Options,
     report: ConversionReport,
 ) -> None:
-    """Create the node's ``zarr.json`` (never over another one), then remove its v2 files if asked."""
-    where = result.path or "."
-    target = f"{folder}/zarr.json"
+    """Every group's ``zarr.json``, deepest first, each only once everything below it converted; the root last."""
+    for path in [*nodes, *failed]:
+        for parent in _parents(path):
+            if parent in nodes or parent in arrays or parent in failed:
+                break
+            folder = f"{root}/{parent}" if parent else root
+            nodes[parent] = _Node(folder, parent, [], "group", dict(_IMPLICIT_GROUP), origin="implicit")
+    blocked = {parent for path in failed for parent in _parents(path)}
+    root_node = nodes.get("")
+    for node in sorted(
+        (n for n in nodes.values() if n.kind == "group"), key=lambda n: -n.path.count("/") - bool(n.path)
+    ):
+        if node.path in blocked:
+            below = sum(path.startswith(f"{node.path}/") or not node.path for path in failed)
+            if node.origin == "v2":
+                report.failures.append(
+                    (node.path or ".", f"left as Zarr v2: {below} path(s) below it could not be converted")
+                )
+            continue
+        document = node.document
+        if node is root_node and ".zmetadata" in node.names:
+            document = _consolidated({path: n.document for path, n in nodes.items()})
+        written = _write_node(files, node, document, options, report)
+        if written and node is root_node and ".zmetadata" in node.names:
+            report.consolidated = True
+
+
+def _write_node(
+    files: Files, node: _Node, document: dict[str, Any], options: _Options, report: ConversionReport
+) -> bool:
+    """Create the node's ``zarr.json`` (never over another one, but the root's consolidated metadata)."""
+    target = f"{node.folder}/zarr.json"
     try:
-        if "zarr.json" in names:
-            existing = _read_json(files, target)
-            result = NodeResult(result.path, result.kind, result.folded, unchanged=True)
-        elif not options.dry_run:
-            files.create(target, _encoded(document))
-    except UnconvertibleError as exc:
-        report.failures.append((where, str(exc)))
-        return
-    except OSError as exc:
-        report.failures.append((where, exc.strerror or str(exc)))
-        return
-    if result.unchanged and existing != json.loads(_encoded(document)):
-        report.failures.append((where, "zarr.json exists already and says something else: not overwritten"))
-        return
+        if node.origin == "v3":
+            unchanged = True
+        elif "zarr.json" in node.names:
+            unchanged = _keep_or_update(files, node, target, document, options.dry_run)
+        else:
+            unchanged = False
+            if not options.dry_run:
+                files.create(target, _encoded(document))
+    except Exception as exc:
+        report.failures.append((node.path or ".", _reason(exc)))
+        return False
+    result = NodeResult(node.path, node.kind, node.folded, unchanged, node.origin == "implicit")
     report.converted.append(result)
     if options.on_node is not None:
         options.on_node(result)
-    if not options.remove_v2_metadata:
-        return
-    for name in V2_METADATA_FILES:
-        if name in names and (name != ".zmetadata" or result.path == ""):
-            path = f"{folder}/{name}"
-            try:
-                if not options.dry_run:
-                    files.remove(path)
-            except OSError as exc:
-                report.failures.append((f"{result.path}/{name}".lstrip("/"), exc.strerror or str(exc)))
-            else:
-                report.removed.append(f"{result.path}/{name}".lstrip("/"))
+    return True
+
+
+def _keep_or_update(files: Files, node: _Node, target: str, document: dict[str, Any], dry_run: bool) -> bool:
+    """Whether an existing ``zarr.json`` says ``document`` already; the root's consolidation is brought up to date."""
+    before = files.read(target)
+    existing = _read_json(files, target)
+    wanted = json.loads(_encoded(document))
+    if existing == wanted:
+        return True
+    if not _only_consolidation_differs(node, existing, wanted):
+        raise UnconvertibleError("zarr.json exists already and says something else: not overwritten")
+    if not dry_run:
+        files.replace(target, _encoded(document), False, before)  # only if it still holds what was read
+    return False
+
+
+def _only_consolidation_differs(node: _Node, existing: Any, wanted: dict[str, Any]) -> bool:
+    """The root group's zarr.json, but for its consolidated metadata (a rerun brings that up to date)."""
+    if node.path != "" or ".zmetadata" not in node.names or not isinstance(existing, dict):
+        return False
+    return {**existing, "consolidated_metadata": None} == {**wanted, "consolidated_metadata": None}
+
+
+def _remove_v2_metadata(files: Files, nodes: dict[str, _Node], options: _Options, report: ConversionReport) -> None:
+    """The v2 metadata files of every node, ``.zmetadata`` last (v2 readers of it find the chunks to the end)."""
+    for last in (False, True):
+        for node in nodes.values():
+            for name in V2_METADATA_FILES:
+                if name not in node.names or (name == ".zmetadata") != last:
+                    continue
+                where = f"{node.path}/{name}".lstrip("/")
+                try:
+                    if not options.dry_run:
+                        files.remove(f"{node.folder}/{name}")
+                except OSError as exc:
+                    report.failures.append((where, exc.strerror or str(exc)))
+                else:
+                    report.removed.append(where)
 
 
 def _consolidated(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
