@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import operator
+import warnings
 from typing import Any, SupportsIndex
 
 import numpy as np
 from numcodecs.abc import Codec
 
 from . import swap
-from .data_types import data_type_of, dtype_to_json, parse_dtype
+from .data_types import data_type_of, dtype_to_json, parse_dtype, unit_dtype
 from .names import CODEC_ID, CODEC_IDS, LEGACY_CODEC_ID, parse_v3_entry, v3_entry
 from .swap import ENDIANS, Endian, Layout
 
@@ -101,7 +102,22 @@ class BytesCodec(Codec):
     # -- configuration -------------------------------------------------------
 
     def get_config(self) -> dict[str, Any]:
-        """The codec's JSON-serialisable config: ``id``, and ``endian``/``dtype`` when set."""
+        """The codec's JSON-serialisable config: ``id``, and ``endian``/``dtype`` when set.
+
+        Warns (UserWarning) when there is no ``dtype``: a codec made from such a
+        config decodes only into an ``out`` array, which Zarr v2 never passes, so
+        an array given this filter could be written but never read.
+        """
+        if self._dtype is None:
+            warnings.warn(
+                f"{self!r} has no dtype: decoding needs an out array, which zarr never passes to filters, so a "
+                "Zarr v2 array with this filter could be written but not read; give dtype= (the array's dtype)",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._config()
+
+    def _config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"id": self.codec_id}
         if self.endian is not None:
             config["endian"] = self.endian
@@ -162,25 +178,34 @@ class BytesCodec(Codec):
         return v3_entry(CODEC_ID, self.endian)
 
     def __hash__(self) -> int:
-        return hash(json.dumps(self.get_config(), sort_keys=True))
+        return hash(json.dumps(self._config(), sort_keys=True))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Codec) and super().__eq__(other)
+        if isinstance(other, BytesCodec):
+            return self._config() == other._config()
+        return isinstance(other, Codec) and self._config() == other.get_config()
 
     def __repr__(self) -> str:
-        params = [f"{key}={value!r}" for key, value in self.get_config().items() if key != "id"]
+        params = [f"{key}={value!r}" for key, value in self._config().items() if key != "id"]
         return f"{type(self).__name__}({', '.join(params)})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickle as the config: validated again on load, stable across versions.
-        return (_codec_from_config, (self.get_config(),))
+        return (_codec_from_config, (self._config(),))
 
     # -- encode / decode -----------------------------------------------------
 
-    def _layout_for(self, dtype: np.dtype[Any], what: str) -> Layout:
+    def _layout_for(self, dtype: np.dtype[Any], what: str, same_byte_order: bool = False) -> Layout:
         """The layout of data whose dtype is not exactly the codec's: another byte order, or no codec dtype."""
-        if self._dtype is not None and not _same_type(dtype, self._dtype):
-            raise ValueError(f"{what} has dtype {dtype}, but the codec's dtype is {self._dtype}")
+        if self._dtype is not None:
+            if not _same_type(dtype, self._dtype):
+                raise ValueError(f"{what} has dtype {dtype}, but the codec's dtype is {self._dtype}")
+            if same_byte_order and unit_dtype(dtype) != unit_dtype(self._dtype):
+                # decode returns the codec's dtype, which a Zarr v2 array views as its own: other values.
+                raise ValueError(
+                    f"{what} has dtype {dtype}, but the codec's dtype is {self._dtype}, in the other byte order: "
+                    f"decode returns {self._dtype}; encode data of that dtype, or give the codec dtype={dtype.str!r}"
+                )
         return swap.layout(dtype, self._endian)
 
     def encode(self, buf: Any) -> np.ndarray[Any, Any]:
@@ -222,7 +247,7 @@ class BytesCodec(Codec):
             array = self._raw_or_typed(buf)
         resolved = self._layout
         if resolved is None or not _is_codec_dtype(array.dtype, resolved):
-            resolved = self._layout_for(array.dtype, "the array to encode")
+            resolved = self._layout_for(array.dtype, "the array to encode", same_byte_order=True)
         return swap.encode(array, resolved)
 
     def _raw_or_typed(self, buf: Any) -> np.ndarray[Any, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import json
+import warnings
 import pickle
 from typing import Any, Literal
 
@@ -372,7 +373,9 @@ def check_encode_decode(data: np.ndarray[Any, Any], codec: BytesCodec) -> None:
 
 
 def check_config(codec: BytesCodec) -> None:
-    config = json.loads(json.dumps(codec.get_config()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a codec without dtype says its config cannot decode alone
+        config = json.loads(json.dumps(codec.get_config()))
     assert codec == numcodecs.get_codec(config)
     assert pickle.loads(pickle.dumps(codec)) == codec
 
@@ -672,10 +675,11 @@ def test_numpy_scalars_are_0d_arrays_with_their_dtype_checked(scalar: Any, encod
         lambda: np.zeros(2, "?").data,
         lambda: np.zeros(1, "<i8").data,
         lambda: array.array("H", [1, 2]),
+        lambda: np.array([1, 256], ">i4").data,  # the other byte order: decode would return other values
     ],
 )
 def test_a_typed_buffer_of_another_type_is_refused_not_reinterpreted(typed: Any) -> None:
-    with pytest.raises(ValueError, match=r"has dtype .*, but the codec's dtype is int32"):
+    with pytest.raises(ValueError, match=r"has dtype .*, but the codec's dtype is (int32|<i4)"):
         BIG_I4.encode(typed())
 
 
@@ -683,7 +687,6 @@ def test_a_typed_buffer_of_another_type_is_refused_not_reinterpreted(typed: Any)
     "buffer",
     [
         lambda: array.array("i", [1, 256]),
-        lambda: np.array([1, 256], ">i4").data,
         lambda: np.array([1, 256], "<i4").data.cast("B"),
         lambda: np.array([1, 256], "<i4").tobytes(),
         lambda: bytearray(np.array([1, 256], "<i4").tobytes()),
