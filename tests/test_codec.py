@@ -5,11 +5,11 @@ from __future__ import annotations
 import array
 import copy
 import json
-import warnings
 import pickle
 import subprocess
 import sys
 import tracemalloc
+import warnings
 from typing import Any
 
 import numcodecs

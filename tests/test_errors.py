@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import array
 import json
-import warnings
 import pickle
+import warnings
 from typing import Any, Literal
 
 import numcodecs
