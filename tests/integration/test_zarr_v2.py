@@ -170,7 +170,7 @@ def test_every_pairing_of_array_and_filter_dtype_reads_back_or_fails_to_write(
     tmp_path: Path, array_dtype: str, filter_order: str, endian: str
 ) -> None:
     data = values(array_dtype, (6,))
-    filter_dtype = np.dtype(array_dtype).newbyteorder(filter_order)
+    filter_dtype = np.dtype(array_dtype).newbyteorder(filter_order)  # type: ignore[arg-type]
     codec = BytesCodec(endian=endian, dtype=filter_dtype)  # type: ignore[arg-type]
     if filter_dtype == np.dtype(array_dtype):
         z = create_v2(tmp_path / "a.zarr", data, (4,), [codec], None, "C")
