@@ -1,0 +1,412 @@
+"""to-v3 is never silently wrong on the v2 stores that exist: each case a user met, then random stores.
+
+Every test ends with `assert_v2_readers_lose_nothing`: in a fresh interpreter
+with zarr-python's own codecs, every array zarr reads as v2 is reached from
+the store's root as users open it, with the same values, and every array that
+got a ``zarr.json`` reads through it the same values as v2.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numcodecs
+import numpy as np
+import pytest
+
+zarr = pytest.importorskip("zarr")
+if int(zarr.__version__.split(".")[0]) < 3:
+    pytest.skip("to-v3 needs zarr 3", allow_module_level=True)
+
+from stack import ZARR, ZARR_SWAPS_STRUCT_FIELDS  # noqa: E402
+
+from numcodecs_bytes import BytesCodec  # noqa: E402
+from numcodecs_bytes.__main__ import main  # noqa: E402
+from numcodecs_bytes.to_v3 import convert_store  # noqa: E402
+
+STORE_CHECK = Path(__file__).parents[1] / "store_check.py"
+ZARR_HANDS_FILTERS_NATIVE_ARRAYS = ZARR is not None and ZARR >= (3, 4)
+"""zarr-python 3.4 decodes the bytes codec into native arrays for the array-to-array codecs after it;
+3.1 hands them a view in the stored byte order, which numcodecs' Delta or Quantize reinterpret."""
+
+
+def assert_v2_readers_lose_nothing(root: Path) -> dict[str, Any]:
+    """The store's promise after to-v3, checked in a fresh interpreter; returns what it saw."""
+    result = subprocess.run(
+        [sys.executable, str(STORE_CHECK), str(root)], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    seen: dict[str, Any] = json.loads(result.stdout)
+    for path, entry in seen["arrays"].items():
+        assert entry["reached_same"], (path, entry)
+        if entry["has_zarr_json"]:
+            assert entry["v3_same"] and entry["zarrs_own_codec"], (path, entry)
+    return seen
+
+
+def v2_array(root: Path, name: str, data: np.ndarray[Any, Any], **options: Any) -> Any:
+    options.setdefault("compressors", None)
+    array = zarr.create_array(
+        str(root / name) if name else str(root), shape=data.shape, dtype=data.dtype, zarr_format=2, **options
+    )
+    array[...] = data
+    return array
+
+
+def v2_group(root: Path) -> Any:
+    return zarr.open_group(str(root), mode="w", zarr_format=2)
+
+
+def failures(report: Any) -> dict[str, str]:
+    return dict(report.failures)
+
+
+# -- silently wrong values or lost arrays -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("memory", "endian"), [("<", "big"), (">", "little")])
+def test_a_struct_fill_value_keeps_its_value_when_the_fold_changes_its_layout(
+    tmp_path: Path, memory: str, endian: str
+) -> None:
+    dtype = np.dtype([("a", f"{memory}i4"), ("b", f"{memory}f8")])
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    fill = np.array((7, 1.5), dtype)[()]
+    data = np.array([(1, 0.5), (2, -1.0)], dtype)
+    ours = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
+    array = zarr.create_array(str(root / "s"), shape=(4,), chunks=(2,), dtype=dtype, zarr_format=2,
+                              compressors=None, filters=[ours], fill_value=fill)  # fmt: skip
+    array[:2] = data  # chunk 1 stays missing: it reads the fill value
+    assert not (root / "s" / "1").exists()
+    report = convert_store(root)
+    stored_big = endian == "big"
+    if stored_big and not ZARR_SWAPS_STRUCT_FIELDS:
+        assert "reads struct fields in native order" in failures(report)["s"]
+    else:
+        assert report.failures == []
+        got = zarr.open_array(str(root / "s"), zarr_format=3)[...]
+        assert got.tolist() == [(1, 0.5), (2, -1.0), (7, 1.5), (7, 1.5)]
+    assert_v2_readers_lose_nothing(root)
+
+
+def test_plain_struct_arrays_with_big_endian_fields_say_so_in_the_serializer(tmp_path: Path) -> None:
+    """Every kerchunk reference to a FITS binary table: a v2 struct of '>' fields, no filter."""
+    dtype = np.dtype([("a", ">i4"), ("b", ">f8"), ("c", "S3")])
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    v2_array(root, "table", np.array([(1, 0.5, b"x"), (256, -2.0, b"yz")], dtype), chunks=(1,),
+             fill_value=np.array((9, 2.5, b"f"), dtype)[()])  # fmt: skip
+    mixed = np.dtype([("a", ">i4"), ("b", "<f8")])
+    v2_array(root, "mixed", np.zeros(2, mixed), chunks=(2,), fill_value=np.zeros((), mixed)[()])
+    report = convert_store(root)
+    assert "in both byte orders" in failures(report)["mixed"]
+    if ZARR_SWAPS_STRUCT_FIELDS:
+        assert set(failures(report)) == {"mixed", "."}
+        codecs = json.loads((root / "table" / "zarr.json").read_text())["codecs"]
+        assert codecs == [{"name": "bytes", "configuration": {"endian": "big"}}]
+    else:  # zarr < 3.3 reads struct fields native
+        assert "reads struct fields in native order" in failures(report)["table"]
+    assert not (root / "zarr.json").exists()
+    assert_v2_readers_lose_nothing(root)
+
+
+@pytest.mark.parametrize("before", [numcodecs.Delta(dtype="<i4"), numcodecs.Quantize(digits=3, dtype="<f8")])
+def test_a_numcodecs_filter_before_ours_converts_only_where_zarr_reads_it_right(tmp_path: Path, before: Any) -> None:
+    dtype = np.dtype(before.dtype)
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    ours = BytesCodec(endian="big", dtype=dtype)  # type: ignore[arg-type]
+    v2_array(root, "a", (np.arange(8) * 3 + 1).astype(dtype), chunks=(4,), filters=[before, ours], fill_value=0)
+    report = convert_store(root)
+    if ZARR_HANDS_FILTERS_NATIVE_ARRAYS:
+        assert report.failures == []
+    else:
+        assert "hands the filters before the bytes codec its big endian data" in failures(report)["a"]
+    assert_v2_readers_lose_nothing(root)
+
+
+def test_a_filter_dtype_in_the_other_byte_order_than_the_arrays_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    v2_array(root, "a", np.arange(4, dtype=">i4"), chunks=(4,), filters=[BytesCodec(endian="little", dtype=">i4")])
+    zarray = json.loads((root / "a" / ".zarray").read_text())
+    zarray["filters"][0]["dtype"] = "<i4"  # as an older version of the codec let users write it
+    (root / "a" / ".zarray").write_text(json.dumps(zarray))
+    report = convert_store(root)
+    assert "has dtype <i4, but the array's dtype is >i4 in the other byte order" in failures(report)["a"]
+    assert not (root / "a" / "zarr.json").exists() and not (root / "zarr.json").exists()
+
+
+# -- consolidated hierarchies, interruptions, reruns --------------------------------------------------------
+
+
+def consolidated_store(root: Path, groups: int = 3, arrays: int = 4) -> dict[str, list[int]]:
+    group = v2_group(root)
+    written = {}
+    for g in range(groups):
+        sub = group.create_group(f"g{g}")
+        for a in range(arrays):
+            values = [g, a, 256 * a + g]
+            array = sub.create_array(f"a{a}", shape=(3,), chunks=(2,), dtype="<i4", compressors=None,
+                                     filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+            array[...] = values
+            written[f"g{g}/a{a}"] = values
+    zarr.consolidate_metadata(str(root))
+    return written
+
+
+def assert_consolidated_with_every_node(root: Path, written: dict[str, list[int]]) -> None:
+    document = json.loads((root / "zarr.json").read_text())
+    groups = {path.split("/")[0] for path in written}
+    assert set(document["consolidated_metadata"]["metadata"]) == set(written) | groups
+    opened = zarr.open_consolidated(str(root), zarr_format=3)
+    for path, values in written.items():
+        assert opened[path][...].tolist() == values, path
+
+
+class Interrupt(KeyboardInterrupt):
+    """Ctrl-C at a chosen write or removal."""
+
+
+def interrupted_after(monkeypatch: pytest.MonkeyPatch, method: str, calls: int) -> None:
+    """The local store's ``method`` ("create" or "remove") raises, as a Ctrl-C would, after ``calls`` calls."""
+    from numcodecs_bytes import stores
+
+    original = getattr(stores._LocalFiles, method)
+    count = [0]
+
+    def counting(self: Any, *args: Any) -> Any:
+        count[0] += 1
+        if count[0] > calls:
+            raise Interrupt
+        return original(self, *args)
+
+    monkeypatch.setattr(stores._LocalFiles, method, counting)
+
+
+@pytest.mark.parametrize(("method", "calls"), [("create", 5), ("remove", 0), ("remove", 7), ("remove", 20)])
+def test_an_interrupted_run_then_a_rerun_keeps_every_node_consolidated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, calls: int
+) -> None:
+    root = tmp_path / "s.zarr"
+    written = consolidated_store(root)
+    with monkeypatch.context() as patch:
+        interrupted_after(patch, method, calls)
+        with pytest.raises(Interrupt):
+            convert_store(root, remove_v2_metadata=True)
+    if method == "create":  # killed while writing: nothing was removed, the root is not written yet
+        assert not (root / "zarr.json").exists() and all((root / p / ".zarray").exists() for p in written)
+    assert_v2_readers_lose_nothing(root)
+    report = convert_store(root, remove_v2_metadata=True)
+    assert report.failures == [] and report.consolidated
+    assert_consolidated_with_every_node(root, written)
+    assert not list(root.rglob(".z*"))
+
+
+def test_a_subgroup_converted_first_with_its_v2_files_removed_is_in_the_roots_consolidation(tmp_path: Path) -> None:
+    root = tmp_path / "s.zarr"
+    written = consolidated_store(root)
+    assert main(["to-v3", str(root / "g1"), "--remove-v2-metadata"]) == 0
+    assert main(["to-v3", str(root), "--remove-v2-metadata"]) == 0
+    assert_consolidated_with_every_node(root, written)
+
+
+def test_an_array_under_a_folder_without_zgroup_is_reached_in_v3(tmp_path: Path) -> None:
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    v2_array(root, "x/y/a", np.arange(3, dtype="<i2"), filters=[BytesCodec(endian="big", dtype="<i2")])
+    assert not (root / "x" / ".zgroup").exists()  # zarr 2 reads x/y/a through folders that are no groups
+    zarr.consolidate_metadata(str(root))
+    report = convert_store(root)
+    assert report.failures == [] and report.consolidated
+    assert [(n.path, n.implicit) for n in report.converted if n.kind == "group"] == [
+        ("x/y", True), ("x", True), ("", False),
+    ]  # fmt: skip
+    assert zarr.open_consolidated(str(root), zarr_format=3)["x/y/a"][...].tolist() == [0, 1, 2]
+    assert_v2_readers_lose_nothing(root)
+
+
+def test_after_fixing_a_failed_node_a_rerun_consolidates_and_later_runs_are_quiet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "s.zarr"
+    written = consolidated_store(root)
+    good = (root / "g0" / "a0" / ".zarray").read_text()
+    (root / "g0" / "a0" / ".zarray").write_text("{")
+    zmetadata = (root / ".zmetadata").read_text()
+    assert main(["to-v3", str(root)]) == 1
+    assert not (root / "zarr.json").exists() and not (root / "g0" / "zarr.json").exists()
+    (root / "g0" / "a0" / ".zarray").write_text(good)
+    assert main(["to-v3", str(root)]) == 0
+    assert ", consolidated" in capsys.readouterr().out
+    assert_consolidated_with_every_node(root, written)
+    assert main(["to-v3", str(root)]) == 0  # quiet: everything kept
+    # Arrays added to the v2 store later: a rerun brings the root's consolidated metadata up to date.
+    group = zarr.open_group(str(root / "g2"), mode="a", zarr_format=2)
+    group.create_array("late", shape=(1,), dtype="<i4", compressors=None, fill_value=5)
+    assert (root / ".zmetadata").read_text() == zmetadata
+    zarr.consolidate_metadata(str(root), zarr_format=2)
+    assert main(["to-v3", str(root)]) == 0
+    assert_consolidated_with_every_node(root, {**written, "g2/late": [5]})
+
+
+def test_a_partial_failure_leaves_the_groups_above_it_v2_and_converts_the_rest(tmp_path: Path) -> None:
+    root = tmp_path / "s.zarr"
+    group = v2_group(root)
+    for name in ("g/bad", "g/fine", "h/fine"):
+        v2_array(root, name, np.arange(2, dtype="<i4"), filters=[BytesCodec(endian="big", dtype="<i4")])
+    group.create_group("g")
+    group.create_group("h")
+    (root / "g" / "bad" / ".zarray").write_text("[]")
+    report = convert_store(root, remove_v2_metadata=True)
+    assert set(failures(report)) == {"g/bad", "g", "."}
+    assert (root / "g" / "fine" / "zarr.json").exists() and (root / "h" / "zarr.json").exists()
+    assert not (root / "g" / "zarr.json").exists() and not (root / "zarr.json").exists()
+    assert (root / "h" / ".zgroup").exists()  # v2 files removed only once everything converted
+    assert_v2_readers_lose_nothing(root)
+
+
+def test_an_array_inside_an_array_is_reported(tmp_path: Path) -> None:
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    v2_array(root, "a", np.arange(4, dtype="<i2"), chunks=(2,), chunk_key_encoding={"name": "v2", "separator": "/"})
+    v2_array(root, "a/b", np.arange(3, dtype="<i2"))
+    report = convert_store(root)
+    assert failures(report)["a/b"] == "a node inside the array a: Zarr v3 arrays hold no nodes; left as v2"
+    assert not (root / "zarr.json").exists()
+    assert_v2_readers_lose_nothing(root)
+
+
+def test_a_root_with_only_zmetadata_becomes_a_consolidated_group(tmp_path: Path) -> None:
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    v2_array(root, "a", np.arange(3, dtype="<f8"), filters=[BytesCodec(endian="big", dtype="<f8")])
+    zarr.consolidate_metadata(str(root))
+    (root / ".zgroup").unlink()  # zarr 2's open_consolidated opens such a root
+    report = convert_store(root)
+    assert report.failures == [] and report.consolidated
+    assert zarr.open_group(str(root), mode="r")["a"][...].tolist() == [0.0, 1.0, 2.0]
+
+
+# -- every node converted, or reported in one line ----------------------------------------------------------
+
+
+def handwritten(root: Path, name: str, dtype: Any, fill_value: Any, filters: Any = None) -> None:
+    (root / name).mkdir(parents=True)
+    zarray = {"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": dtype, "compressor": None,
+              "fill_value": fill_value, "order": "C", "filters": filters}  # fmt: skip
+    (root / name / ".zarray").write_text(json.dumps(zarray))
+
+
+def test_every_problem_of_one_node_is_one_line_and_the_rest_converts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    handwritten(root, "i4_too_big", "<i4", 2147483648)
+    handwritten(root, "u1_negative", "|u1", -1)
+    handwritten(root, "i4_float", "<i4", 1e10)
+    handwritten(root, "datetime_too_big", "<M8[s]", 2**70)
+    for dtype in ("|O", "<M8", "<m8", "<U0"):
+        handwritten(root, f"ours_{dtype.strip('<|')}", dtype, 0, [{"id": "bytes", "endian": "big"}])
+    (root / "deep").mkdir()
+    (root / "deep" / ".zgroup").write_text('{"zarr_format": 2}')
+    (root / "deep" / ".zattrs").write_text('{"x": ' + "[" * 2000 + "]" * 2000 + "}")
+    v2_array(root, "fine", np.arange(2, dtype="<i4"), filters=[BytesCodec(endian="big", dtype="<i4")])
+    assert main(["to-v3", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("failed ")]
+    names = ["i4_too_big", "u1_negative", "i4_float", "datetime_too_big", "ours_O", "ours_M8", "ours_m8", "ours_U0"]
+    for name in [*names, "deep"]:
+        assert sum(line.startswith(f"failed {name}: ") for line in lines) == 1, (name, err)
+    assert (root / "fine" / "zarr.json").exists()
+
+
+@pytest.mark.parametrize("command", ["migrate", "to-v3"])
+def test_urls_fsspec_cannot_open_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    (tmp_path / "not.tar").write_bytes(b"not a tar file")
+    for url in [
+        "ftp://127.0.0.1:1/x",
+        f"zip://x::file://{tmp_path}/missing.zip",
+        f"tar://x::file://{tmp_path}/not.tar",
+        "reference://x",
+    ]:
+        assert main([command, url]) == 2, url
+        err = capsys.readouterr().err
+        assert err.startswith(f"numcodecs-bytes {command}: error: ") and len(err.splitlines()) == 1, err
+
+
+def test_a_null_fill_value_becomes_the_data_types_default_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kerchunk's NetCDF3ToZarr writes a null fill_value for every variable; zarr's converter refuses them."""
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    for dtype, data in [(">f8", [1.5, -2.0]), ("|S4", [b"ab", b"c"]), ("|V4", [b"\x01\x02\x03\x04"] * 2)]:
+        name = dtype.strip("<>|")
+        handwritten(root, name, dtype, None)
+        zarr.open_array(str(root / name), mode="r+", zarr_format=2)[...] = np.array(data, dtype)
+    assert main(["to-v3", str(root)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("fill_value null (v2 leaves missing chunks undefined)") == 3, err
+    assert json.loads((root / "f8" / "zarr.json").read_text())["fill_value"] == 0.0
+    assert base64.b64decode(json.loads((root / "V4" / "zarr.json").read_text())["fill_value"]) == b"\x00" * 4
+    assert_v2_readers_lose_nothing(root)
+
+
+def test_a_chunk_folder_that_is_a_symbolic_link_is_no_node(tmp_path: Path) -> None:
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    v2_array(root, "a", np.arange(8, dtype="<i4").reshape(2, 4), chunks=(1, 4),
+             chunk_key_encoding={"name": "v2", "separator": "/"}, filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+    os.rename(root / "a" / "1", tmp_path / "deduplicated")
+    os.symlink(tmp_path / "deduplicated", root / "a" / "1")
+    report = convert_store(root)
+    assert report.failures == []
+    assert zarr.open_array(str(root / "a"), zarr_format=3)[...].tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+# -- the safety net -------------------------------------------------------------------------------------------
+
+
+def test_the_check_catches_what_a_wrong_rule_would_write_and_no_verify_skips_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rule made wrong on purpose (big endian struct fields said little): the check refuses to write it."""
+    from numcodecs_bytes import to_v3
+
+    monkeypatch.setattr(to_v3, "_struct_endian", lambda v2_dtype: "little")
+    dtype = np.dtype([("a", ">i4"), ("b", ">f8")])
+    root = tmp_path / "s.zarr"
+    v2_array(root, "", np.array([(1, 0.5), (2, 1.5)], dtype), chunks=(2,), fill_value=np.zeros((), dtype)[()])
+    assert main(["to-v3", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "failed .: the converted metadata reads chunk 0 otherwise than v2: 2 of 2 elements differ" in err
+    assert not (root / "zarr.json").exists()
+    assert main(["to-v3", str(root), "--no-verify"]) == 0  # what the check kept out
+    assert zarr.open_array(str(root), zarr_format=3)[...].tolist() != [(1, 0.5), (2, 1.5)]
+
+
+def test_the_check_compares_the_fill_value_of_a_missing_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from numcodecs_bytes import to_v3
+
+    original = to_v3.v3_document
+
+    def wrong_fill(*args: Any, **kwargs: Any) -> Any:
+        document, folded = original(*args, **kwargs)
+        return {**document, "fill_value": -0.0}, folded  # -0.0 equals 0.0, but not bit for bit
+
+    monkeypatch.setattr(to_v3, "v3_document", wrong_fill)
+    root = tmp_path / "s.zarr"
+    zarr.create_array(str(root), shape=(4,), chunks=(2,), dtype="<f8", zarr_format=2, fill_value=0.0)
+    report = convert_store(root)
+    assert "reads the fill value of a missing chunk otherwise than v2" in failures(report)["."]
