@@ -366,8 +366,9 @@ def test_a_null_fill_value_becomes_the_data_types_default_with_a_note(
 def test_a_chunk_folder_that_is_a_symbolic_link_is_no_node(tmp_path: Path) -> None:
     root = tmp_path / "s.zarr"
     v2_group(root)
-    v2_array(root, "a", np.arange(8, dtype="<i4").reshape(2, 4), chunks=(1, 4),
-             chunk_key_encoding={"name": "v2", "separator": "/"}, filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+    ours = BytesCodec(endian="big", dtype="<i4")
+    slash = {"name": "v2", "separator": "/"}
+    v2_array(root, "a", np.arange(8, dtype="<i4").reshape(2, 4), chunks=(1, 4), chunk_key_encoding=slash, filters=[ours])
     os.rename(root / "a" / "1", tmp_path / "deduplicated")
     os.symlink(tmp_path / "deduplicated", root / "a" / "1")
     report = convert_store(root)
