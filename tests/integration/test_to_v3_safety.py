@@ -368,7 +368,8 @@ def test_a_chunk_folder_that_is_a_symbolic_link_is_no_node(tmp_path: Path) -> No
     v2_group(root)
     ours = BytesCodec(endian="big", dtype="<i4")
     slash = {"name": "v2", "separator": "/"}
-    v2_array(root, "a", np.arange(8, dtype="<i4").reshape(2, 4), chunks=(1, 4), chunk_key_encoding=slash, filters=[ours])
+    data = np.arange(8, dtype="<i4").reshape(2, 4)
+    v2_array(root, "a", data, chunks=(1, 4), chunk_key_encoding=slash, filters=[ours])
     os.rename(root / "a" / "1", tmp_path / "deduplicated")
     os.symlink(tmp_path / "deduplicated", root / "a" / "1")
     report = convert_store(root)
