@@ -54,11 +54,12 @@ def check(root: str) -> dict[str, Any]:
         entry: dict[str, Any] = {"has_zarr_json": "zarr.json" in names}
         if entry["has_zarr_json"]:
             v3_array = zarr.open_array(folder, mode="r", zarr_format=3)
-            serializers = [c for c in v3_array.metadata.codecs if type(c).__name__ == "BytesCodec"]
+            codecs = getattr(v3_array.metadata, "codecs", ())
+            serializers = [c for c in codecs if type(c).__name__ == "BytesCodec"]
             entry["zarrs_own_codec"] = all(type(c).__module__ == "zarr.codecs.bytes" for c in serializers)
             entry["v3_same"] = same(v2, v3_array[...])
         try:
-            node = opened[path] if (opened is not None and path) else zarr.open_array(root, mode="r")
+            node: Any = opened[path] if (opened is not None and path) else zarr.open_array(root, mode="r")
             entry["reached_same"] = same(v2, node[...])
         except Exception as exc:
             entry["reached_same"] = False

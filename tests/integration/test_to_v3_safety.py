@@ -121,7 +121,7 @@ def test_a_numcodecs_filter_before_ours_converts_only_where_zarr_reads_it_right(
     dtype = np.dtype(before.dtype)
     root = tmp_path / "s.zarr"
     v2_group(root)
-    ours = BytesCodec(endian="big", dtype=dtype)  # type: ignore[arg-type]
+    ours = BytesCodec(endian="big", dtype=dtype)
     v2_array(root, "a", (np.arange(8) * 3 + 1).astype(dtype), chunks=(4,), filters=[before, ours], fill_value=0)
     report = convert_store(root)
     if ZARR_HANDS_FILTERS_NATIVE_ARRAYS:
