@@ -1,6 +1,6 @@
 """Run as a script in a fresh interpreter: how a store reads as Zarr v2 and as Zarr v3 after to-v3.
 
-``python tests/store_check.py STORE`` prints one JSON object: for every array
+``python tests/store_check.py STORE...`` prints, per store, one JSON object: for every array
 zarr reads as v2 (each folder with a ``.zarray``), whether the store as users
 open it (``zarr.open_group(STORE)``: v3 where the root has a ``zarr.json``)
 reaches it by its path with the same values, and whether its own folder has a
@@ -69,4 +69,4 @@ def check(root: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(check(sys.argv[1])))
+    print(json.dumps({root: check(root) for root in sys.argv[1:]}))

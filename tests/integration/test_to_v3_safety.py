@@ -13,12 +13,15 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numcodecs
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 zarr = pytest.importorskip("zarr")
 if int(zarr.__version__.split(".")[0]) < 3:
@@ -38,16 +41,32 @@ ZARR_HANDS_FILTERS_NATIVE_ARRAYS = ZARR is not None and ZARR >= (3, 4)
 
 def assert_v2_readers_lose_nothing(root: Path) -> dict[str, Any]:
     """The store's promise after to-v3, checked in a fresh interpreter; returns what it saw."""
+    return check_in_a_fresh_interpreter([root])[str(root)]
+
+
+def check_in_a_fresh_interpreter(roots: list[Path], reached: dict[str, set[str]] | None = None) -> dict[str, Any]:
     result = subprocess.run(
-        [sys.executable, str(STORE_CHECK), str(root)], capture_output=True, text=True, check=False, timeout=300
+        [sys.executable, str(STORE_CHECK), *map(str, roots)], capture_output=True, text=True, check=False, timeout=600
     )
     assert result.returncode == 0, result.stderr
     seen: dict[str, Any] = json.loads(result.stdout)
-    for path, entry in seen["arrays"].items():
-        assert entry["reached_same"], (path, entry)
-        if entry["has_zarr_json"]:
-            assert entry["v3_same"] and entry["zarrs_own_codec"], (path, entry)
+    for root, store in seen.items():
+        assert_kept(store, root, None if reached is None else reached[root])
     return seen
+
+
+def reached(seen: dict[str, Any]) -> set[str]:
+    """The arrays reached from the store's root with the values their own folder gives."""
+    return {path for path, entry in seen["arrays"].items() if entry["reached_same"]}
+
+
+def assert_kept(seen: dict[str, Any], where: Any, reached_before: set[str] | None = None) -> None:
+    """Every array reached from the root before (all, by default) still is, the same; each zarr.json reads right."""
+    for path, entry in seen["arrays"].items():
+        if reached_before is None or path in reached_before:
+            assert entry["reached_same"], (where, path, entry)
+        if entry["has_zarr_json"]:
+            assert entry["v3_same"] and entry["zarrs_own_codec"], (where, path, entry)
 
 
 def v2_array(root: Path, name: str, data: np.ndarray[Any, Any], **options: Any) -> Any:
@@ -412,3 +431,149 @@ def test_the_check_compares_the_fill_value_of_a_missing_chunk(tmp_path: Path, mo
     zarr.create_array(str(root), shape=(4,), chunks=(2,), dtype="<f8", zarr_format=2, fill_value=0.0)
     report = convert_store(root)
     assert "reads the fill value of a missing chunk otherwise than v2" in failures(report)["."]
+
+
+# -- random v2 stores, random interruptions, reruns ----------------------------------------------------------
+
+PLAIN_DTYPES = ["<i2", ">i4", "<u8", ">f4", "<f8", ">c8", "|b1", "|u1", "<M8[s]", ">m8[ms]", "<U3", ">U2", "|S3"]
+PATHS = ["a", "g/b", "g/h/c", "x/d", "x/y/e"]  # x and x/y: folders without .zgroup
+
+
+@st.composite
+def v2_dtypes(draw: st.DrawFn) -> np.dtype[Any]:
+    if draw(st.booleans()):
+        return np.dtype(draw(st.sampled_from(PLAIN_DTYPES)))
+    orders = draw(st.lists(st.sampled_from("<>"), min_size=3, max_size=3))  # zarr writes no nested structs
+    return np.dtype([("a", f"{orders[0]}i4"), ("b", f"{orders[1]}f8"), ("c", "|u1"), ("d", f"{orders[2]}U2")])
+
+
+def sample_values(dtype: np.dtype[Any], shape: tuple[int, ...], seed: int) -> np.ndarray[Any, Any]:
+    """Values that show their byte layout: distinct per element and field, valid bools, plain floats."""
+    count = int(np.prod(shape))
+    base = np.arange(count) * 37 + seed * 1000 - 300
+    if dtype.names:
+        values = np.zeros(count, dtype)
+        for name in dtype.names:
+            values[name] = sample_values(dtype[name], (count,), seed + 1)
+        return values.reshape(shape)
+    if dtype.kind == "b":
+        return (base % 3 == 0).reshape(shape)
+    if dtype.kind in "US":
+        return np.array([f"v{v % 97}" for v in base], dtype).reshape(shape)
+    if dtype.kind in "Mm":
+        return base.astype("<i8").view(dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+    if dtype.kind == "u":
+        base = base % 200
+    return (base * (1.5 if dtype.kind in "fc" else 1)).astype(dtype).reshape(shape)
+
+
+@st.composite
+def v2_arrays(draw: st.DrawFn) -> dict[str, Any]:
+    dtype = draw(v2_dtypes())
+    ndim = draw(st.integers(1, 2))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
+    chunks = tuple(draw(st.integers(1, extent)) for extent in shape)
+    filters: list[Any] = []
+    kind = draw(st.sampled_from(["plain", "ours", "chain", "numcodecs"]))
+    plain_number = dtype.fields is None and dtype.kind in "iuf"
+    if kind in ("chain", "numcodecs") and plain_number:
+        filters.append(numcodecs.Delta(dtype=dtype.str))
+    if kind in ("ours", "chain"):
+        endian = draw(st.sampled_from(["little", "big"]))
+        filters.append(BytesCodec(endian=endian, dtype=dtype))  # type: ignore[arg-type]
+    fill = draw(st.sampled_from(["zero", "null", "value"]))
+    fill_value: Any = None
+    if fill == "zero":
+        fill_value = np.zeros((), dtype)[()]
+    elif fill == "value":
+        fill_value = sample_values(dtype, (1,), 99)[0]
+    return {
+        "dtype": dtype, "shape": shape, "chunks": chunks, "filters": filters or None, "fill_value": fill_value,
+        "order": draw(st.sampled_from("CF")), "separator": draw(st.sampled_from("./")),
+        "written": draw(st.sampled_from(["all", "first chunk"])) if fill_value is not None else "all",
+    }  # fmt: skip
+
+
+@st.composite
+def v2_stores(draw: st.DrawFn) -> dict[str, Any]:
+    paths = draw(st.lists(st.sampled_from(PATHS), min_size=1, max_size=4, unique=True))
+    return {
+        "arrays": {path: draw(v2_arrays()) for path in paths},
+        "consolidated": draw(st.booleans()),
+        "interrupt": draw(st.sampled_from([None, "create", "remove"])),
+        "after": draw(st.integers(0, 6)),
+        "remove_v2_metadata": draw(st.booleans()),
+    }
+
+
+def write_store(root: Path, spec: dict[str, Any]) -> None:
+    group = v2_group(root)
+    for path in ("g", "g/h"):
+        group.require_group(path)
+    for i, (path, array) in enumerate(spec["arrays"].items()):
+        z = zarr.create_array(
+            str(root / path), shape=array["shape"], chunks=array["chunks"], dtype=array["dtype"], zarr_format=2,
+            filters=array["filters"], fill_value=array["fill_value"], order=array["order"], compressors=None,
+            chunk_key_encoding={"name": "v2", "separator": array["separator"]},
+        )  # fmt: skip
+        values = sample_values(array["dtype"], array["shape"], i)
+        if array["written"] == "all":
+            z[...] = values
+        else:
+            region = tuple(slice(0, c) for c in array["chunks"])
+            z[region] = values[region]
+    if spec["consolidated"]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            zarr.consolidate_metadata(str(root), zarr_format=2)
+
+
+def test_random_v2_stores_convert_right_or_stay_v2_through_interruptions_and_reruns(tmp_path: Path) -> None:
+    """The property: every array v2 reads is read by v3 with the same values, or is reported and stays v2."""
+    from unittest import mock
+
+    from store_check import check
+
+    from numcodecs_bytes import stores
+
+    roots: list[Path] = []
+    reached_before: dict[str, set[str]] = {}
+
+    @given(v2_stores())
+    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    def convert(spec: dict[str, Any]) -> None:
+        root = tmp_path / f"store{len(roots)}.zarr"
+        roots.append(root)
+        write_store(root, spec)
+        before = reached_before[str(root)] = reached(check(str(root)))  # zarr 3 misses some v2 arrays itself
+        if spec["interrupt"] is not None:
+            original = getattr(stores._LocalFiles, spec["interrupt"])
+            count = [0]
+
+            def interrupted(self: Any, *args: Any) -> Any:
+                count[0] += 1
+                if count[0] > spec["after"]:
+                    raise Interrupt
+                return original(self, *args)
+
+            with mock.patch.object(stores._LocalFiles, spec["interrupt"], interrupted):
+                try:
+                    convert_store(root, remove_v2_metadata=spec["remove_v2_metadata"])
+                except Interrupt:
+                    pass
+            assert_kept(check(str(root)), ("interrupted", spec), before)
+        report = convert_store(root, remove_v2_metadata=spec["remove_v2_metadata"])
+        seen = check(str(root))
+        assert_kept(seen, spec, before)
+        failed = {path for path, _ in report.failures}
+        for path, entry in seen["arrays"].items():
+            # Left v2: reported; converted: written, and the root written too where nothing failed.
+            assert entry["has_zarr_json"] or path in failed, (path, report.failures, spec)
+        assert (root / "zarr.json").exists() == (not report.failures), (report.failures, spec)
+        again = convert_store(root, remove_v2_metadata=spec["remove_v2_metadata"])
+        assert again.failures == report.failures and all(node.unchanged for node in again.converted), spec
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr's own warnings on v2 structs and consolidated metadata
+        convert()
+    check_in_a_fresh_interpreter(roots, reached_before)
