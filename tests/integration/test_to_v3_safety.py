@@ -41,7 +41,8 @@ ZARR_HANDS_FILTERS_NATIVE_ARRAYS = ZARR is not None and ZARR >= (3, 4)
 
 def assert_v2_readers_lose_nothing(root: Path) -> dict[str, Any]:
     """The store's promise after to-v3, checked in a fresh interpreter; returns what it saw."""
-    return check_in_a_fresh_interpreter([root])[str(root)]
+    seen: dict[str, Any] = check_in_a_fresh_interpreter([root])[str(root)]
+    return seen
 
 
 def check_in_a_fresh_interpreter(roots: list[Path], reached: dict[str, set[str]] | None = None) -> dict[str, Any]:
@@ -457,7 +458,7 @@ def sample_values(dtype: np.dtype[Any], shape: tuple[int, ...], seed: int) -> np
             values[name] = sample_values(dtype[name], (count,), seed + 1)
         return values.reshape(shape)
     if dtype.kind == "b":
-        return (base % 3 == 0).reshape(shape)
+        return np.asarray(base % 3 == 0).reshape(shape)
     if dtype.kind in "US":
         return np.array([f"v{v % 97}" for v in base], dtype).reshape(shape)
     if dtype.kind in "Mm":
