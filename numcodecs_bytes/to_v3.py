@@ -56,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import os
 import re
 import sys
@@ -237,6 +238,22 @@ def _serializer(document: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _check_integer_fill_value(source: dict[str, Any]) -> None:
+    """An integer type's fill value is a whole number in its range (numpy < 2 wraps the others silently)."""
+    fill_value, spelled = source.get("fill_value"), source.get("dtype")
+    if not isinstance(spelled, str) or isinstance(fill_value, bool) or not isinstance(fill_value, int | float):
+        return
+    dtype = np.dtype(spelled)
+    if dtype.kind not in "iuMm":
+        return
+    limits = np.iinfo(dtype if dtype.kind in "iu" else np.int64)
+    if not math.isfinite(fill_value) or fill_value != int(fill_value) or not limits.min <= fill_value <= limits.max:
+        raise UnconvertibleError(
+            f"fill_value {fill_value!r} is not a whole number in the range of data type {dtype.str} "
+            f"({limits.min}..{limits.max})"
+        )
+
+
 def _default_fill_value(source: dict[str, Any]) -> Any:
     """The v2 spelling of the data type's default scalar: what zarr 3 fills with when given none."""
     data_type = _zarr().array_v2.from_dict({**source, "fill_value": None}).dtype
@@ -266,6 +283,7 @@ def v3_document(
             folded: _Fold | None = None
         else:
             source, folded = _folded(zarray)
+            _check_integer_fill_value(source)
             try:
                 if source.get("fill_value") is None:
                     source = {**source, "fill_value": _default_fill_value(source)}
