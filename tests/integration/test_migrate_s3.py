@@ -215,3 +215,37 @@ def test_to_v3_on_an_object_store(s3: Any, endpoint: str, tmp_path: Path, capsys
     assert type(v3["c"].metadata.codecs[0]).__module__ == "zarr.codecs.bytes"
     assert np.array_equal(v3["c"][...], VALUES["v2/c"])
     assert main(["to-v3", url]) == 0  # a second run: the same documents, kept
+
+
+def test_to_v3_on_an_object_store_keeps_every_node_through_a_subgroup_first_and_a_failure(
+    s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A subgroup converted first with its v2 files removed is in the root's consolidation; a node that
+    fails keeps the root v2 until it is fixed (707 of 1,010 entries were consolidated on S3 before)."""
+    local = tmp_path / "v2"
+    group = zarr.open_group(str(local), mode="w", zarr_format=2)
+    written = {}
+    for path in ("g/a", "g/b", "h/c"):
+        values = np.arange(3, dtype="<i4") + len(written)
+        group.create_array(path, data=values, chunks=(2,), filters=[BytesCodec(endian="big", dtype="<i4")],
+                           compressors=None)  # fmt: skip
+        written[path] = values
+    zarr.consolidate_metadata(str(local))
+    good = (local / "h" / "c" / ".zarray").read_text()
+    (local / "h" / "c" / ".zarray").write_text("{")
+    s3.put(str(local), f"{BUCKET}/v2", recursive=True)
+    s3.invalidate_cache()
+    url = f"s3://{BUCKET}/v2"
+    assert main(["to-v3", f"{url}/g", "--remove-v2-metadata"]) == 0
+    assert main(["to-v3", url]) == 1
+    assert "failed .: left as Zarr v2" in capsys.readouterr().err
+    s3.invalidate_cache()
+    assert not s3.exists(f"{BUCKET}/v2/zarr.json")
+    s3.pipe_file(f"{BUCKET}/v2/h/c/.zarray", good.encode())
+    assert main(["to-v3", url, "--remove-v2-metadata"]) == 0
+    v3 = zarr.open_consolidated(url, zarr_format=3, storage_options={"endpoint_url": endpoint})
+    root = json.loads(s3.cat_file(f"{BUCKET}/v2/zarr.json"))
+    assert set(root["consolidated_metadata"]["metadata"]) == {"g", "h", *written}
+    for path, values in written.items():
+        assert np.array_equal(v3[path][...], values), path
+    assert not [p for p in objects(s3) if p.rsplit("/", 1)[-1].startswith(".z")]
