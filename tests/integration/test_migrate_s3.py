@@ -224,7 +224,7 @@ def test_to_v3_on_an_object_store_keeps_every_node_through_a_subgroup_first_and_
     fails keeps the root v2 until it is fixed (707 of 1,010 entries were consolidated on S3 before)."""
     local = tmp_path / "v2"
     group = zarr.open_group(str(local), mode="w", zarr_format=2)
-    written = {}
+    written: dict[str, np.ndarray[Any, Any]] = {}
     for path in ("g/a", "g/b", "h/c"):
         values = np.arange(3, dtype="<i4") + len(written)
         group.create_array(path, data=values, chunks=(2,), filters=[BytesCodec(endian="big", dtype="<i4")],
