@@ -110,8 +110,9 @@ class BytesCodec(Codec):
         """
         if self._dtype is None:
             warnings.warn(
-                f"{self!r} has no dtype: decoding needs an out array, which zarr never passes to filters, so a "
-                "Zarr v2 array with this filter could be written but not read; give dtype= (the array's dtype)",
+                f"{self!r} has no dtype: a codec made from this config decodes only into an out array, which "
+                "zarr never passes to a Zarr v2 filter (such an array could be written but not read); "
+                "give dtype= (the array's dtype)",
                 UserWarning,
                 stacklevel=2,
             )

@@ -278,6 +278,9 @@ def open_store(location: str | os.PathLike[str]) -> tuple[Files, str]:
         except Exception as exc:  # each file system fails in its own words (a missing zip, a tar that is none)
             raise NotAStoreError(f"{text}: not a URL fsspec can open ({type(exc).__name__}: {exc})") from None
         root = url_root.rstrip("/")
+        # fsspec shares one instance per URL in a process, with the folder listings it made: a store
+        # changed since (by another writer, or by the caller) must be seen as it is now.
+        fs.invalidate_cache(root)
         files: Files = _FsspecFiles(fs, root)
         is_dir, is_file, exists = fs.isdir, fs.isfile, fs.exists
     else:

@@ -553,7 +553,7 @@ CONFIG_CASES = [
 @pytest.mark.parametrize("codec", CONFIG_CASES, ids=repr)
 def test_config_round_trips(codec: BytesCodec) -> None:
     if codec.dtype is None:  # such a config decodes only into out: taken for a Zarr v2 filter, never readable
-        with pytest.warns(UserWarning, match=r"has no dtype: .* could be written but not read; give dtype="):
+        with pytest.warns(UserWarning, match=r"has no dtype: .* could be written but not read\); give dtype="):
             config = codec.get_config()
     else:
         with warnings.catch_warnings():

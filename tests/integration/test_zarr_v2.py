@@ -182,5 +182,5 @@ def test_every_pairing_of_array_and_filter_dtype_reads_back_or_fails_to_write(
 
 def test_a_filter_without_dtype_warns_when_its_config_is_taken_for_an_array(tmp_path: Path) -> None:
     """Without a dtype, decode needs out=, which zarr never passes to filters: such an array is write-only."""
-    with pytest.warns(UserWarning, match=r"has no dtype: .*could be written but not read; give dtype="):
+    with pytest.warns(UserWarning, match=r"has no dtype: .*could be written but not read\); give dtype="):
         create_v2(tmp_path / "a.zarr", values("<i4", (4,)), (4,), [BytesCodec(endian="big")], None, "C")
