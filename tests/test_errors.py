@@ -535,12 +535,14 @@ FUZZ = {
 def run_fuzz(codec_class: type[BytesCodec], examples: int, shrink: bool = True) -> dict[str, int]:
     """Run the property over ``examples`` drawn examples; count the paths they took.
 
-    ``shrink=False``: stop at the first failing example, as it is (the broken codecs' runs).
+    ``shrink=False``: stop at the first failing example, as it is (the broken codecs' runs), and draw the
+    same examples every time: a random draw of 400 missed the never-checking codec about one run in thirty.
     """
     paths: dict[str, int] = {}
     phases = settings().phases if shrink else (Phase.explicit, Phase.generate)
+    fixed = settings(derandomize=not shrink, database=settings().database if shrink else None)
 
-    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), phases=phases)
+    @settings(fixed, max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), phases=phases)
     @given(**FUZZ)
     def check(case: tuple[np.dtype[Any], bytes], endian: Any, out_kind: str, configured: bool) -> None:
         dtype, raw = case
