@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .names import CODEC_ID, LEGACY_CODEC_ID, named, v2_id, v3_name
-from .stores import NODE_FILES, TEMP_SUFFIX, Files, is_chunk_folder, open_store, relative_path, store_lock
+from .stores import NODE_FILES, TEMP_SUFFIX, Files, open_store, prune_array_folder, relative_path, store_lock
 
 __all__ = [
     "LEGACY_NAME",
@@ -404,10 +404,9 @@ def _migrate_files(
                 report.failures.append((relative, exc.strerror or str(exc)))
                 continue
             if name == ".zarray":
-                # Chunk folders hold no nodes: not listed. Other folders may (zarr 2 opens an array inside an array).
-                subfolders[:] = [name for name in subfolders if not is_chunk_folder(name)]
+                prune_array_folder(subfolders, 2)
             elif name == "zarr.json" and isinstance(document, dict) and document.get("node_type") == "array":
-                subfolders.clear()  # a Zarr v3 array holds chunks (under c/ by default), never nodes
+                prune_array_folder(subfolders, 3)
             if changes:
                 report.changes += changes
                 report.files_changed.append(relative)

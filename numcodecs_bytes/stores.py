@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,8 +30,8 @@ __all__ = [
     "Files",
     "NotAStoreError",
     "StoreBusyError",
-    "is_chunk_folder",
     "open_store",
+    "prune_array_folder",
     "relative_path",
     "store_lock",
 ]
@@ -44,9 +44,14 @@ _BACKUP_SUFFIX = ".bak"
 _CHUNK_FOLDER = re.compile(r"[0-9]+")
 
 
-def is_chunk_folder(name: str) -> bool:
-    """Whether a subfolder of an array holds chunks (``/``-separated chunk keys are digits): never a node."""
-    return _CHUNK_FOLDER.fullmatch(name) is not None
+def prune_array_folder(subfolders: list[str], zarr_format: int) -> None:
+    """Keep in a walk only the subfolders of an array that may hold nodes: chunk folders never do.
+
+    A Zarr v2 array's chunk folders are named by digits (``/``-separated chunk
+    keys); another folder may hold an array zarr 2 opens by its path. A Zarr v3
+    array holds chunks only (under ``c/`` by default).
+    """
+    subfolders[:] = [name for name in subfolders if zarr_format == 2 and not _CHUNK_FOLDER.fullmatch(name)]
 
 
 class NotAStoreError(ValueError):
@@ -288,18 +293,23 @@ def open_store(location: str | os.PathLike[str]) -> tuple[Files, str]:
         files = _LocalFiles(Path(root))
         is_dir, is_file, exists = os.path.isdir, os.path.isfile, os.path.lexists
     try:
-        problem = (
-            ("not a folder" if exists(root) else "no such folder")
-            if not is_dir(root)
-            else None
-            if any(is_file(f"{root}/{name}") for name in NODE_FILES)
-            else "not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)"
-        )
+        problem = _not_a_store(root, is_dir, is_file, exists)
     except Exception as exc:  # OSError, or a file system's own error (a broken reference file system)
         raise NotAStoreError(f"{text}: cannot be reached ({type(exc).__name__}: {exc})") from None
     if problem is not None:
         raise NotAStoreError(f"{text}: {problem}")
     return files, root
+
+
+def _not_a_store(
+    root: str, is_dir: Callable[[str], bool], is_file: Callable[[str], bool], exists: Callable[[str], bool]
+) -> str | None:
+    """Why ``root`` is not a Zarr store, or None if it is one."""
+    if not is_dir(root):
+        return "not a folder" if exists(root) else "no such folder"
+    if not any(is_file(f"{root}/{name}") for name in NODE_FILES):
+        return "not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)"
+    return None
 
 
 @contextmanager

@@ -53,7 +53,6 @@ zarr version the project supports, and a zarr without it is a clear ImportError.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import math
@@ -72,7 +71,7 @@ import numpy as np
 from .codec import BytesCodec, _same_type
 from .data_types import dtype_from_json, needs_endian
 from .names import CODEC_ID, CODEC_IDS, v2_id, v3_entry, v3_name
-from .stores import TEMP_SUFFIX, Files, is_chunk_folder, open_store, relative_path, store_lock
+from .stores import TEMP_SUFFIX, Files, open_store, prune_array_folder, relative_path, store_lock
 from .swap import ENDIANS, Endian
 
 __all__ = ["V2_METADATA_FILES", "ConversionReport", "NodeResult", "convert_store", "v3_document"]
@@ -333,7 +332,13 @@ def _read_samples(reads: list[tuple[dict[str, bytes], int]], region: tuple[slice
     zarr = _zarr()
 
     async def all_reads() -> list[Any]:
-        return list(await asyncio.gather(*(_read_sample(f, v, region) for f, v in reads), return_exceptions=True))
+        results: list[Any] = []
+        for files, zarr_format in reads:  # in memory: nothing to wait for, so one after another
+            try:
+                results.append(await _read_sample(files, zarr_format, region))
+            except Exception as exc:
+                results.append(exc)
+        return results
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. zarr 3.4 on a struct without endian: what it assumes is compared
@@ -409,8 +414,12 @@ def _verify(files: Files, folder: str, zarray: dict[str, Any], document: dict[st
 
 
 def _read_json(files: Files, path: str) -> Any:
+    return _parsed(files.read(path), path)
+
+
+def _parsed(data: bytes, path: str) -> Any:
     try:
-        return json.loads(files.read(path).decode("utf-8-sig"))
+        return json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise UnconvertibleError(f"{path.rsplit('/', 1)[-1]}: not UTF-8 text") from None
     except (ValueError, RecursionError) as exc:
@@ -541,7 +550,7 @@ def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
     skipped: list[tuple[str, str]] = []
     nodes: dict[str, _Node] = {}  # every node that converts (or was converted), by path
     arrays: set[str] = set()  # paths of arrays: a node below one is not part of the hierarchy
-    failed: list[str] = []  # paths that stay as they are
+    failed: set[str] = set()  # paths that stay as they are
     for folder, subfolders, names in files.walk(skipped):
         path = relative_path(folder, root)
         for name in (name for name in names if name.endswith(TEMP_SUFFIX)):  # a killed run's (we hold the lock)
@@ -551,12 +560,11 @@ def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
         if not ({".zarray", ".zgroup", "zarr.json"} & set(names) or (path == "" and ".zmetadata" in names)):
             continue  # not a node; a group in v3 if nodes lie below it
         if ".zarray" in names:
-            # Chunk folders hold no nodes: never listed. Others may: zarr 2 opens an array inside an array.
-            subfolders[:] = [name for name in subfolders if not is_chunk_folder(name)]
+            prune_array_folder(subfolders, 2)
         container = next((parent for parent in _parents(path) if parent in arrays), None)
         if container is not None:
             arrays.add(path)
-            failed.append(path)
+            failed.add(path)
             report.failures.append(
                 (path, f"a node inside the array {container or '.'}: Zarr v3 arrays hold no nodes; left as v2")
             )
@@ -565,7 +573,7 @@ def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
         try:
             node = _node(files, folder, path, names, notes, options.verify)
         except Exception as exc:  # one node's problem, whatever it is, is reported; the rest converts
-            failed.append(path)
+            failed.add(path)
             report.failures.append((path or ".", _reason(exc)))
             if ".zarray" in names:
                 arrays.add(path)
@@ -575,10 +583,10 @@ def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
         if node.kind == "array":
             arrays.add(path)
             if node.origin == "v3":
-                subfolders.clear()  # a Zarr v3 array holds chunks, never nodes
+                prune_array_folder(subfolders, 3)
             if not _write_node(files, node, node.document, options, report):
-                failed.append(path)
-    failed += [relative_path(path, root) for path, _ in skipped]
+                failed.add(path)
+    failed.update(relative_path(path, root) for path, _ in skipped)
     report.failures += [(relative_path(path, root) or ".", reason) for path, reason in skipped]
     _write_groups(files, root, nodes, arrays, failed, options, report)
     if options.remove_v2_metadata and not report.failures:
@@ -591,7 +599,7 @@ def _write_groups(
     root: str,
     nodes: dict[str, _Node],
     arrays: set[str],
-    failed: list[str],
+    failed: set[str],
     options: _Options,
     report: ConversionReport,
 ) -> None:
@@ -649,7 +657,7 @@ def _write_node(
 def _keep_or_update(files: Files, node: _Node, target: str, document: dict[str, Any], dry_run: bool) -> bool:
     """Whether an existing ``zarr.json`` says ``document`` already; the root's consolidation is brought up to date."""
     before = files.read(target)
-    existing = _read_json(files, target)
+    existing = _parsed(before, target)
     wanted = json.loads(_encoded(document))
     if existing == wanted:
         return True

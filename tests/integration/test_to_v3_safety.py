@@ -9,13 +9,17 @@ got a ``zarr.json`` reads through it the same values as v2.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numcodecs
 import numpy as np
@@ -194,7 +198,8 @@ class Interrupt(KeyboardInterrupt):
     """Ctrl-C at a chosen write or removal."""
 
 
-def interrupted_after(monkeypatch: pytest.MonkeyPatch, method: str, calls: int) -> None:
+@contextmanager
+def interrupted_after(method: str, calls: int) -> Iterator[None]:
     """The local store's ``method`` ("create" or "remove") raises, as a Ctrl-C would, after ``calls`` calls."""
     from numcodecs_bytes import stores
 
@@ -207,19 +212,16 @@ def interrupted_after(monkeypatch: pytest.MonkeyPatch, method: str, calls: int) 
             raise Interrupt
         return original(self, *args)
 
-    monkeypatch.setattr(stores._LocalFiles, method, counting)
+    with mock.patch.object(stores._LocalFiles, method, counting):
+        yield
 
 
 @pytest.mark.parametrize(("method", "calls"), [("create", 5), ("remove", 0), ("remove", 7), ("remove", 20)])
-def test_an_interrupted_run_then_a_rerun_keeps_every_node_consolidated(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, calls: int
-) -> None:
+def test_an_interrupted_run_then_a_rerun_keeps_every_node_consolidated(tmp_path: Path, method: str, calls: int) -> None:
     root = tmp_path / "s.zarr"
     written = consolidated_store(root)
-    with monkeypatch.context() as patch:
-        interrupted_after(patch, method, calls)
-        with pytest.raises(Interrupt):
-            convert_store(root, remove_v2_metadata=True)
+    with interrupted_after(method, calls), pytest.raises(Interrupt):
+        convert_store(root, remove_v2_metadata=True)
     if method == "create":  # killed while writing: nothing was removed, the root is not written yet
         assert not (root / "zarr.json").exists() and all((root / p / ".zarray").exists() for p in written)
     assert_v2_readers_lose_nothing(root)
@@ -535,11 +537,8 @@ def write_store(root: Path, spec: dict[str, Any]) -> None:
 
 def test_random_v2_stores_convert_right_or_stay_v2_through_interruptions_and_reruns(tmp_path: Path) -> None:
     """The property: every array v2 reads is read by v3 with the same values, or is reported and stays v2."""
-    from unittest import mock
 
     from store_check import check
-
-    from numcodecs_bytes import stores
 
     roots: list[Path] = []
     reached_before: dict[str, set[str]] = {}
@@ -552,20 +551,8 @@ def test_random_v2_stores_convert_right_or_stay_v2_through_interruptions_and_rer
         write_store(root, spec)
         before = reached_before[str(root)] = reached(check(str(root)))  # zarr 3 misses some v2 arrays itself
         if spec["interrupt"] is not None:
-            original = getattr(stores._LocalFiles, spec["interrupt"])
-            count = [0]
-
-            def interrupted(self: Any, *args: Any) -> Any:
-                count[0] += 1
-                if count[0] > spec["after"]:
-                    raise Interrupt
-                return original(self, *args)
-
-            with mock.patch.object(stores._LocalFiles, spec["interrupt"], interrupted):
-                try:
-                    convert_store(root, remove_v2_metadata=spec["remove_v2_metadata"])
-                except Interrupt:
-                    pass
+            with interrupted_after(spec["interrupt"], spec["after"]), contextlib.suppress(Interrupt):
+                convert_store(root, remove_v2_metadata=spec["remove_v2_metadata"])
             assert_kept(check(str(root)), ("interrupted", spec), before)
         report = convert_store(root, remove_v2_metadata=spec["remove_v2_metadata"])
         seen = check(str(root))
