@@ -16,7 +16,6 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -198,7 +197,7 @@ class Interrupt(KeyboardInterrupt):
     """Ctrl-C at a chosen write or removal."""
 
 
-@contextmanager
+@contextlib.contextmanager
 def interrupted_after(method: str, calls: int) -> Iterator[None]:
     """The local store's ``method`` ("create" or "remove") raises, as a Ctrl-C would, after ``calls`` calls."""
     from numcodecs_bytes import stores
