@@ -249,3 +249,15 @@ def test_to_v3_on_an_object_store_keeps_every_node_through_a_subgroup_first_and_
     for path, values in written.items():
         assert np.array_equal(v3[path][...], values), path
     assert not [p for p in objects(s3) if p.rsplit("/", 1)[-1].startswith(".z")]
+
+
+def test_the_store_tools_benchmark_runs() -> None:
+    """benchmarks/store_tools.py (S3 behind a delaying proxy, then a kill and a rerun) keeps working: 3 arrays."""
+    script = Path(__file__).parents[2] / "benchmarks" / "store_tools.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--arrays", "3", "--rtt", "0.002"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "floor: list + concurrent cat" in result.stdout
+    assert "the rerun exited 0" in result.stdout and "all 3 arrays read right" in result.stdout

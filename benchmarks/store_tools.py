@@ -1,0 +1,246 @@
+"""The store tools on an object store with a real round trip: S3 (moto's server) behind a delaying proxy.
+
+    python benchmarks/store_tools.py                       # 100 arrays, 20 ms round trip, one run
+    python benchmarks/store_tools.py --arrays 100 --rtt 0.02 --runs 3
+
+moto's S3 API server runs on 127.0.0.1; a small asyncio TCP proxy in front of
+it holds every piece of data it forwards for half the round-trip time in each
+direction, so a request costs one round trip at least. A v2 group of N arrays
+(``<i4`` with the bytes filter, one stored chunk each, consolidated) is
+uploaded, then each command runs as a user runs it, in its own process, on its
+own copy of the store: ``to-v3``, ``to-v3 --no-verify``, ``migrate
+--dry-run``. The floor is one listing of the store plus one concurrent
+``cat`` of all its metadata objects through s3fs (the least any tool must
+read). Reported: seconds per command, min .. max over the runs, and each over
+the floor.
+
+Then a kill and a rerun: ``to-v3 --remove-v2-metadata`` is killed (SIGKILL)
+halfway through its measured time and run again; every array must then read
+through the v3 root, consolidated, the values written, with no v2 metadata left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BUCKET = "bench"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for(port: int, process: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline or (process is not None and process.poll() is not None):
+                raise RuntimeError(f"nothing listens on port {port}") from None
+            time.sleep(0.1)
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(port, server)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@contextmanager
+def delaying_proxy(target_port: int, rtt: float) -> Iterator[str]:
+    """A TCP proxy on 127.0.0.1 that holds each piece of data rtt/2 in each direction."""
+    port = _free_port()
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                await asyncio.sleep(rtt / 2)
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    async def handle(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        server_reader, server_writer = await asyncio.open_connection("127.0.0.1", target_port)
+        await asyncio.gather(pipe(client_reader, server_writer), pipe(server_reader, client_writer))
+
+    async def serve() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", port)
+        started.set()
+        async with server:
+            await server.serve_forever()
+
+    def run() -> None:
+        with suppress(asyncio.CancelledError):  # the end of the benchmark cancels it
+            loop.run_until_complete(serve())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    started.wait(10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for task in asyncio.all_tasks(loop):
+            loop.call_soon_threadsafe(task.cancel)
+
+
+def write_v2_store(root: Path, arrays: int) -> dict[str, np.ndarray[Any, Any]]:
+    import zarr
+
+    from numcodecs_bytes import BytesCodec
+
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    written = {}
+    for i in range(arrays):
+        values = np.arange(4, dtype="<i4") + i
+        group.create_array(f"a{i:05d}", data=values, chunks=(4,), compressors=None,
+                           filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+        written[f"a{i:05d}"] = values
+    zarr.consolidate_metadata(str(root))
+    return written
+
+
+def command(args: list[str], endpoint: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "numcodecs_bytes", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def timed(args: list[str], endpoint: str) -> float:
+    start = time.perf_counter()
+    process = command(args, endpoint)
+    out, err = process.communicate()
+    seconds = time.perf_counter() - start
+    if process.returncode != 0:
+        raise RuntimeError(f"{args} exited {process.returncode}: {err or out}")
+    return seconds
+
+
+def floor(fs: Any, prefix: str) -> float:
+    """One listing of the store and one concurrent cat of all its metadata objects."""
+    start = time.perf_counter()
+    fs.invalidate_cache()
+    names = [p for p in fs.find(prefix) if p.rsplit("/", 1)[-1] in (".zarray", ".zgroup", ".zattrs", ".zmetadata")]
+    fs.cat(names)
+    return time.perf_counter() - start
+
+
+def one_run(fs: Any, direct: str, proxied: str, local: Path, arrays: int, run: int) -> dict[str, float]:
+    times: dict[str, float] = {}
+    for name in ("to-v3", "to-v3 --no-verify", "migrate --dry-run", "floor"):
+        fs.put(str(local), f"{BUCKET}/r{run}-{name.replace(' ', '')}", recursive=True)
+    fs.invalidate_cache()
+    times["floor: list + concurrent cat"] = floor(_proxied_fs(proxied), f"{BUCKET}/r{run}-floor")
+    for name in ("to-v3", "to-v3 --no-verify", "migrate --dry-run"):
+        tool, *options = name.split()
+        times[name] = timed([tool, f"s3://{BUCKET}/r{run}-{name.replace(' ', '')}", *options], proxied)
+    return times
+
+
+def _proxied_fs(endpoint: str) -> Any:
+    import s3fs
+
+    return s3fs.S3FileSystem(endpoint_url=endpoint, key="testing", secret="testing", skip_instance_cache=True)
+
+
+def kill_and_rerun(fs: Any, direct: str, proxied: str, local: Path, written: dict[str, Any], after: float) -> str:
+    """to-v3 --remove-v2-metadata killed after ``after`` seconds, run again, then every array read back."""
+    import zarr
+
+    url = f"s3://{BUCKET}/killed"
+    fs.put(str(local), f"{BUCKET}/killed", recursive=True)
+    process = command(["to-v3", url, "--remove-v2-metadata"], proxied)
+    time.sleep(after)
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    fs.invalidate_cache()
+    written_before_rerun = len([p for p in fs.find(f"{BUCKET}/killed") if p.endswith("/zarr.json")])
+    rerun = command(["to-v3", url, "--remove-v2-metadata"], proxied)
+    out, err = rerun.communicate()
+    if rerun.returncode != 0:
+        raise RuntimeError(f"the rerun exited {rerun.returncode}: {err}")
+    fs.invalidate_cache()
+    left = [p for p in fs.find(f"{BUCKET}/killed") if p.rsplit("/", 1)[-1].startswith(".z")]
+    group: Any = zarr.open_consolidated(url, zarr_format=3, storage_options={"endpoint_url": direct, "key": "testing",
+                                                                       "secret": "testing"})  # fmt: skip
+    wrong = [name for name, values in written.items() if not np.array_equal(group[name][...], values)]
+    if left or wrong or len(group.metadata.consolidated_metadata.metadata) != len(written):
+        raise RuntimeError(f"after the rerun: v2 files left {left[:3]}, arrays wrong {wrong[:3]}")
+    return (
+        f"killed after {after:.1f} s with {written_before_rerun} zarr.json written; the rerun exited 0 "
+        f"({out.strip().splitlines()[-1]}); all {len(written)} arrays read right through the consolidated v3 "
+        "root, no v2 metadata left"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arrays", type=int, default=100)
+    parser.add_argument("--rtt", type=float, default=0.02, help="round-trip time the proxy adds, in seconds")
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    import s3fs
+
+    with tempfile.TemporaryDirectory() as folder, moto_server() as direct:
+        local = Path(folder, "store.zarr")
+        written = write_v2_store(local, args.arrays)
+        fs = s3fs.S3FileSystem(endpoint_url=direct, key="testing", secret="testing", skip_instance_cache=True)
+        fs.mkdir(BUCKET)
+        port = int(direct.rsplit(":", 1)[1])
+        with delaying_proxy(port, args.rtt) as proxied:
+            results: dict[str, list[float]] = {}
+            for run in range(args.runs):
+                times = one_run(fs, direct, proxied, local, args.arrays, run)
+                for name, seconds in times.items():
+                    results.setdefault(name, []).append(seconds)
+                print(f"-- run {run + 1} of {args.runs}: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()),
+                      flush=True)  # fmt: skip
+            base = results["floor: list + concurrent cat"]
+            print(f"\n{args.arrays} arrays, {args.rtt * 1000:.0f} ms round trip, {args.runs} run(s):")
+            for name, runs in results.items():
+                ratio = [s / b for s, b in zip(runs, base, strict=True)]
+                print(f"  {name:<30} {min(runs):7.2f} .. {max(runs):7.2f} s   "
+                      f"floor x {min(ratio):6.1f} .. {max(ratio):6.1f}")  # fmt: skip
+            half = min(results["to-v3"]) / 2
+            print("\nkill and rerun: " + kill_and_rerun(fs, direct, proxied, local, written, half))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
