@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numcodecs
 import numpy as np
 
-from . import BytesCodec
+from . import BytesCodec, __version__
 from .data_types import DATA_TYPES, example_dtype
 from .migrate import METADATA_FILES, RENAME, Change, migrate_store
-from .stores import NotAStoreError, StoreBusyError
+from .stores import JOBS, NotAStoreError, StoreBusyError
 
 __all__ = ["main"]
 
@@ -72,37 +75,97 @@ def _shown(text: str) -> str:
     return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
 
 
-def run_migrate(location: str, dry_run: bool, backup: bool) -> int:
-    """``numcodecs-bytes migrate``: print each change and a summary; return the exit code.
+class _Progress:
+    """One live line on stderr while a store tool runs (folders walked of found, rate, time left), cleared at
+    the end and before any other line; shown on a terminal, or when asked (``--progress``)."""
+
+    def __init__(self, tool: str, enabled: bool) -> None:
+        self.tool, self.enabled = tool, enabled
+        self.started = self.shown_at = time.monotonic()
+        self.done = self.found = 0
+        self.visible = False
+
+    def update(self, done: int, found: int) -> None:
+        self.done, self.found = done, found
+        now = time.monotonic()
+        if not self.enabled or now - self.shown_at < 0.2:
+            return
+        self.shown_at = now
+        rate = done / (now - self.started)
+        line = f"{self.tool}: {done:,} of {found:,} folders, {rate:,.0f}/s"
+        if 0 < done < found:
+            line += f", about {_duration((found - done) / rate)} left"
+        sys.stderr.write(f"\r\033[K{line}")
+        sys.stderr.flush()
+        self.visible = True
+
+    def clear(self) -> None:
+        if self.visible:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self.visible = False
+
+    def interrupted(self) -> int:
+        """Ctrl-C: one line, exit code 130."""
+        self.clear()
+        print(f"interrupted: {self.done:,} of {self.found:,} folders done; run again to finish", file=sys.stderr)
+        return 130
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def _say(progress: _Progress, line: str, error: bool = False) -> None:
+    """A report line, never mixed into the progress line."""
+    progress.clear()
+    print(line, file=sys.stderr if error else sys.stdout, flush=True)  # a closed pipe raises here
+
+
+def run_migrate(
+    location: str,
+    dry_run: bool,
+    backup: bool,
+    verbose: bool = False,
+    progress: bool | None = None,
+    jobs: int = JOBS,
+    storage_options: dict[str, Any] | None = None,
+) -> int:
+    """``numcodecs-bytes migrate``: a summary (each change too, with ``verbose``); return the exit code.
 
     Exit codes: 0 done or nothing to do; 1 some files could not be migrated or
     some folders were not visited (each is named; the rest was migrated); 2 a
     usage error (no such store, a URL that cannot be opened, a store busy with
-    another run). A closed output (``| head``) stops the run between two files.
+    another run); 130 interrupted (Ctrl-C). A closed output (``| head``) stops the
+    run between two batches.
     """
     verb = "would change" if dry_run else "changed"
-    last_progress = [0.0]
-    show_progress = sys.stderr.isatty() or os.environ.get("NUMCODECS_BYTES_PROGRESS") == "1"
+    shown = _Progress("migrate", sys.stderr.isatty() if progress is None else progress)
 
     def on_change(relative: str, changes: list[Change]) -> None:
-        lines = [f"{verb} {_shown(relative)}:", *(f"  {change.location}: {RENAME}" for change in changes)]
-        print("\n".join(lines), flush=True)  # a closed pipe raises here, between two files
-
-    def on_progress(nodes: int, changed: int) -> None:
-        now = time.monotonic()
-        if show_progress and nodes >= 100 and now - last_progress[0] > 0.2:
-            last_progress[0] = now
-            print(f"\r{nodes} nodes scanned, {_count(changed, 'file')} {verb}", end="", file=sys.stderr, flush=True)
+        if verbose:
+            lines = [f"{verb} {_shown(relative)}:", *(f"  {change.location}: {RENAME}" for change in changes)]
+            _say(shown, "\n".join(lines))
 
     try:
-        report = migrate_store(location, dry_run=dry_run, backup=backup, on_change=on_change, on_progress=on_progress)
+        report = migrate_store(
+            location,
+            dry_run=dry_run,
+            backup=backup,
+            on_change=on_change,
+            on_progress=shown.update,
+            jobs=jobs,
+            storage_options=storage_options,
+        )
     except (NotAStoreError, StoreBusyError) as exc:
-        print(f"numcodecs-bytes migrate: error: {_shown(str(exc))}", file=sys.stderr)
+        _say(shown, f"numcodecs-bytes migrate: error: {_shown(str(exc))}", error=True)
         return 2
-    if show_progress and report.nodes >= 100:
-        print(file=sys.stderr)
+    except KeyboardInterrupt:
+        return shown.interrupted()
+    shown.clear()
     for leftover in report.leftovers_removed:
-        print(f"{'would remove' if dry_run else 'removed'} {_shown(leftover)} (left by an interrupted run)")
+        if verbose:
+            print(f"{'would remove' if dry_run else 'removed'} {_shown(leftover)} (left by an interrupted run)")
     for relative, reason in report.failures:
         print(f"failed {_shown(relative)}: {_shown(reason)}", file=sys.stderr)
     summary = (
@@ -112,49 +175,82 @@ def run_migrate(location: str, dry_run: bool, backup: bool) -> int:
     if report.failures:
         files_only = all(relative.rsplit("/", 1)[-1] in METADATA_FILES for relative, _ in report.failures)
         summary += f"; {_count(len(report.failures), 'file' if files_only else 'path')} could not be migrated"
-    print(summary)
+    print(f"{summary} ({_elapsed(shown)})")
     return 1 if report.failures else 0
 
 
-def run_to_v3(location: str, dry_run: bool, remove_v2_metadata: bool, verify: bool = True) -> int:
-    """``numcodecs-bytes to-v3``: print each node converted and a summary; return the exit code (as migrate's)."""
+def run_to_v3(
+    location: str,
+    dry_run: bool,
+    remove_v2_metadata: bool,
+    verify: bool = True,
+    verbose: bool = False,
+    progress: bool | None = None,
+    jobs: int = JOBS,
+    storage_options: dict[str, Any] | None = None,
+) -> int:
+    """``numcodecs-bytes to-v3``: a summary (each node too, with ``verbose``); return the exit code (as migrate's)."""
     from .to_v3 import NodeResult, convert_store  # imports zarr when run: only this command needs it
 
     verb = "would write" if dry_run else "wrote"
+    shown = _Progress("to-v3", sys.stderr.isatty() if progress is None else progress)
 
     def on_node(node: NodeResult) -> None:
+        if not verbose:
+            return
         where = f"{node.path}/zarr.json".lstrip("/")
         done = f"kept {where} (already converted)" if node.unchanged else f"{verb} {where}"
         folded = f": {node.folded} folded into the bytes serializer" if node.folded else ""
         kind = "group, implicit in v2" if node.implicit else node.kind
-        print(f"{_shown(done)} ({kind}){folded}", flush=True)
+        line = f"{_shown(done)} ({kind}){folded}"
+        if dry_run and not node.unchanged and node.document is not None:
+            line += "\n" + textwrap.indent(json.dumps(node.document, indent=2, allow_nan=True), "  ")
+        _say(shown, line)
 
     try:
         report = convert_store(
-            location, dry_run=dry_run, remove_v2_metadata=remove_v2_metadata, verify=verify, on_node=on_node
+            location,
+            dry_run=dry_run,
+            remove_v2_metadata=remove_v2_metadata,
+            verify=verify,
+            on_node=on_node,
+            on_progress=shown.update,
+            jobs=jobs,
+            storage_options=storage_options,
         )
     except (NotAStoreError, StoreBusyError, ImportError) as exc:
-        print(f"numcodecs-bytes to-v3: error: {_shown(str(exc))}", file=sys.stderr)
+        _say(shown, f"numcodecs-bytes to-v3: error: {_shown(str(exc))}", error=True)
         return 2
-    for removed in report.removed:
-        print(f"{'would remove' if dry_run else 'removed'} {_shown(removed)}")
-    for leftover in report.leftovers_removed:
-        print(f"{'would remove' if dry_run else 'removed'} {_shown(leftover)} (left by an interrupted run)")
+    except KeyboardInterrupt:
+        return shown.interrupted()
+    shown.clear()
+    if verbose:
+        for removed in report.removed:
+            print(f"{'would remove' if dry_run else 'removed'} {_shown(removed)}")
+        for leftover in report.leftovers_removed:
+            print(f"{'would remove' if dry_run else 'removed'} {_shown(leftover)} (left by an interrupted run)")
     for node, note in report.notes:  # zarr-python's warnings (their first sentence) and what was assumed
         print(f"note {_shown(node)}: {_shown(note.split('. ')[0])}", file=sys.stderr)
     for node, reason in report.failures:
         print(f"failed {_shown(node)}: {_shown(reason)}", file=sys.stderr)
     folded = sum(node.folded is not None for node in report.converted)
     summary = (
-        f"{'dry run: ' if dry_run else ''}{_count(len(report.converted), 'node')} converted "
-        f"({_count(folded, 'bytes filter')} folded)"
+        f"{'dry run: ' if dry_run else ''}{_count(len(report.converted), 'node')} "
+        f"{'would convert' if dry_run else 'converted'} ({_count(folded, 'bytes filter')} folded"
     )
+    if report.removed:
+        summary += f", {_count(len(report.removed), 'v2 metadata file')} {'to remove' if dry_run else 'removed'}"
+    summary += ")"
     if report.consolidated:
         summary += ", consolidated"
     if report.failures:
         summary += f"; {_count(len(report.failures), 'path')} could not be converted"
-    print(summary)
+    print(f"{summary} ({_elapsed(shown)})")
     return 1 if report.failures else 0
+
+
+def _elapsed(progress: _Progress) -> str:
+    return f"{time.monotonic() - progress.started:.1f} s"
 
 
 def _count(number: int, noun: str) -> str:
@@ -164,6 +260,7 @@ def _count(number: int, noun: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = argparse.ArgumentParser(prog="numcodecs-bytes", description="The Zarr v3 bytes codec for numcodecs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="show the codec on sample data", description=demo.__doc__)
     commands.add_parser("dtypes", help="print the data type table", description="Print the data type table.")
@@ -178,8 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
     )
     migrate.add_argument("path", help="a local Zarr store (group or array), or an fsspec URL")
-    migrate.add_argument("--dry-run", action="store_true", help="print what would change; change nothing")
+    migrate.add_argument("--dry-run", action="store_true", help="say what would change; change nothing")
     migrate.add_argument("--backup", action="store_true", help="keep each original beside it as <name>.bak")
+    _store_options(migrate, "each file changed")
     to_v3 = commands.add_parser(
         "to-v3",
         help="convert a Zarr v2 store (with or without the bytes filter) to Zarr v3",
@@ -189,11 +287,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "serializer with the filter's endian, everything else maps as zarr-python maps it. Needs zarr-python 3. "
             "Each array is checked first: chunk 0 and the fill value read as v2 and as v3 must be the same. A group "
             "is written only when every node below it converted. Exit codes: 0 every node converted, 1 some nodes "
-            "could not be converted (each is named; the rest was), 2 usage error."
+            "could not be converted (each is named; the rest was), 2 usage error, 130 interrupted."
         ),
     )
     to_v3.add_argument("path", help="a local Zarr v2 store (group or array), or an fsspec URL")
-    to_v3.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
+    to_v3.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
     to_v3.add_argument(
         "--remove-v2-metadata",
         action="store_true",
@@ -204,16 +302,75 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="skip reading chunk 0 and the fill value of each array as v2 and as v3 before writing its zarr.json",
     )
+    _store_options(to_v3, "each node written (with --dry-run, the zarr.json it would write)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
+    if args.command == "dtypes":
+        return _dtypes()
+    options = {
+        "verbose": args.verbose,
+        "progress": args.progress,
+        "jobs": args.jobs,
+        "storage_options": dict(args.storage_option) or None,
+    }
     if args.command == "migrate":
-        return run_migrate(args.path, dry_run=args.dry_run, backup=args.backup)
-    if args.command == "to-v3":
-        return run_to_v3(
-            args.path, dry_run=args.dry_run, remove_v2_metadata=args.remove_v2_metadata, verify=not args.no_verify
-        )
-    return _dtypes()
+        return run_migrate(args.path, dry_run=args.dry_run, backup=args.backup, **options)
+    return run_to_v3(
+        args.path,
+        dry_run=args.dry_run,
+        remove_v2_metadata=args.remove_v2_metadata,
+        verify=not args.no_verify,
+        **options,
+    )
+
+
+def _store_options(command: argparse.ArgumentParser, listed: str) -> None:
+    """The options both store tools take."""
+    command.add_argument("-v", "--verbose", action="store_true", help=f"list {listed}, not only the summary")
+    command.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a live progress line on stderr (default: when stderr is a terminal)",
+    )
+    command.add_argument(
+        "--jobs",
+        type=_positive,
+        default=JOBS,
+        metavar="N",
+        help=f"requests in flight at most on an object store (default {JOBS})",
+    )
+    command.add_argument(
+        "--storage-option",
+        type=_storage_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to fsspec with a URL, e.g. endpoint_url=http://localhost:9000, profile=name, anon=true "
+        "(a VALUE that is JSON is parsed: true, 3, {...}); repeat for more",
+    )
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
+    return number
+
+
+def _storage_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` as fsspec takes it: the value parsed where it is JSON (``true``, ``3``), else the text."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"must be KEY=VALUE, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value
 
 
 def _console() -> int:

@@ -59,10 +59,10 @@ Examples
 ...     "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
 ...     "codecs": [{"name": "endian", "configuration": {"endian": "big"}}],
 ... }, indent=2))
->>> main(["migrate", str(store)])
+>>> main(["migrate", str(store), "--verbose"])
 changed zarr.json:
   codecs[0]: 'endian' -> 'bytes'
-1 file changed (1 codec) in 1 node
+1 file changed (1 codec) in 1 node (... s)
 0
 >>> json.loads((store / "zarr.json").read_text())["codecs"]
 [{'name': 'bytes', 'configuration': {'endian': 'big'}}]
@@ -80,7 +80,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .names import CODEC_ID, LEGACY_CODEC_ID, named, v2_id, v3_name
-from .stores import NODE_FILES, TEMP_SUFFIX, Files, open_store, prune_array_folder, relative_path, store_lock
+from .stores import (
+    JOBS,
+    NODE_FILES,
+    TEMP_SUFFIX,
+    Files,
+    Replacement,
+    Walked,
+    open_store,
+    prune_array_folder,
+    relative_path,
+    store_lock,
+)
 
 __all__ = [
     "LEGACY_NAME",
@@ -331,6 +342,8 @@ def migrate_store(
     backup: bool = False,
     on_change: Callable[[str, list[Change]], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    jobs: int = JOBS,
+    storage_options: dict[str, Any] | None = None,
 ) -> MigrationReport:
     """Rename every legacy ``endian`` codec in a Zarr store's metadata to ``bytes``.
 
@@ -346,7 +359,11 @@ def migrate_store(
     on_change : callable, optional
         Called with each file (relative to the store) and its changes, as it goes.
     on_progress : callable, optional
-        Called with (nodes seen, files changed) after each node.
+        Called after each batch with (folders walked, folders found so far).
+    jobs : int
+        Requests in flight at most on an object store.
+    storage_options : dict, optional
+        Passed to fsspec with a URL (``endpoint_url``, ``profile``, ``anon``, ...).
 
     Returns
     -------
@@ -362,7 +379,7 @@ def migrate_store(
     StoreBusyError
         If another run is migrating the same local store.
     """
-    files, root = open_store(location)
+    files, root = open_store(location, jobs=jobs, storage_options=storage_options)
     with nullcontext() if dry_run else store_lock(files, root):
         return _migrate_files(files, root, dry_run, backup, on_change, on_progress)
 
@@ -377,56 +394,71 @@ def _migrate_files(
 ) -> MigrationReport:
     report = MigrationReport()
     skipped: list[tuple[str, str]] = []
-    for folder, subfolders, names in files.walk(skipped):
-        for name in names:
-            if name.endswith(TEMP_SUFFIX):  # left behind by a run that was killed (we hold the lock)
-                path = f"{folder}/{name}"
-                if not dry_run:
-                    files.remove(path)
-                report.leftovers_removed.append(relative_path(path, root))
-        if any(name in names for name in NODE_FILES):
-            report.nodes += 1
-        for name in (n for n in names if n in METADATA_FILES):
-            path = f"{folder}/{name}"
+    walked = Walked()
+    for batch in files.walk(skipped):
+        leftovers = [f"{folder.path}/{name}" for folder in batch for name in folder.files if name.endswith(TEMP_SUFFIX)]
+        removal_failures = {} if dry_run else files.remove(leftovers)  # left by killed runs (we hold the lock)
+        report.leftovers_removed += [relative_path(path, root) for path in leftovers if path not in removal_failures]
+        report.failures += [(relative_path(path, root), _reason(exc)) for path, exc in removal_failures.items()]
+        report.nodes += sum(any(name in folder.files for name in NODE_FILES) for folder in batch)
+        metadata = {f"{f.path}/{name}": (f, name) for f in batch for name in f.files if name in METADATA_FILES}
+        changed: dict[str, tuple[Replacement, list[Change]]] = {}
+        for path, data in files.read(metadata).items():
+            folder, name = metadata[path]
             relative = relative_path(path, root)
             try:
-                document, changes = _migrate_file(files, path, name, relative, dry_run, backup)
-            except UnicodeDecodeError:
-                report.failures.append((relative, "not UTF-8 text"))
-                continue
-            except RecursionError:
-                report.failures.append((relative, "nested too deeply to parse"))
-                continue
-            except ValueError as exc:
-                report.failures.append((relative, f"not valid JSON ({exc})"))
-                continue
-            except OSError as exc:
-                report.failures.append((relative, exc.strerror or str(exc)))
+                document, found, replacement = _migrated_file(path, name, data, backup)
+            except Exception as exc:
+                report.failures.append((relative, _reason(exc)))
                 continue
             if name == ".zarray":
-                prune_array_folder(subfolders, 2)
+                prune_array_folder(folder.subfolders, 2)
             elif name == "zarr.json" and isinstance(document, dict) and document.get("node_type") == "array":
-                prune_array_folder(subfolders, 3)
-            if changes:
-                report.changes += changes
-                report.files_changed.append(relative)
-                if on_change is not None:
-                    on_change(relative, changes)
+                prune_array_folder(folder.subfolders, 3)
+            if found:
+                changed[path] = (replacement, [Change(relative, location) for location, _ in found])
+        write_failures = {} if dry_run else files.replace(replacement for replacement, _ in changed.values())
+        for path, (_, changes) in changed.items():
+            relative = relative_path(path, root)
+            if path in write_failures:
+                report.failures.append((relative, _reason(write_failures[path])))
+                continue
+            report.changes += changes
+            report.files_changed.append(relative)
+            if on_change is not None:
+                on_change(relative, changes)
+        walked.add(batch)
         if on_progress is not None:
-            on_progress(report.nodes, len(report.files_changed))
+            on_progress(walked.done, walked.found)
     report.failures += [(relative_path(path, root) or ".", reason) for path, reason in skipped]
     return report
 
 
-def _migrate_file(
-    files: Files, path: str, name: str, relative: str, dry_run: bool, backup: bool
-) -> tuple[Any, list[Change]]:
-    """Migrate one metadata file; returns its parsed document and the changes."""
-    data = files.read(path)
+def _reason(exc: Exception) -> str:
+    """One file's problem in words."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to parse"
+    if isinstance(exc, ValueError):
+        return f"not valid JSON ({exc})"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _migrated_file(
+    path: str, name: str, data: bytes | Exception, backup: bool
+) -> tuple[Any, list[tuple[str, JsonPath]], Replacement]:
+    """One metadata file's parsed document, its legacy codecs, and the file with them renamed.
+
+    ``data`` is what reading the file gave: its bytes, or the error raised here.
+    """
+    if isinstance(data, Exception):
+        raise data
     bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""  # zarr reads it: keep it
     text = data[len(bom) :].decode("utf-8")
     document = json.loads(text)
     found = legacy_codecs(document, name)
-    if found and not dry_run:
-        files.replace(path, bom + _rewrite(text, document, found).encode("utf-8"), backup, data)
-    return document, [Change(relative, location) for location, _ in found]
+    renamed = bom + _rewrite(text, document, found).encode("utf-8") if found else data
+    return document, found, Replacement(path, renamed, data, backup)

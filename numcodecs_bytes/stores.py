@@ -1,22 +1,32 @@
-"""Store access for the store tools: local folders and fsspec URLs, one run at a time, atomic writes.
+"""Store access for the store tools: local folders and fsspec URLs, batched, concurrent, atomic writes.
 
-`open_store` checks a location and returns its `Files`; `store_lock` keeps a
-second run off a local store. Every write is whole or absent at every moment:
-a local file is written to a temporary file beside it, flushed, and renamed
-over the target; an object store replaces an object in one PUT. Nothing here
-prints or knows about codecs.
+The tools say which files to read and write, a batch at a time; this module does
+it. `open_store` checks a location and returns its `Files`: on an fsspec file
+system with async support (s3fs, gcsfs, adlfs, http) each batch runs with up to
+``jobs`` requests in flight, and the walk lists the folders of one level
+together; a local folder is worked one file after another (a disk answers in
+microseconds: threads would not pay). `store_lock` keeps a second run off a
+local store. Every write is whole or absent at every moment: a local file is
+written to a temporary file beside it, flushed, and renamed over the target; an
+object store replaces an object in one PUT. On S3 a new file is written only if
+none exists (``If-None-Match``) and a replaced one only if it is still the
+version that was listed (``If-Match``), where the server honours them (AWS S3,
+MinIO, moto); elsewhere the file is checked just before the write. Nothing
+here prints or knows about codecs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 try:
@@ -25,11 +35,16 @@ except ImportError:  # Windows: no advisory locks
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "BATCH",
+    "JOBS",
     "NODE_FILES",
     "TEMP_SUFFIX",
     "Files",
+    "Folder",
     "NotAStoreError",
+    "Replacement",
     "StoreBusyError",
+    "Walked",
     "open_store",
     "prune_array_folder",
     "relative_path",
@@ -40,6 +55,10 @@ NODE_FILES = ("zarr.json", ".zarray", ".zgroup", ".zmetadata")
 """Any of these makes a folder a Zarr node."""
 TEMP_SUFFIX = ".numcodecs-bytes-tmp"
 """The suffix of temporary files: only a killed run leaves one behind."""
+JOBS = 64
+"""Requests in flight on an object store by default: enough to hide a round trip of tens of milliseconds."""
+BATCH = 1000
+"""Folders listed, or files read or written, per batch: what bounds the memory a run needs."""
 _BACKUP_SUFFIX = ".bak"
 _CHUNK_FOLDER = re.compile(r"[0-9]+")
 
@@ -62,34 +81,87 @@ class StoreBusyError(RuntimeError):
     """Another run of the store tools holds the store's lock."""
 
 
-class Files(Protocol):
-    """What the store tools need of a file system: a local folder or an fsspec one."""
+@dataclass
+class Folder:
+    """One folder found by a walk: its path and the names in it."""
 
-    def walk(self, failures: list[tuple[str, str]]) -> Iterator[tuple[str, list[str], list[str]]]:
-        """Top down: (folder, its subfolders, its files); removing subfolders prunes the walk.
+    path: str
+    subfolders: list[str]  # sorted names; remove those the walk must not enter
+    files: list[str]  # sorted names
+
+
+@dataclass
+class Walked:
+    """How far a walk has come, for progress: folders listed, and folders known (listed or still to list)."""
+
+    done: int = 0
+    found: int = 1  # the root
+
+    def add(self, batch: list[Folder]) -> None:
+        """Count a batch whose subfolders are pruned to those the walk enters."""
+        self.done += len(batch)
+        self.found += sum(len(folder.subfolders) for folder in batch)
+
+
+class Replacement(NamedTuple):
+    """A file to replace by ``data``, only if it still holds ``expected`` (what was read)."""
+
+    path: str
+    data: bytes
+    expected: bytes
+    backup: bool = False  # keep ``expected`` beside it as ``<name>.bak`` (never over an existing one)
+
+
+class Files(Protocol):
+    """What the store tools need of a file system, a batch at a time: a local folder or an fsspec one.
+
+    Each batch method takes many paths and returns, per path, the result or the
+    exception that path met (reads), or only the paths that failed (writes): one
+    file's problem never stops the others.
+    """
+
+    def walk(self, failures: list[tuple[str, str]]) -> Iterator[list[Folder]]:
+        """Breadth first, a batch of folders at a time; before taking the next batch, prune each folder's
+        ``subfolders`` to those the walk must enter.
 
         What cannot be visited (an unreadable folder, a link among the
         subfolders left after pruning) is added to ``failures``.
         """
         ...
 
-    def read(self, path: str) -> bytes:
-        """A metadata file (never through a symbolic link: it could not be replaced)."""
+    def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
+        """Metadata files (never through a symbolic link: it could not be replaced)."""
         ...
 
-    def read_data(self, path: str) -> bytes | None:
-        """A data file such as a chunk, links followed; None where there is none."""
+    def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
+        """Data files such as chunks, links followed; None where there is none."""
         ...
 
-    def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None:
-        """Replace ``path``, which must still hold ``expected``, by ``data`` (OSError if it cannot)."""
+    def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
+        """Replace each file that still holds what was read; the failures (OSError where it cannot)."""
         ...
 
-    def create(self, path: str, data: bytes) -> None:
-        """Write a new file ``path`` (OSError if it exists: never overwritten)."""
+    def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
+        """Write new files; the failures (an existing file is never overwritten)."""
         ...
 
-    def remove(self, path: str) -> None: ...
+    def remove(self, paths: Iterable[str]) -> dict[str, Exception]:
+        """Remove files (a missing one is no failure); the failures."""
+        ...
+
+
+_T = TypeVar("_T")
+
+
+def _each(items: Iterable[_T], action: Callable[[_T], Any], key: Callable[[_T], str]) -> dict[str, Exception]:
+    """``action`` on each item in turn; the OSErrors met, by path."""
+    failures: dict[str, Exception] = {}
+    for item in items:
+        try:
+            action(item)
+        except OSError as exc:
+            failures[key(item)] = exc
+    return failures
 
 
 class _LocalFiles:
@@ -98,19 +170,32 @@ class _LocalFiles:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def walk(self, failures: list[tuple[str, str]]) -> Iterator[tuple[str, list[str], list[str]]]:
-        def unreadable(error: OSError) -> None:
-            failures.append((str(error.filename), f"folder not read: {error.strerror or error}"))
+    def walk(self, failures: list[tuple[str, str]]) -> Iterator[list[Folder]]:
+        level = [str(self.root)]
+        while level:
+            below: list[str] = []
+            for start in range(0, len(level), BATCH):
+                folders = [folder for path in level[start : start + BATCH] if (folder := _listed(path, failures))]
+                yield folders
+                for folder in folders:
+                    for name in folder.subfolders:  # only those the caller still wants
+                        path = os.path.join(folder.path, name)
+                        if os.path.islink(path):  # never followed: it may lead out of the store, or in a loop
+                            failures.append((path, "symbolic link to a folder: not followed"))
+                        else:
+                            below.append(path)
+            level = below
 
-        for folder, subfolders, files in os.walk(self.root, onerror=unreadable):
-            subfolders.sort()
-            yield folder, subfolders, sorted(files)
-            # Only the folders the caller still wants: a linked chunk folder inside an array is no node.
-            for name in [name for name in subfolders if os.path.islink(os.path.join(folder, name))]:
-                subfolders.remove(name)  # never followed: it may lead out of the store, or in a loop
-                failures.append((os.path.join(folder, name), "symbolic link to a folder: not followed"))
+    def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
+        read: dict[str, bytes | Exception] = {}
+        for path in paths:
+            try:
+                read[path] = self._read(path)
+            except OSError as exc:
+                read[path] = exc
+        return read
 
-    def read(self, path: str) -> bytes:
+    def _read(self, path: str) -> bytes:
         info = os.lstat(path)
         if stat.S_ISLNK(info.st_mode):
             raise OSError(f"symbolic link (to {os.readlink(path)}): not replaced by a file; use its target")
@@ -118,13 +203,21 @@ class _LocalFiles:
             raise OSError("not a regular file")  # a FIFO or a device would block or never end
         return Path(path).read_bytes()
 
-    def read_data(self, path: str) -> bytes | None:
-        try:
-            return Path(path).read_bytes()
-        except FileNotFoundError:
-            return None
+    def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
+        read: dict[str, bytes | Exception | None] = {}
+        for path in paths:
+            try:
+                read[path] = Path(path).read_bytes()
+            except FileNotFoundError:
+                read[path] = None
+            except OSError as exc:
+                read[path] = exc
+        return read
 
-    def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None:
+    def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
+        return _each(replacements, lambda r: self._replace(*r), lambda r: r.path)
+
+    def _replace(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
         folder, name = os.path.split(path)
         info = os.stat(path)
         if info.st_nlink > 1:
@@ -141,11 +234,35 @@ class _LocalFiles:
             _write_then_rename(path + _BACKUP_SUFFIX, expected, info)
         _write_then_rename(path, data, info, expected)
 
-    def create(self, path: str, data: bytes) -> None:
+    def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
+        return _each(files.items(), lambda item: self._create(*item), lambda item: item[0])
+
+    def _create(self, path: str, data: bytes) -> None:
         _write_then_rename(path, data, None)
 
-    def remove(self, path: str) -> None:
+    def remove(self, paths: Iterable[str]) -> dict[str, Exception]:
+        return _each(paths, self._remove, lambda path: path)
+
+    def _remove(self, path: str) -> None:
         Path(path).unlink(missing_ok=True)
+
+
+def _listed(path: str, failures: list[tuple[str, str]]) -> Folder | None:
+    """A local folder's subfolders (links to folders among them, as ``os.walk`` lists them) and files."""
+    try:
+        with os.scandir(path) as entries:
+            subfolders: list[str] = []
+            files: list[str] = []
+            for entry in entries:
+                try:
+                    is_folder = entry.is_dir()
+                except OSError:
+                    is_folder = False
+                (subfolders if is_folder else files).append(entry.name)
+    except OSError as error:
+        failures.append((path, f"folder not read: {error.strerror or error}"))
+        return None
+    return Folder(path, sorted(subfolders), sorted(files))
 
 
 def _write_then_rename(target: str, data: bytes, like: os.stat_result | None, expected: bytes | None = None) -> None:
@@ -214,41 +331,132 @@ def _umask() -> int:
 
 
 class _FsspecFiles:
-    """Any fsspec file system. An object store replaces an object in one PUT: readers see old or new."""
+    """Any fsspec file system; an async one (s3fs) with up to ``jobs`` requests in flight.
 
-    def __init__(self, fs: Any, root: str) -> None:
-        self.fs, self.root = fs, root.rstrip("/")
+    An object store replaces an object in one PUT: readers see the old or the
+    new one. On S3, writes are conditional (``If-None-Match: *`` to create,
+    ``If-Match`` on the version listed to replace); on other file systems the
+    file is checked just before it is written.
+    """
 
-    def walk(self, failures: list[tuple[str, str]]) -> Iterator[tuple[str, list[str], list[str]]]:
-        for folder, subfolders, files in self.fs.walk(self.root, detail=False):
-            subfolders.sort()
-            yield folder, subfolders, sorted(files)
+    def __init__(self, fs: Any, root: str, jobs: int) -> None:
+        import fsspec.asyn
 
-    def read(self, path: str) -> bytes:
-        return bytes(self.fs.cat_file(path))
+        self.fs, self.root, self.jobs = fs, root.rstrip("/"), jobs
+        self._loop = fs.loop if fs.async_impl else fsspec.asyn.get_loop()
+        self._sync = fsspec.asyn.sync
+        protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+        self._conditional = "s3" in protocols  # s3fs passes If-None-Match and If-Match on to the PUT
 
-    def read_data(self, path: str) -> bytes | None:
-        try:
-            return bytes(self.fs.cat_file(path))
-        except FileNotFoundError:
-            return None
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """The file system's ``method``: awaited where it is async, called where not (one at a time)."""
+        if self.fs.async_impl:
+            return await getattr(self.fs, f"_{method}")(*args, **kwargs)
+        return getattr(self.fs, method)(*args, **kwargs)
 
-    def replace(self, path: str, data: bytes, backup: bool, expected: bytes) -> None:
-        if backup:
-            if self.fs.exists(path + _BACKUP_SUFFIX):
-                raise OSError(f"{path.rsplit('/', 1)[-1]}{_BACKUP_SUFFIX} exists already: not overwritten")
-            self.fs.pipe_file(path + _BACKUP_SUFFIX, expected)
-        if bytes(self.fs.cat_file(path)) != expected:
+    def _run(self, work: Mapping[str, Awaitable[_T]]) -> dict[str, _T | Exception]:
+        """Each path's work (a coroutine not started yet), at most ``jobs`` at a time, on fsspec's event loop;
+        what each returned or raised."""
+
+        async def run_all() -> dict[str, _T | Exception]:
+            limit = asyncio.Semaphore(self.jobs)
+
+            async def one(path: str, job: Awaitable[_T]) -> tuple[str, _T | Exception]:
+                async with limit:
+                    try:
+                        return path, await job
+                    except Exception as exc:  # each file system fails in its own words: reported per path
+                        return path, exc
+
+            return dict(await asyncio.gather(*(one(path, job) for path, job in work.items())))
+
+        result: dict[str, _T | Exception] = self._sync(self._loop, run_all)
+        return result
+
+    def _failures(self, work: Mapping[str, Awaitable[Any]]) -> dict[str, Exception]:
+        return {path: result for path, result in self._run(work).items() if isinstance(result, Exception)}
+
+    def walk(self, failures: list[tuple[str, str]]) -> Iterator[list[Folder]]:
+        level = [self.root]
+        while level:
+            below: list[str] = []
+            for start in range(0, len(level), BATCH):
+                paths = level[start : start + BATCH]
+                listings = self._run({path: self._call("ls", path, detail=True) for path in paths})
+                folders = []
+                for path in paths:
+                    listing = listings[path]
+                    if isinstance(listing, Exception):
+                        failures.append((path, f"folder not read: {listing}"))
+                        continue
+                    names: dict[str, list[str]] = {"directory": [], "file": []}
+                    for entry in listing:
+                        name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+                        if entry["name"].rstrip("/") != path:  # some file systems list a folder in itself
+                            names["directory" if entry["type"] == "directory" else "file"].append(name)
+                    folders.append(Folder(path, sorted(names["directory"]), sorted(names["file"])))
+                yield folders
+                below += [f"{folder.path}/{name}" for folder in folders for name in folder.subfolders]
+            level = below
+
+    def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
+        return self._run({path: self._bytes(path) for path in paths})
+
+    async def _bytes(self, path: str) -> bytes:
+        return bytes(await self._call("cat_file", path))
+
+    def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
+        async def read(path: str) -> bytes | None:
+            try:
+                return await self._bytes(path)
+            except FileNotFoundError:
+                return None
+
+        return self._run({path: read(path) for path in paths})
+
+    def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
+        return self._failures({r.path: self._replace(*r) for r in replacements})
+
+    async def _replace(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
+        condition: dict[str, str] = {}
+        if self._conditional:  # the version seen by the listing (or now): the PUT holds only if it is still there
+            condition = {"IfMatch": (await self._call("info", path))["ETag"]}
+        if await self._bytes(path) != expected:
             raise OSError("changed by someone else meanwhile: left as it is")
-        self.fs.pipe_file(path, data)
+        if backup:
+            await self._create(path + _BACKUP_SUFFIX, expected)
+        try:
+            await self._call("pipe_file", path, data, **condition)
+        except OSError as exc:
+            if condition and "Precondition" in str(exc):
+                raise OSError("changed by someone else meanwhile: left as it is") from None
+            raise
 
-    def create(self, path: str, data: bytes) -> None:
-        if self.fs.exists(path):
-            raise FileExistsError(f"{path.rsplit('/', 1)[-1]} exists already: not overwritten")
-        self.fs.pipe_file(path, data)
+    def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
+        return self._failures({path: self._create(path, data) for path, data in files.items()})
 
-    def remove(self, path: str) -> None:
-        self.fs.rm_file(path)
+    async def _create(self, path: str, data: bytes) -> None:
+        exists = FileExistsError(f"{path.rsplit('/', 1)[-1]} exists already: not overwritten")
+        if not self._conditional:
+            if await self._call("exists", path):
+                raise exists
+            await self._call("pipe_file", path, data)
+            return
+        try:
+            await self._call("pipe_file", path, data, IfNoneMatch="*")
+        except OSError as exc:
+            if "Precondition" in str(exc):
+                raise exists from None
+            raise
+
+    def remove(self, paths: Iterable[str]) -> dict[str, Exception]:
+        async def remove(path: str) -> None:
+            try:
+                await self._call("rm_file", path)
+            except FileNotFoundError:
+                pass
+
+        return self._failures({path: remove(path) for path in paths})
 
 
 def _local_path(text: str) -> str:
@@ -261,8 +469,21 @@ def _local_path(text: str) -> str:
     return url.path
 
 
-def open_store(location: str | os.PathLike[str]) -> tuple[Files, str]:
+def open_store(
+    location: str | os.PathLike[str], *, jobs: int = JOBS, storage_options: Mapping[str, Any] | None = None
+) -> tuple[Files, str]:
     """The files of the store at ``location`` and its root, after checking it is a Zarr store.
+
+    Parameters
+    ----------
+    location : str or path
+        A local folder, a ``file:`` URL of this host, or an fsspec URL.
+    jobs : int
+        Requests in flight at most on an fsspec file system with async support
+        (on S3, also the size of the connection pool unless ``storage_options``
+        sets ``config_kwargs``).
+    storage_options : mapping, optional
+        Passed to fsspec with the URL (``endpoint_url``, ``profile``, ``anon``, ...).
 
     Raises
     ------
@@ -271,29 +492,43 @@ def open_store(location: str | os.PathLike[str]) -> tuple[Files, str]:
         metadata, or a URL that cannot be opened.
     """
     text = os.fspath(location)
+    if jobs < 1:
+        raise ValueError(f"jobs must be 1 or more, got {jobs}")
     if not text.strip():
         raise NotAStoreError("the store path is empty")
     if "://" in text and not text.startswith("file:"):
+        options = dict(storage_options or {})
+        if urlsplit(text).scheme in ("s3", "s3a") and "config_kwargs" not in options:
+            options["config_kwargs"] = {"max_pool_connections": jobs}  # botocore's default pool holds 10
         try:
             import fsspec
 
-            fs, url_root = fsspec.core.url_to_fs(text)
+            fs, url_root = fsspec.core.url_to_fs(text, **options)
         except ImportError as exc:
             raise NotAStoreError(f"{text}: this URL needs a package that is not installed ({exc})") from None
         except Exception as exc:  # each file system fails in its own words (a missing zip, a tar that is none)
             raise NotAStoreError(f"{text}: not a URL fsspec can open ({type(exc).__name__}: {exc})") from None
         root = url_root.rstrip("/")
         # fsspec shares one instance per URL in a process, with the folder listings it made: a store
-        # changed since (by another writer, or by the caller) must be seen as it is now.
-        fs.invalidate_cache(root)
-        files: Files = _FsspecFiles(fs, root)
-        is_dir, is_file, exists = fs.isdir, fs.isfile, fs.exists
+        # changed since (by another writer, or by the caller) must be seen as it is now. A path's
+        # invalidation keeps the listings below it: all go.
+        fs.invalidate_cache()
+        files: Files = _FsspecFiles(fs, root, jobs)
+
+        def names_in(folder: str) -> set[str]:
+            return {entry.rstrip("/").rsplit("/", 1)[-1] for entry in fs.ls(folder, detail=False)}
+
+        is_dir, exists = fs.isdir, fs.exists
     else:
         root = str(Path(_local_path(text)))
         files = _LocalFiles(Path(root))
-        is_dir, is_file, exists = os.path.isdir, os.path.isfile, os.path.lexists
+        is_dir, exists = os.path.isdir, os.path.lexists
+
+        def names_in(folder: str) -> set[str]:
+            return {name for name in os.listdir(folder) if os.path.isfile(os.path.join(folder, name))}
+
     try:
-        problem = _not_a_store(root, is_dir, is_file, exists)
+        problem = _not_a_store(root, is_dir, names_in, exists)
     except Exception as exc:  # OSError, or a file system's own error (a broken reference file system)
         raise NotAStoreError(f"{text}: cannot be reached ({type(exc).__name__}: {exc})") from None
     if problem is not None:
@@ -302,12 +537,12 @@ def open_store(location: str | os.PathLike[str]) -> tuple[Files, str]:
 
 
 def _not_a_store(
-    root: str, is_dir: Callable[[str], bool], is_file: Callable[[str], bool], exists: Callable[[str], bool]
+    root: str, is_dir: Callable[[str], bool], names_in: Callable[[str], set[str]], exists: Callable[[str], bool]
 ) -> str | None:
-    """Why ``root`` is not a Zarr store, or None if it is one."""
+    """Why ``root`` is not a Zarr store, or None if it is one (one listing of the root, where it is a folder)."""
     if not is_dir(root):
         return "not a folder" if exists(root) else "no such folder"
-    if not any(is_file(f"{root}/{name}") for name in NODE_FILES):
+    if not names_in(root) & set(NODE_FILES):
         return "not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)"
     return None
 

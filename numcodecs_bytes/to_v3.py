@@ -71,7 +71,19 @@ import numpy as np
 from .codec import BytesCodec, _same_type
 from .data_types import dtype_from_json, needs_endian
 from .names import CODEC_ID, CODEC_IDS, v2_id, v3_entry, v3_name
-from .stores import TEMP_SUFFIX, Files, open_store, prune_array_folder, relative_path, store_lock
+from .stores import (
+    BATCH,
+    JOBS,
+    TEMP_SUFFIX,
+    Files,
+    Folder,
+    Replacement,
+    Walked,
+    open_store,
+    prune_array_folder,
+    relative_path,
+    store_lock,
+)
 from .swap import ENDIANS, Endian
 
 __all__ = ["V2_METADATA_FILES", "ConversionReport", "NodeResult", "convert_store", "v3_document"]
@@ -94,6 +106,7 @@ class NodeResult:
     folded: str | None = None  # e.g. "filters[0] 'bytes' (endian big)", where the filter was folded
     unchanged: bool = False  # its zarr.json existed already with this very content
     implicit: bool = False  # a folder without v2 metadata that leads to nodes: made a group
+    document: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # its zarr.json
 
 
 @dataclass
@@ -380,14 +393,22 @@ def _readable(zarray: dict[str, Any]) -> dict[str, Any]:
     return {**zarray, "filters": filters or None}
 
 
-def _verify(files: Files, folder: str, zarray: dict[str, Any], document: dict[str, Any]) -> None:
-    """Read chunk 0 (where stored) and a missing chunk's fill value as v2 and as v3; raise if they differ."""
+def _chunk_zero(zarray: dict[str, Any]) -> str | None:
+    """The key of an array's first chunk, None where the array has no element."""
+    shape = zarray["shape"]
+    return (zarray.get("dimension_separator") or ".").join("0" for _ in shape) or "0" if all(shape) else None
+
+
+def _verify(zarray: dict[str, Any], document: dict[str, Any], chunk: bytes | Exception | None) -> None:
+    """Read chunk 0 (``chunk``: what reading it gave, None where not stored) and a missing chunk's fill value as
+    v2 and as v3; raise if they differ."""
+    if isinstance(chunk, Exception):
+        raise chunk
     zarr = _zarr()
     shape, chunks = zarray["shape"], zarray["chunks"]
-    region = tuple(slice(0, min(extent, chunk)) for extent, chunk in zip(shape, chunks, strict=True))
-    key = (zarray.get("dimension_separator") or ".").join("0" for _ in shape) or "0"
-    chunk = files.read_data(f"{folder}/{key}") if all(shape) else None
-    samples: list[tuple[str, dict[str, bytes]]] = [] if chunk is None else [("chunk 0", {key: chunk})]
+    region = tuple(slice(0, min(extent, size)) for extent, size in zip(shape, chunks, strict=True))
+    key = _chunk_zero(zarray)
+    samples: list[tuple[str, dict[str, bytes]]] = [] if chunk is None or key is None else [("chunk 0", {key: chunk})]
     if zarray.get("fill_value") is not None:  # a null one leaves v2's missing chunks undefined: nothing to compare
         samples.append(("the fill value of a missing chunk", {}))
     v2_files, v3_files = {".zarray": _encoded(_readable(zarray))}, {"zarr.json": _encoded(document)}
@@ -413,11 +434,10 @@ def _verify(files: Files, folder: str, zarray: dict[str, Any], document: dict[st
 # -- the store ------------------------------------------------------------------------------------------------
 
 
-def _read_json(files: Files, path: str) -> Any:
-    return _parsed(files.read(path), path)
-
-
-def _parsed(data: bytes, path: str) -> Any:
+def _parsed(data: bytes | Exception, path: str) -> Any:
+    """A metadata file's JSON from what reading it gave (its bytes, or the error raised here)."""
+    if isinstance(data, Exception):
+        raise data
     try:
         return json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
@@ -440,35 +460,44 @@ class _Node(NamedTuple):
     document: dict[str, Any]
     folded: str | None = None
     origin: str = "v2"  # "v2"; "v3": only a zarr.json (converted before); "implicit": a folder that leads to nodes
+    existing: bytes | None = None  # the zarr.json found beside v2 metadata (an earlier run's), as read
+    zarray: dict[str, Any] | None = None  # a v2 array's metadata, for the check
 
 
 _IMPLICIT_GROUP: dict[str, Any] = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+_READ = (".zattrs", ".zarray", "zarr.json")  # the files a node's zarr.json is made from, or compared with
 
 
-def _node(files: Files, folder: str, path: str, names: list[str], notes: list[str], verify: bool) -> _Node:
-    """The node in ``folder`` (whose files are ``names``) and its ``zarr.json`` document."""
+def _node(folder: Folder, path: str, read: dict[str, bytes | Exception], notes: list[str]) -> _Node:
+    """The node in ``folder`` and its ``zarr.json`` document, from its files as ``read`` (by path)."""
+    names = folder.files
+
+    def parsed(name: str) -> Any:
+        return _parsed(read[f"{folder.path}/{name}"], name)
+
+    existing = read.get(f"{folder.path}/zarr.json")
     if ".zarray" not in names and ".zgroup" not in names:
         if "zarr.json" in names:  # its v2 files removed by an earlier run: it stays as it is
-            document = _read_json(files, f"{folder}/zarr.json")
+            document = parsed("zarr.json")
             if not isinstance(document, dict) or document.get("zarr_format") != 3:
                 raise UnconvertibleError("zarr.json is not Zarr v3 metadata, and there is no v2 metadata")
             kind = "array" if document.get("node_type") == "array" else "group"
-            return _Node(folder, path, names, kind, document, origin="v3")
+            return _Node(folder.path, path, names, kind, document, origin="v3")
         # The root with only .zmetadata: zarr 2's open_consolidated opens it as a group.
-        return _Node(folder, path, names, "group", dict(_IMPLICIT_GROUP), origin="implicit")
-    zattrs = _read_json(files, f"{folder}/.zattrs") if ".zattrs" in names else {}
+        return _Node(folder.path, path, names, "group", dict(_IMPLICIT_GROUP), origin="implicit")
+    if isinstance(existing, Exception):
+        raise existing
+    zattrs = parsed(".zattrs") if ".zattrs" in names else {}
     if not isinstance(zattrs, dict):
         raise UnconvertibleError(f".zattrs must be an object, got {type(zattrs).__name__}")
     if ".zarray" not in names:
         document, _ = v3_document(None, zattrs, notes)
-        return _Node(folder, path, names, "group", document)
-    zarray = _read_json(files, f"{folder}/.zarray")
+        return _Node(folder.path, path, names, "group", document, existing=existing)
+    zarray = parsed(".zarray")
     if not isinstance(zarray, dict) or zarray.get("zarr_format") != 2:
         raise UnconvertibleError(".zarray is not Zarr v2 array metadata")
     document, folded = v3_document(zarray, zattrs, notes)
-    if verify:
-        _verify(files, folder, zarray, document)
-    return _Node(folder, path, names, "array", document, folded)
+    return _Node(folder.path, path, names, "array", document, folded, existing=existing, zarray=zarray)
 
 
 def _parents(path: str) -> Iterator[str]:
@@ -495,6 +524,9 @@ def convert_store(
     remove_v2_metadata: bool = False,
     verify: bool = True,
     on_node: Callable[[NodeResult], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    jobs: int = JOBS,
+    storage_options: dict[str, Any] | None = None,
 ) -> ConversionReport:
     """Write a Zarr v3 ``zarr.json`` for every node of a Zarr v2 store, folding the bytes filter.
 
@@ -514,6 +546,12 @@ def convert_store(
         own codecs, and convert only what reads the same.
     on_node : callable, optional
         Called with each node converted, as it goes.
+    on_progress : callable, optional
+        Called after each batch of folders with (folders walked, folders found so far).
+    jobs : int
+        Requests in flight at most on an object store.
+    storage_options : dict, optional
+        Passed to fsspec with a URL (``endpoint_url``, ``profile``, ``anon``, ...).
 
     Returns
     -------
@@ -533,9 +571,9 @@ def convert_store(
         If zarr-python 3 is not installed.
     """
     _zarr()  # before touching the store: a missing zarr is a usage error
-    files, root = open_store(location)
+    files, root = open_store(location, jobs=jobs, storage_options=storage_options)
     with nullcontext() if dry_run else store_lock(files, root):
-        return _convert(files, root, _Options(dry_run, remove_v2_metadata, verify, on_node))
+        return _convert(files, root, _Options(dry_run, remove_v2_metadata, verify, on_node, on_progress))
 
 
 class _Options(NamedTuple):
@@ -543,6 +581,7 @@ class _Options(NamedTuple):
     remove_v2_metadata: bool
     verify: bool
     on_node: Callable[[NodeResult], None] | None
+    on_progress: Callable[[int, int], None] | None
 
 
 def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
@@ -551,59 +590,103 @@ def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
     nodes: dict[str, _Node] = {}  # every node that converts (or was converted), by path
     arrays: set[str] = set()  # paths of arrays: a node below one is not part of the hierarchy
     failed: set[str] = set()  # paths that stay as they are
-    for folder, subfolders, names in files.walk(skipped):
-        path = relative_path(folder, root)
-        for name in (name for name in names if name.endswith(TEMP_SUFFIX)):  # a killed run's (we hold the lock)
-            if not options.dry_run:
-                files.remove(f"{folder}/{name}")
-            report.leftovers_removed.append(relative_path(f"{folder}/{name}", root))
-        if not ({".zarray", ".zgroup", "zarr.json"} & set(names) or (path == "" and ".zmetadata" in names)):
-            continue  # not a node; a group in v3 if nodes lie below it
-        if ".zarray" in names:
-            prune_array_folder(subfolders, 2)
-        container = next((parent for parent in _parents(path) if parent in arrays), None)
-        if container is not None:
-            arrays.add(path)
-            failed.add(path)
-            report.failures.append(
-                (path, f"a node inside the array {container or '.'}: Zarr v3 arrays hold no nodes; left as v2")
-            )
-            continue
-        notes: list[str] = []
-        try:
-            node = _node(files, folder, path, names, notes, options.verify)
-        except Exception as exc:  # one node's problem, whatever it is, is reported; the rest converts
-            failed.add(path)
-            report.failures.append((path or ".", _reason(exc)))
+    walked = Walked()
+
+    def fail(path: str, reason: str) -> None:
+        failed.add(path)
+        report.failures.append((path or ".", reason))
+
+    for batch in files.walk(skipped):
+        _remove_leftovers(files, root, batch, options, report)
+        found: list[tuple[Folder, str]] = []  # the batch's nodes and their paths
+        for folder in batch:
+            path, names = relative_path(folder.path, root), folder.files
+            if not ({".zarray", ".zgroup", "zarr.json"} & set(names) or (path == "" and ".zmetadata" in names)):
+                continue  # not a node; a group in v3 if nodes lie below it
             if ".zarray" in names:
+                prune_array_folder(folder.subfolders, 2)
+            container = next((parent for parent in _parents(path) if parent in arrays), None)
+            if container is not None:
                 arrays.add(path)
-            continue
-        report.notes += [(path or ".", note) for note in notes]
-        nodes[path] = node
-        if node.kind == "array":
-            arrays.add(path)
-            if node.origin == "v3":
-                prune_array_folder(subfolders, 3)
-            if not _write_node(files, node, node.document, options, report):
-                failed.add(path)
+                fail(path, f"a node inside the array {container or '.'}: Zarr v3 arrays hold no nodes; left as v2")
+                continue
+            found.append((folder, path))
+        read = files.read(f"{folder.path}/{name}" for folder, _ in found for name in _READ if name in folder.files)
+        built: list[_Node] = []
+        for folder, path in found:
+            notes: list[str] = []
+            try:
+                node = _node(folder, path, read, notes)
+            except Exception as exc:  # one node's problem, whatever it is, is reported; the rest converts
+                fail(path, _reason(exc))
+                if ".zarray" in folder.files:
+                    arrays.add(path)
+                continue
+            report.notes += [(path or ".", note) for note in notes]
+            if node.kind == "array":
+                arrays.add(path)
+                if node.origin == "v3":
+                    prune_array_folder(folder.subfolders, 3)
+            built.append(node)
+        built = _checked([node for node in built if node.kind == "array"], files, options, fail) + [
+            node for node in built if node.kind == "group"
+        ]
+        for node in built:
+            nodes[node.path] = node
+        failed.update(_write_nodes(files, [(n, n.document) for n in built if n.kind == "array"], options, report))
+        walked.add(batch)
+        if options.on_progress is not None:
+            options.on_progress(walked.done, walked.found)
     failed.update(relative_path(path, root) for path, _ in skipped)
     report.failures += [(relative_path(path, root) or ".", reason) for path, reason in skipped]
-    _write_groups(files, root, nodes, arrays, failed, options, report)
+    _write_groups(root, nodes, arrays, failed, files, options, report)
     if options.remove_v2_metadata and not report.failures:
         _remove_v2_metadata(files, nodes, options, report)
     return report
 
 
+def _remove_leftovers(
+    files: Files, root: str, batch: list[Folder], options: _Options, report: ConversionReport
+) -> None:
+    """The temporary files of killed runs in ``batch`` (we hold the lock: no live run writes them)."""
+    leftovers = [f"{folder.path}/{name}" for folder in batch for name in folder.files if name.endswith(TEMP_SUFFIX)]
+    failures = {} if options.dry_run else files.remove(leftovers)
+    report.leftovers_removed += [relative_path(path, root) for path in leftovers if path not in failures]
+    report.failures += [(relative_path(path, root), _reason(exc)) for path, exc in failures.items()]
+
+
+def _checked(arrays: list[_Node], files: Files, options: _Options, fail: Callable[[str, str], None]) -> list[_Node]:
+    """The arrays whose check passes (`_verify`; chunk 0 of each read in one batch): the others fail."""
+    if not options.verify:
+        return arrays
+    keys = {node.path: _chunk_zero(node.zarray) for node in arrays if node.zarray is not None}
+    chunks = files.read_data(f"{node.folder}/{keys[node.path]}" for node in arrays if keys.get(node.path))
+    passed = []
+    for node in arrays:
+        if node.zarray is None:  # converted by an earlier run: nothing to check
+            passed.append(node)
+            continue
+        key = keys[node.path]
+        try:
+            _verify(node.zarray, node.document, None if key is None else chunks[f"{node.folder}/{key}"])
+        except Exception as exc:
+            fail(node.path, _reason(exc))
+            continue
+        passed.append(node)
+    return passed
+
+
 def _write_groups(
-    files: Files,
     root: str,
     nodes: dict[str, _Node],
     arrays: set[str],
     failed: set[str],
+    files: Files,
     options: _Options,
     report: ConversionReport,
 ) -> None:
-    """Every group's ``zarr.json``, deepest first, each only once everything below it converted; the root last."""
+    """Every group's ``zarr.json``, deepest first (a batch per depth), each only once everything below it
+    converted; the root last."""
     for path in [*nodes, *failed]:
         for parent in _parents(path):
             if parent in nodes or parent in arrays or parent in failed:
@@ -612,60 +695,85 @@ def _write_groups(
             nodes[parent] = _Node(folder, parent, [], "group", dict(_IMPLICIT_GROUP), origin="implicit")
     blocked = {parent for path in failed for parent in _parents(path)}
     root_node = nodes.get("")
-    for node in sorted(
-        (n for n in nodes.values() if n.kind == "group"), key=lambda n: -n.path.count("/") - bool(n.path)
-    ):
-        if node.path in blocked:
-            below = sum(path.startswith(f"{node.path}/") or not node.path for path in failed)
-            if node.origin == "v2":
-                report.failures.append(
-                    (node.path or ".", f"left as Zarr v2: {below} path(s) below it could not be converted")
-                )
+    groups = [node for node in nodes.values() if node.kind == "group"]
+    for depth in sorted({_depth(node.path) for node in groups}, reverse=True):
+        writes = []
+        for node in (node for node in groups if _depth(node.path) == depth):
+            if node.path in blocked:
+                below = sum(path.startswith(f"{node.path}/") or not node.path for path in failed)
+                if node.origin == "v2":
+                    report.failures.append(
+                        (node.path or ".", f"left as Zarr v2: {below} path(s) below it could not be converted")
+                    )
+                continue
+            document = node.document
+            if node is root_node and ".zmetadata" in node.names:
+                document = _consolidated({path: n.document for path, n in nodes.items()})
+            writes.append((node, document))
+        not_written = _write_nodes(files, writes, options, report)
+        failed |= not_written
+        blocked |= {parent for path in not_written for parent in _parents(path)}
+        if root_node is not None and depth == 0 and ".zmetadata" in root_node.names and not not_written:
+            report.consolidated = any(node is root_node for node, _ in writes)
+
+
+def _depth(path: str) -> int:
+    """A node's depth: 0 for the root, 1 for its members, ..."""
+    return path.count("/") + 1 if path else 0
+
+
+def _write_nodes(
+    files: Files, writes: list[tuple[_Node, dict[str, Any]]], options: _Options, report: ConversionReport
+) -> set[str]:
+    """Create each node's ``zarr.json`` in one batch (never over another, but the root's consolidated
+    metadata); the paths of the nodes not written."""
+    unchanged: dict[str, bool] = {}
+    failures: dict[str, Exception] = {}
+    creates: dict[str, bytes] = {}
+    replacements: list[Replacement] = []
+    by_target = {f"{node.folder}/zarr.json": node.path for node, _ in writes}
+    for node, document in writes:
+        target = f"{node.folder}/zarr.json"
+        try:
+            if node.origin == "v3":
+                unchanged[node.path] = True
+            elif node.existing is not None:
+                replacement = _update(node, target, document)
+                unchanged[node.path] = replacement is None
+                if replacement is not None:
+                    replacements.append(replacement)
+            else:
+                unchanged[node.path] = False
+                creates[target] = _encoded(document)
+        except Exception as exc:
+            failures[node.path] = exc
+    if not options.dry_run:
+        written = {**files.create(creates), **files.replace(replacements)}
+        failures |= {by_target[target]: exc for target, exc in written.items()}
+    for node, document in writes:
+        if node.path in failures:
+            report.failures.append((node.path or ".", _reason(failures[node.path])))
             continue
-        document = node.document
-        if node is root_node and ".zmetadata" in node.names:
-            document = _consolidated({path: n.document for path, n in nodes.items()})
-        written = _write_node(files, node, document, options, report)
-        if written and node is root_node and ".zmetadata" in node.names:
-            report.consolidated = True
+        result = NodeResult(
+            node.path, node.kind, node.folded, unchanged[node.path], node.origin == "implicit", document
+        )
+        report.converted.append(result)
+        if options.on_node is not None:
+            options.on_node(result)
+    return set(failures)
 
 
-def _write_node(
-    files: Files, node: _Node, document: dict[str, Any], options: _Options, report: ConversionReport
-) -> bool:
-    """Create the node's ``zarr.json`` (never over another one, but the root's consolidated metadata)."""
-    target = f"{node.folder}/zarr.json"
-    try:
-        if node.origin == "v3":
-            unchanged = True
-        elif "zarr.json" in node.names:
-            unchanged = _keep_or_update(files, node, target, document, options.dry_run)
-        else:
-            unchanged = False
-            if not options.dry_run:
-                files.create(target, _encoded(document))
-    except Exception as exc:
-        report.failures.append((node.path or ".", _reason(exc)))
-        return False
-    result = NodeResult(node.path, node.kind, node.folded, unchanged, node.origin == "implicit")
-    report.converted.append(result)
-    if options.on_node is not None:
-        options.on_node(result)
-    return True
-
-
-def _keep_or_update(files: Files, node: _Node, target: str, document: dict[str, Any], dry_run: bool) -> bool:
-    """Whether an existing ``zarr.json`` says ``document`` already; the root's consolidation is brought up to date."""
-    before = files.read(target)
-    existing = _parsed(before, target)
+def _update(node: _Node, target: str, document: dict[str, Any]) -> Replacement | None:
+    """None where the existing ``zarr.json`` says ``document`` already; the root's consolidation brought up to
+    date (only if the file still holds what was read); any other difference raises."""
+    assert node.existing is not None
+    existing = _parsed(node.existing, target)
     wanted = json.loads(_encoded(document))
     if existing == wanted:
-        return True
+        return None
     if not _only_consolidation_differs(node, existing, wanted):
         raise UnconvertibleError("zarr.json exists already and says something else: not overwritten")
-    if not dry_run:
-        files.replace(target, _encoded(document), False, before)  # only if it still holds what was read
-    return False
+    return Replacement(target, _encoded(document), node.existing)
 
 
 def _only_consolidation_differs(node: _Node, existing: Any, wanted: dict[str, Any]) -> bool:
@@ -676,20 +784,23 @@ def _only_consolidation_differs(node: _Node, existing: Any, wanted: dict[str, An
 
 
 def _remove_v2_metadata(files: Files, nodes: dict[str, _Node], options: _Options, report: ConversionReport) -> None:
-    """The v2 metadata files of every node, ``.zmetadata`` last (v2 readers of it find the chunks to the end)."""
+    """The v2 metadata files of every node, in batches, ``.zmetadata`` last (v2 readers of it find the chunks
+    to the end)."""
     for last in (False, True):
-        for node in nodes.values():
-            for name in V2_METADATA_FILES:
-                if name not in node.names or (name == ".zmetadata") != last:
-                    continue
-                where = f"{node.path}/{name}".lstrip("/")
-                try:
-                    if not options.dry_run:
-                        files.remove(f"{node.folder}/{name}")
-                except OSError as exc:
-                    report.failures.append((where, exc.strerror or str(exc)))
+        paths = {
+            f"{node.folder}/{name}": f"{node.path}/{name}".lstrip("/")
+            for node in nodes.values()
+            for name in V2_METADATA_FILES
+            if name in node.names and (name == ".zmetadata") == last
+        }
+        for start in range(0, len(paths), BATCH):
+            batch = list(paths)[start : start + BATCH]
+            failures = {} if options.dry_run else files.remove(batch)
+            for path in batch:
+                if path in failures:
+                    report.failures.append((paths[path], _reason(failures[path])))
                 else:
-                    report.removed.append(where)
+                    report.removed.append(paths[path])
 
 
 def _consolidated(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from numcodecs_bytes.__main__ import main
 from numcodecs_bytes.migrate import migrate_config, migrate_metadata, migrate_store, rewrite_text
-from numcodecs_bytes.stores import NotAStoreError, StoreBusyError, _LocalFiles
+from numcodecs_bytes.stores import NotAStoreError, Replacement, StoreBusyError, _LocalFiles
 
 V3_ARRAY = {
     "zarr_format": 3,
@@ -47,7 +47,8 @@ def legacy_group(root: Path, arrays: int = 2) -> Path:
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["migrate", *args])
+    """``migrate --verbose``: every change on its own line."""
+    code = main(["migrate", "--verbose", *args])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -150,7 +151,10 @@ def test_folder_names_that_are_not_utf8_under_a_strict_output(tmp_path: Path) ->
         json.dump(V3_ARRAY, handle)
     env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"}
     result = subprocess.run(
-        [sys.executable, "-m", "numcodecs_bytes", "migrate", str(root)], capture_output=True, env=env, check=False
+        [sys.executable, "-m", "numcodecs_bytes", "migrate", "--verbose", str(root)],
+        capture_output=True,
+        env=env,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert b"changed caf\\xe9/zarr.json" in result.stdout
@@ -236,8 +240,8 @@ def test_a_file_changed_between_read_and_replace_is_left_alone(tmp_path: Path) -
     path = write_json(tmp_path / "zarr.json", V3_ARRAY)
     read = path.read_bytes()
     path.write_text(json.dumps({**V3_ARRAY, "attributes": {"written": "meanwhile"}}))
-    with pytest.raises(OSError, match="changed by someone else"):
-        _LocalFiles(tmp_path).replace(str(path), b"{}", False, read)
+    failures = _LocalFiles(tmp_path).replace([Replacement(str(path), b"{}", read)])
+    assert "changed by someone else" in str(failures[str(path)])
     assert json.loads(path.read_text())["attributes"] == {"written": "meanwhile"}
 
 

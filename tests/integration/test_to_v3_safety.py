@@ -199,10 +199,10 @@ class Interrupt(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def interrupted_after(method: str, calls: int) -> Iterator[None]:
-    """The local store's ``method`` ("create" or "remove") raises, as a Ctrl-C would, after ``calls`` calls."""
+    """The local store's ``method`` ("create" or "remove") raises, as a Ctrl-C would, after ``calls`` files."""
     from numcodecs_bytes import stores
 
-    original = getattr(stores._LocalFiles, method)
+    original = getattr(stores._LocalFiles, f"_{method}")  # one file: the batch methods call it per file
     count = [0]
 
     def counting(self: Any, *args: Any) -> Any:
@@ -211,7 +211,7 @@ def interrupted_after(method: str, calls: int) -> Iterator[None]:
             raise Interrupt
         return original(self, *args)
 
-    with mock.patch.object(stores._LocalFiles, method, counting):
+    with mock.patch.object(stores._LocalFiles, f"_{method}", counting):
         yield
 
 
