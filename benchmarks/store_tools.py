@@ -5,13 +5,17 @@
 
 moto's S3 API server runs on 127.0.0.1; a small asyncio TCP proxy in front of
 it holds every piece of data it forwards for half the round-trip time in each
-direction, so a request costs one round trip at least. A v2 group of N arrays
-(``<i4`` with the bytes filter, one stored chunk each, consolidated) is
-uploaded, then each command runs as a user runs it, in its own process, on its
-own copy of the store: ``to-v3``, ``to-v3 --no-verify``, ``migrate
---dry-run``. The floor is one listing of the store plus one concurrent
-``cat`` of all its metadata objects through s3fs (the least any tool must
-read). Reported: seconds per command, min .. max over the runs, and each over
+direction, so a request costs one round trip at least. Three v2 groups of N
+arrays (``<i4``, one stored chunk each) are uploaded: with the bytes filter,
+consolidated; the same with the legacy id ``endian``; and plain, without the
+filter, unconsolidated (zarr-python's converter refuses ``.zmetadata``). Each
+command runs as a user runs it, in its own process, on its own copy of a store:
+``to-v3`` (checked and not) on the filter store and on the plain one,
+zarr-python's converter (``migrate_v2_to_v3``) on the plain one, ``migrate``
+(and its dry run) on the legacy one. The floor is one listing of the store plus
+one concurrent ``cat`` of all its metadata objects through s3fs, with as many
+connections as the tools use, in a process of its own as well (the least any
+tool must read). Reported: seconds per command, min .. max over the runs, and each over
 the floor.
 
 Then a kill and a rerun: ``to-v3 --remove-v2-metadata`` is killed (SIGKILL)
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from numcodecs_bytes.stores import JOBS
 
 BUCKET = "bench"
 
@@ -117,7 +124,7 @@ def delaying_proxy(target_port: int, rtt: float) -> Iterator[str]:
             loop.call_soon_threadsafe(task.cancel)
 
 
-def write_v2_store(root: Path, arrays: int) -> dict[str, np.ndarray[Any, Any]]:
+def write_v2_store(root: Path, arrays: int, filtered: bool = True) -> dict[str, np.ndarray[Any, Any]]:
     import zarr
 
     from numcodecs_bytes import BytesCodec
@@ -126,20 +133,37 @@ def write_v2_store(root: Path, arrays: int) -> dict[str, np.ndarray[Any, Any]]:
     written = {}
     for i in range(arrays):
         values = np.arange(4, dtype="<i4") + i
-        group.create_array(f"a{i:05d}", data=values, chunks=(4,), compressors=None,
-                           filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+        filters = [BytesCodec(endian="big", dtype="<i4")] if filtered else None
+        group.create_array(f"a{i:05d}", data=values, chunks=(4,), compressors=None, filters=filters)
         written[f"a{i:05d}"] = values
-    zarr.consolidate_metadata(str(root))
+    if filtered:
+        zarr.consolidate_metadata(str(root))
     return written
+
+
+def legacy_copy(source: Path, target: Path) -> None:
+    """``source`` with the filter named by its legacy id, as the spec draft's writers wrote it."""
+    shutil.copytree(source, target)
+    for path in target.rglob("*"):
+        if path.name in (".zarray", ".zmetadata"):
+            path.write_text(path.read_text().replace('"id": "bytes"', '"id": "endian"'))
+
+
+ZARR_CONVERTER = """
+import sys, zarr
+from zarr.metadata.migrate_v3 import migrate_v2_to_v3
+migrate_v2_to_v3(input_store=zarr.storage.FsspecStore.from_url(sys.argv[1]))
+"""
 
 
 def command(args: list[str], endpoint: str) -> subprocess.Popen[str]:
     env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    scripts = {"zarr": ZARR_CONVERTER, "floor": FLOOR}
+    program = ["-c", scripts[args[0]], *args[1:]] if args[0] in scripts else ["-m", "numcodecs_bytes", *args]
     return subprocess.Popen(
-        [sys.executable, "-m", "numcodecs_bytes", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+        [sys.executable, *program], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def timed(args: list[str], endpoint: str) -> float:
@@ -152,31 +176,38 @@ def timed(args: list[str], endpoint: str) -> float:
     return seconds
 
 
-def floor(fs: Any, prefix: str) -> float:
-    """One listing of the store and one concurrent cat of all its metadata objects."""
-    start = time.perf_counter()
-    fs.invalidate_cache()
-    names = [p for p in fs.find(prefix) if p.rsplit("/", 1)[-1] in (".zarray", ".zgroup", ".zattrs", ".zmetadata")]
-    fs.cat(names)
-    return time.perf_counter() - start
+FLOOR = """
+import sys, s3fs
+fs = s3fs.S3FileSystem(config_kwargs={"max_pool_connections": int(sys.argv[2])})
+names = [p for p in fs.find(sys.argv[1]) if p.rsplit("/", 1)[-1] in (".zarray", ".zgroup", ".zattrs", ".zmetadata")]
+fs.cat(names)
+"""
 
 
-def one_run(fs: Any, direct: str, proxied: str, local: Path, arrays: int, run: int) -> dict[str, float]:
+# (what is timed, the store it runs on, the command)
+COMMANDS = (
+    ("to-v3", "filter", ["to-v3"]),
+    ("to-v3 --no-verify", "filter", ["to-v3", "--no-verify"]),
+    ("to-v3, plain store", "plain", ["to-v3"]),
+    ("zarr-python's converter, plain store", "plain", ["zarr"]),
+    ("migrate", "legacy", ["migrate"]),
+    ("migrate --dry-run", "legacy", ["migrate", "--dry-run"]),
+)
+
+
+def one_run(fs: Any, proxied: str, stores: dict[str, Path], run: int, skip_zarr: bool) -> dict[str, float]:
     times: dict[str, float] = {}
-    for name in ("to-v3", "to-v3 --no-verify", "migrate --dry-run", "floor"):
-        fs.put(str(local), f"{BUCKET}/r{run}-{name.replace(' ', '')}", recursive=True)
+    fs.put(str(stores["filter"]), f"{BUCKET}/r{run}-floor", recursive=True)
+    for number, (_, store, _) in enumerate(COMMANDS):
+        fs.put(str(stores[store]), f"{BUCKET}/r{run}-{number}", recursive=True)
     fs.invalidate_cache()
-    times["floor: list + concurrent cat"] = floor(_proxied_fs(proxied), f"{BUCKET}/r{run}-floor")
-    for name in ("to-v3", "to-v3 --no-verify", "migrate --dry-run"):
-        tool, *options = name.split()
-        times[name] = timed([tool, f"s3://{BUCKET}/r{run}-{name.replace(' ', '')}", *options], proxied)
+    times["floor: list + concurrent cat"] = timed(["floor", f"s3://{BUCKET}/r{run}-floor", str(JOBS)], proxied)
+    for number, (name, _, args) in enumerate(COMMANDS):
+        if skip_zarr and args == ["zarr"]:
+            continue
+        url = f"s3://{BUCKET}/r{run}-{number}"
+        times[name] = timed([args[0], url, *args[1:]], proxied)
     return times
-
-
-def _proxied_fs(endpoint: str) -> Any:
-    import s3fs
-
-    return s3fs.S3FileSystem(endpoint_url=endpoint, key="testing", secret="testing", skip_instance_cache=True)
 
 
 def kill_and_rerun(fs: Any, direct: str, proxied: str, local: Path, written: dict[str, Any], after: float) -> str:
@@ -214,19 +245,24 @@ def main() -> int:
     parser.add_argument("--arrays", type=int, default=100)
     parser.add_argument("--rtt", type=float, default=0.02, help="round-trip time the proxy adds, in seconds")
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--zarr-runs", type=int, default=None, help="runs of zarr's converter (default: --runs)")
     args = parser.parse_args()
     import s3fs
 
     with tempfile.TemporaryDirectory() as folder, moto_server() as direct:
         local = Path(folder, "store.zarr")
         written = write_v2_store(local, args.arrays)
+        stores = {"filter": local, "legacy": Path(folder, "legacy.zarr"), "plain": Path(folder, "plain.zarr")}
+        legacy_copy(local, stores["legacy"])
+        write_v2_store(stores["plain"], args.arrays, filtered=False)
         fs = s3fs.S3FileSystem(endpoint_url=direct, key="testing", secret="testing", skip_instance_cache=True)
         fs.mkdir(BUCKET)
         port = int(direct.rsplit(":", 1)[1])
         with delaying_proxy(port, args.rtt) as proxied:
             results: dict[str, list[float]] = {}
             for run in range(args.runs):
-                times = one_run(fs, direct, proxied, local, args.arrays, run)
+                zarr_runs = args.runs if args.zarr_runs is None else args.zarr_runs
+                times = one_run(fs, proxied, stores, run, skip_zarr=run >= zarr_runs)
                 for name, seconds in times.items():
                     results.setdefault(name, []).append(seconds)
                 print(f"-- run {run + 1} of {args.runs}: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()),
@@ -234,8 +270,8 @@ def main() -> int:
             base = results["floor: list + concurrent cat"]
             print(f"\n{args.arrays} arrays, {args.rtt * 1000:.0f} ms round trip, {args.runs} run(s):")
             for name, runs in results.items():
-                ratio = [s / b for s, b in zip(runs, base, strict=True)]
-                print(f"  {name:<30} {min(runs):7.2f} .. {max(runs):7.2f} s   "
+                ratio = [s / b for s, b in zip(runs, base, strict=False)]
+                print(f"  {name:<38} {min(runs):7.2f} .. {max(runs):7.2f} s   "
                       f"floor x {min(ratio):6.1f} .. {max(ratio):6.1f}")  # fmt: skip
             half = min(results["to-v3"]) / 2
             print("\nkill and rerun: " + kill_and_rerun(fs, direct, proxied, local, written, half))
