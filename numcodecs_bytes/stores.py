@@ -428,7 +428,7 @@ class _FsspecFiles:
         try:
             await self._call("pipe_file", path, data, **condition)
         except OSError as exc:
-            if condition and "Precondition" in str(exc):
+            if condition and _refused_condition(exc):
                 raise OSError("changed by someone else meanwhile: left as it is") from None
             raise
 
@@ -445,7 +445,7 @@ class _FsspecFiles:
         try:
             await self._call("pipe_file", path, data, IfNoneMatch="*")
         except OSError as exc:
-            if "Precondition" in str(exc):
+            if isinstance(exc, FileExistsError) or _refused_condition(exc):
                 raise exists from None
             raise
 
@@ -457,6 +457,12 @@ class _FsspecFiles:
                 pass
 
         return self._failures({path: remove(path) for path in paths})
+
+
+def _refused_condition(exc: OSError) -> bool:
+    """Whether S3 refused a conditional write (412 Precondition Failed), from the error s3fs raises."""
+    response = getattr(exc.__cause__, "response", None)
+    return isinstance(response, dict) and response.get("Error", {}).get("Code") == "PreconditionFailed"
 
 
 def _local_path(text: str) -> str:

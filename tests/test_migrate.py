@@ -466,3 +466,87 @@ def test_path_may_be_a_single_array(store: Path, array: str) -> None:
     }
     assert summary(result) == "1 file changed (1 codec) in 1 node"
     assert np.array_equal(zarr.open_array(str(store / array), mode="r")[...], ORIGINALS[array])
+
+
+# -- for people: progress on a terminal, Ctrl-C, --version -------------------------------------------------------
+
+# The tool with each fsync slowed down (every write makes one), so that a run lasts long enough to watch.
+SLOW_TOOL = (
+    "import os, sys, time; fsync = os.fsync; "
+    "os.fsync = lambda fd: (time.sleep(0.01), fsync(fd))[1]; "
+    "from numcodecs_bytes.__main__ import _console; sys.argv[0] = 'numcodecs-bytes'; sys.exit(_console())"
+)
+
+
+def write_v3_legacy_array(folder: Path) -> None:
+    """A v3 array's metadata (no chunk: it reads as the fill value) with the legacy codec name."""
+    folder.mkdir(parents=True)
+    (folder / "zarr.json").write_text(json.dumps({
+        "zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "int32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "endian", "configuration": {"endian": "big"}}],
+    }))  # fmt: skip
+
+
+def test_progress_shows_on_a_terminal_and_is_cleared_and_the_output_is_the_summary(tmp_path: Path) -> None:
+    import pty
+
+    root = tmp_path / "many.zarr"
+    zarr.open_group(str(root), mode="w")
+    for g in range(60):
+        zarr.open_group(str(root / f"g{g:02d}"), mode="w")
+    for g in range(60):
+        write_v3_legacy_array(root / f"g{g:02d}" / "a")
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_TOOL, "migrate", str(root)], stdout=subprocess.PIPE, stderr=follower, text=True
+    )
+    os.close(follower)
+    stdout, _ = process.communicate(timeout=120)
+    terminal = b""
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal is closed once the process is gone
+            break
+        if not data:
+            break
+        terminal += data
+    os.close(leader)
+    assert process.returncode == 0
+    assert re.fullmatch(r"60 files changed \(60 codecs\) in 121 nodes \(\d+\.\d s\)\n", stdout), stdout
+    lines = terminal.decode().split("\r\x1b[K")
+    assert any(
+        re.fullmatch(r"migrate: [\d,]+ of [\d,]+ folders, [\d,]+/s(, about \d+ s left)?", line) for line in lines
+    )
+    assert terminal.endswith(b"\r\x1b[K"), "the progress line is cleared at the end"
+
+
+def test_ctrl_c_says_how_far_the_run_came_and_exits_130(tmp_path: Path) -> None:
+    root = tmp_path / "many.zarr"
+    zarr.open_group(str(root), mode="w")
+    for g in range(100):
+        write_v3_legacy_array(root / f"g{g:02d}")
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_TOOL, "migrate", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not any(b'"bytes"' in path.read_bytes() for path in root.rglob("zarr.json")):
+        assert process.poll() is None and time.monotonic() < deadline, "the run finished before Ctrl-C"
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert re.fullmatch(r"interrupted: [\d,]+ of [\d,]+ folders done; run again to finish\n", stderr), stderr
+    assert stdout == ""
+    assert cli("migrate", str(root)).returncode == 0  # the rerun finishes
+    assert all(b'"name": "endian"' not in path.read_bytes() for path in root.rglob("zarr.json"))
+
+
+def test_version() -> None:
+    from numcodecs_bytes import __version__
+
+    result = cli("--version")
+    assert result.returncode == 0 and result.stdout == f"numcodecs-bytes {__version__}\n"

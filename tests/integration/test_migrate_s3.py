@@ -28,6 +28,7 @@ from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
 
 from numcodecs_bytes import BytesCodec  # noqa: E402
 from numcodecs_bytes.__main__ import main  # noqa: E402
+from numcodecs_bytes.stores import Replacement, open_store  # noqa: E402
 
 BUCKET = "legacy"
 
@@ -261,3 +262,153 @@ def test_the_store_tools_benchmark_runs() -> None:
     assert result.returncode == 0, result.stderr
     assert "floor: list + concurrent cat" in result.stdout
     assert "the rerun exited 0" in result.stdout and "all 3 arrays read right" in result.stdout
+
+
+# -- concurrency: batches in flight, two runs at once, a kill mid-batch -----------------------------------------
+
+
+def benchmark_module() -> Any:
+    """benchmarks/store_tools.py: its delaying proxy and its stores."""
+    path = Path(__file__).parents[2] / "benchmarks" / "store_tools.py"
+    spec = importlib.util.spec_from_file_location("store_tools_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def slow_endpoint(endpoint: str) -> Iterator[str]:
+    """The server behind a proxy that adds a 20 ms round trip: batches take long enough to overlap and be killed."""
+    with benchmark_module().delaying_proxy(int(endpoint.rsplit(":", 1)[1]), 0.02) as url:
+        yield url
+
+
+def tool(args: list[str], endpoint: str) -> subprocess.Popen[str]:
+    """A store tool in its own process, as a user runs it, on the server at ``endpoint``."""
+    env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "numcodecs_bytes", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def upload_v2_store(s3: Any, tmp_path: Path, arrays: int, legacy: bool = False) -> dict[str, Any]:
+    """A consolidated v2 group of ``arrays`` arrays with the bytes filter (its legacy id if asked) on S3."""
+    bench = benchmark_module()
+    local = tmp_path / "store.zarr"
+    written: dict[str, Any] = bench.write_v2_store(local, arrays)
+    if legacy:
+        bench.legacy_copy(local, tmp_path / "legacy.zarr")
+        local = tmp_path / "legacy.zarr"
+    s3.put(str(local), f"{BUCKET}/s", recursive=True)
+    s3.invalidate_cache()
+    return written
+
+
+def assert_converted(url: str, endpoint: str, written: dict[str, Any]) -> None:
+    """Every array reads its values through the consolidated v3 root, with zarr's own codec."""
+    group: Any = zarr.open_consolidated(url, zarr_format=3, storage_options={"endpoint_url": endpoint})
+    assert set(group.metadata.consolidated_metadata.metadata) == set(written)
+    for name, values in written.items():
+        assert np.array_equal(group[name][...], values), name
+
+
+def test_two_to_v3_runs_at_once_on_one_store_never_overwrite_each_other(
+    s3: Any, endpoint: str, slow_endpoint: str, tmp_path: Path
+) -> None:
+    """No lock on object stores: a zarr.json is created only where none exists (If-None-Match), so of two runs
+    at once each file is written by one; what the other finds written is reported, and a rerun finishes."""
+    written = upload_v2_store(s3, tmp_path, 40)
+    url = f"s3://{BUCKET}/s"
+    runs = [tool(["to-v3", url, "--jobs", "8"], slow_endpoint) for _ in range(2)]
+    for run in runs:
+        _, err = run.communicate(timeout=120)
+        assert run.returncode in (0, 1) and "Traceback" not in err, err
+        for line in err.splitlines():  # all a run may meet: files the other run wrote
+            assert "zarr.json exists already: not overwritten" in line or "left as Zarr v2" in line, line
+    rerun = tool(["to-v3", url], endpoint)
+    _, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err
+    assert_converted(url, endpoint, written)
+
+
+def test_two_migrate_runs_at_once_change_each_file_once(s3: Any, slow_endpoint: str, tmp_path: Path) -> None:
+    """A file is replaced only while it is the version listed (If-Match): the slower run leaves it."""
+    upload_v2_store(s3, tmp_path, 40, legacy=True)
+    url = f"s3://{BUCKET}/s"
+    runs = [tool(["migrate", url, "--jobs", "8"], slow_endpoint) for _ in range(2)]
+    for run in runs:
+        _, err = run.communicate(timeout=120)
+        assert run.returncode in (0, 1) and "Traceback" not in err, err
+        for line in err.splitlines():
+            assert "changed by someone else meanwhile: left as it is" in line, line
+    s3.invalidate_cache()
+    for path in s3.find(f"{BUCKET}/s"):
+        if path.endswith((".zarray", ".zmetadata")):
+            text = s3.cat_file(path).decode()
+            json.loads(text)
+            assert '"endian"' not in text.replace('"endian": "big"', ""), path
+    rerun = tool(["migrate", url], slow_endpoint)
+    out, _ = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0 and out.startswith("0 files changed (0 codecs) in 41 nodes"), out
+
+
+def test_to_v3_killed_mid_batch_on_s3_then_rerun_finishes(
+    s3: Any, endpoint: str, slow_endpoint: str, tmp_path: Path
+) -> None:
+    written = upload_v2_store(s3, tmp_path, 60)
+    url = f"s3://{BUCKET}/s"
+    run = tool(["to-v3", url, "--remove-v2-metadata", "--jobs", "4"], slow_endpoint)
+    deadline = time.monotonic() + 120
+    while True:  # killed once its batch of creates has begun
+        s3.invalidate_cache()
+        created = [p for p in s3.find(f"{BUCKET}/s") if p.endswith("/zarr.json")]
+        if created:
+            break
+        assert run.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
+        time.sleep(0.02)
+    run.kill()
+    run.communicate()
+    s3.invalidate_cache()
+    objects_now = s3.find(f"{BUCKET}/s")
+    assert 0 < sum(p.endswith("/zarr.json") for p in objects_now) < 61, "not killed mid-batch"
+    assert all(f"{BUCKET}/s/{name}/.zarray" in objects_now for name in written)  # v2 readers lose nothing
+    rerun = tool(["to-v3", url, "--remove-v2-metadata"], slow_endpoint)
+    _, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err
+    assert_converted(url, endpoint, written)
+    s3.invalidate_cache()
+    assert not [p for p in s3.find(f"{BUCKET}/s") if p.rsplit("/", 1)[-1].startswith(".z")]
+
+
+def test_object_store_writes_are_conditional(s3: Any, tmp_path: Path) -> None:
+    """On S3 a create never replaces an object (If-None-Match), and a replace holds only while the object is
+    the version the walk listed (If-Match), even where its bytes are what the caller expects."""
+    upload_v2_store(s3, tmp_path, 1)
+    files, root = open_store(f"s3://{BUCKET}/s")
+    zarray = f"{root}/a00000/.zarray"
+    before = s3.cat_file(zarray)
+    assert isinstance(files.create({zarray: b"{}"})[zarray], FileExistsError)
+    assert s3.cat_file(zarray) == before
+    for _ in files.walk([]):  # the listing: the versions a replace must find
+        pass
+    s3.pipe_file(zarray, before + b" ")  # another writer
+    failures = files.replace([Replacement(zarray, b"{}", before + b" ")])
+    assert "changed by someone else" in str(failures[zarray])
+    assert s3.cat_file(zarray) == before + b" "
+
+
+def test_storage_options_and_jobs_from_the_command_line(
+    s3: Any, endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    upload_v2_store(s3, tmp_path, 3, legacy=True)
+    monkeypatch.setitem(fsspec.config.conf, "s3", {})  # the endpoint comes from the option alone
+    monkeypatch.delenv("FSSPEC_S3_ENDPOINT_URL", raising=False)
+    url = f"s3://{BUCKET}/s"
+    assert main(["migrate", url, "--jobs", "1", "--storage-option", f"endpoint_url={endpoint}"]) == 0
+    assert capsys.readouterr().out.startswith("4 files changed (6 codecs) in 4 nodes")
+    with pytest.raises(SystemExit) as usage:
+        main(["migrate", url, "--storage-option", "endpoint_url"])
+    assert usage.value.code == 2 and "must be KEY=VALUE, got 'endpoint_url'" in capsys.readouterr().err
