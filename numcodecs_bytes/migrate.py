@@ -25,11 +25,15 @@ What `migrate_store` (and ``numcodecs-bytes migrate``) guarantees:
   if someone else changed it meanwhile, it is left as it is and reported.
 - Object stores (`s3://bucket/store`, or any fsspec URL): an object is
   replaced in one PUT, so readers see the old or the new object, never a mix;
-  there is no rename and no lock. Each object is read again just before it is
-  written and left alone if it changed, but two writers racing in between are
-  not excluded. Credentials come from the usual environment (`AWS_*`
-  variables, `~/.aws`); another endpoint from `FSSPEC_S3_ENDPOINT_URL`.
-  Tested on an S3 API server (moto) through s3fs.
+  there is no rename and no lock. Folders are listed a level at a time and
+  files read and written in batches, up to `jobs` requests in flight. Each
+  object is read again just before it is written and left alone if it
+  changed; on S3 the PUT holds only while the object is the version the walk
+  listed (`If-Match`), so two runs at once change each file once; on other
+  file systems two writers racing in between are not excluded. Credentials
+  come from the usual environment (`AWS_*` variables, `~/.aws`); another
+  endpoint from `storage_options` (`--storage-option endpoint_url=...`) or
+  `FSSPEC_S3_ENDPOINT_URL`. Tested on an S3 API server (moto) through s3fs.
 - Nothing is skipped in silence. A file that cannot be migrated (not JSON,
   not UTF-8, not a regular file, not writable, a `.bak` that exists already with
   `--backup`) and a folder that is not visited (unreadable; a symbolic link,
@@ -42,9 +46,10 @@ What `migrate_store` (and ``numcodecs-bytes migrate``) guarantees:
   characters escaped, one report line each.
 - Exit codes: 0 done or nothing to do; 1 something was reported as above;
   2 a usage error (no such store, a file, an empty path, a URL fsspec cannot
-  open, the store busy with another run). When the output is a pipe closed
-  early (`| head`), the run stops between two files, quietly; when it is
-  closed from the start (`>&-`), the run works without output.
+  open, the store busy with another run); 130 interrupted (Ctrl-C), with one
+  line saying how far it came. When the output is a pipe closed early
+  (`| head`), the run stops quietly between two batches; when it is closed
+  from the start (`>&-`), the run works without output.
 
 Examples
 --------

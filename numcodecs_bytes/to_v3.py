@@ -28,7 +28,9 @@ What `convert_store` (and ``numcodecs-bytes to-v3``) guarantees:
 - It never overwrites a ``zarr.json``: one that says what it would write is
   kept (so a rerun is quiet and finishes an interrupted run); the root's may
   only get its consolidated metadata brought up to date. Each ``zarr.json`` is
-  created atomically, with the same store lock and fsspec URLs as `migrate`.
+  created atomically, with the same store lock, fsspec URLs and batches as
+  `migrate`; on S3 only where none exists (``If-None-Match``), so of two runs
+  at once each file is written by one and the other reports it.
 - ``remove_v2_metadata`` removes the v2 metadata files only once every node
   converted, ``.zmetadata`` last; never a chunk.
 
