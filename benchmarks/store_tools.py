@@ -45,7 +45,13 @@ import numpy as np
 
 from numcodecs_bytes.stores import JOBS
 
-BUCKET = "bench"
+
+def upload(fs: Any, local: Path, bucket: str) -> str:
+    """``local`` as the only store in a new bucket: moto lists a prefix by scanning every key of its bucket (S3
+    keeps an index), so stores sharing a bucket would slow each other's listings."""
+    fs.mkdir(bucket)
+    fs.put(str(local), f"{bucket}/store", recursive=True)
+    return f"{bucket}/store"
 
 
 def _free_port() -> int:
@@ -197,15 +203,14 @@ COMMANDS = (
 
 def one_run(fs: Any, proxied: str, stores: dict[str, Path], run: int, skip_zarr: bool) -> dict[str, float]:
     times: dict[str, float] = {}
-    fs.put(str(stores["filter"]), f"{BUCKET}/r{run}-floor", recursive=True)
-    for number, (_, store, _) in enumerate(COMMANDS):
-        fs.put(str(stores[store]), f"{BUCKET}/r{run}-{number}", recursive=True)
+    floor_store = upload(fs, stores["filter"], f"r{run}-floor")
+    copies = [upload(fs, stores[store], f"r{run}-{number}") for number, (_, store, _) in enumerate(COMMANDS)]
     fs.invalidate_cache()
-    times["floor: list + concurrent cat"] = timed(["floor", f"s3://{BUCKET}/r{run}-floor", str(JOBS)], proxied)
+    times["floor: list + concurrent cat"] = timed(["floor", f"s3://{floor_store}", str(JOBS)], proxied)
     for number, (name, _, args) in enumerate(COMMANDS):
         if skip_zarr and args == ["zarr"]:
             continue
-        url = f"s3://{BUCKET}/r{run}-{number}"
+        url = f"s3://{copies[number]}"
         times[name] = timed([args[0], url, *args[1:]], proxied)
     return times
 
@@ -214,20 +219,20 @@ def kill_and_rerun(fs: Any, direct: str, proxied: str, local: Path, written: dic
     """to-v3 --remove-v2-metadata killed after ``after`` seconds, run again, then every array read back."""
     import zarr
 
-    url = f"s3://{BUCKET}/killed"
-    fs.put(str(local), f"{BUCKET}/killed", recursive=True)
+    store = upload(fs, local, "killed")
+    url = f"s3://{store}"
     process = command(["to-v3", url, "--remove-v2-metadata"], proxied)
     time.sleep(after)
     process.send_signal(signal.SIGKILL)
     process.communicate()
     fs.invalidate_cache()
-    written_before_rerun = len([p for p in fs.find(f"{BUCKET}/killed") if p.endswith("/zarr.json")])
+    written_before_rerun = len([p for p in fs.find(store) if p.endswith("/zarr.json")])
     rerun = command(["to-v3", url, "--remove-v2-metadata"], proxied)
     out, err = rerun.communicate()
     if rerun.returncode != 0:
         raise RuntimeError(f"the rerun exited {rerun.returncode}: {err}")
     fs.invalidate_cache()
-    left = [p for p in fs.find(f"{BUCKET}/killed") if p.rsplit("/", 1)[-1].startswith(".z")]
+    left = [p for p in fs.find(store) if p.rsplit("/", 1)[-1].startswith(".z")]
     group: Any = zarr.open_consolidated(url, zarr_format=3, storage_options={"endpoint_url": direct, "key": "testing",
                                                                        "secret": "testing"})  # fmt: skip
     wrong = [name for name, values in written.items() if not np.array_equal(group[name][...], values)]
@@ -256,7 +261,6 @@ def main() -> int:
         legacy_copy(local, stores["legacy"])
         write_v2_store(stores["plain"], args.arrays, filtered=False)
         fs = s3fs.S3FileSystem(endpoint_url=direct, key="testing", secret="testing", skip_instance_cache=True)
-        fs.mkdir(BUCKET)
         port = int(direct.rsplit(":", 1)[1])
         with delaying_proxy(port, args.rtt) as proxied:
             results: dict[str, list[float]] = {}

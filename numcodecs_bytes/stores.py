@@ -347,6 +347,7 @@ class _FsspecFiles:
         self._sync = fsspec.asyn.sync
         protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
         self._conditional = "s3" in protocols  # s3fs passes If-None-Match and If-Match on to the PUT
+        self._listed: dict[str, str] = {}  # the ETags the walk listed in its last batch, by path
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """The file system's ``method``: awaited where it is async, called where not (one at a time)."""
@@ -383,6 +384,7 @@ class _FsspecFiles:
             for start in range(0, len(level), BATCH):
                 paths = level[start : start + BATCH]
                 listings = self._run({path: self._call("ls", path, detail=True) for path in paths})
+                self._listed = {}
                 folders = []
                 for path in paths:
                     listing = listings[path]
@@ -394,6 +396,8 @@ class _FsspecFiles:
                         name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
                         if entry["name"].rstrip("/") != path:  # some file systems list a folder in itself
                             names["directory" if entry["type"] == "directory" else "file"].append(name)
+                        if self._conditional and entry.get("ETag"):
+                            self._listed[f"{path}/{name}"] = entry["ETag"]
                     folders.append(Folder(path, sorted(names["directory"]), sorted(names["file"])))
                 yield folders
                 below += [f"{folder.path}/{name}" for folder in folders for name in folder.subfolders]
@@ -419,10 +423,16 @@ class _FsspecFiles:
 
     async def _replace(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
         condition: dict[str, str] = {}
-        if self._conditional:  # the version seen by the listing (or now): the PUT holds only if it is still there
-            condition = {"IfMatch": (await self._call("info", path))["ETag"]}
-        if await self._bytes(path) != expected:
-            raise OSError("changed by someone else meanwhile: left as it is")
+        listed = self._listed.get(path)
+        if listed is not None:
+            # The version listed before the caller read it: the PUT holds only if the object is that version
+            # still, so what was read is what is replaced (no second read needed).
+            condition = {"IfMatch": listed}
+        else:
+            if self._conditional:  # the version now, then its bytes: the PUT holds only if it is still there
+                condition = {"IfMatch": (await self._call("info", path))["ETag"]}
+            if await self._bytes(path) != expected:
+                raise OSError("changed by someone else meanwhile: left as it is")
         if backup:
             await self._create(path + _BACKUP_SUFFIX, expected)
         try:

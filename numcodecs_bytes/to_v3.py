@@ -633,9 +633,11 @@ def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
         built = _checked([node for node in built if node.kind == "array"], files, options, fail) + [
             node for node in built if node.kind == "group"
         ]
-        for node in built:
-            nodes[node.path] = node
         failed.update(_write_nodes(files, [(n, n.document) for n in built if n.kind == "array"], options, report))
+        for node in built:  # kept to the end for the groups and the consolidation: what those need only
+            nodes[node.path] = (
+                node._replace(zarray=None) if node.kind == "group" else node._replace(zarray=None, existing=None)
+            )
         walked.add(batch)
         if options.on_progress is not None:
             options.on_progress(walked.done, walked.found)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib.util
 import re
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -48,3 +50,13 @@ def has_module(name: str) -> bool:
 needs_ml_dtypes = pytest.mark.skipif(
     not has_module("ml_dtypes"), reason="needs ml_dtypes (the ml_dtypes extra): its data types exist only with it"
 )
+
+
+def benchmark(name: str) -> ModuleType:
+    """``benchmarks/NAME.py``, loaded as a module (the benchmarks are scripts, not a package)."""
+    path = Path(__file__).parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from stack import benchmark, has_module
 
 ROOT = Path(__file__).parent.parent
 
@@ -31,11 +31,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def run_benchmark(name: str, capsys: pytest.CaptureFixture[str], *args: str) -> str:
     """benchmarks/NAME.py's main run in this process with ``args``; what it printed."""
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
-    assert benchmark.main(list(args)) == 0
+    assert benchmark(name).main(list(args)) == 0
     return capsys.readouterr().out
 
 
@@ -49,7 +45,7 @@ def test_the_codec_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_the_zarr_arrays_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/zarr_arrays.py keeps working (quick mode: 4 MiB, one round)."""
-    if importlib.util.find_spec("zarr") is None:
+    if not has_module("zarr"):
         pytest.skip("zarr is not installed")
     import zarr
 

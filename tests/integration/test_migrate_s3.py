@@ -24,6 +24,7 @@ for _needed in ("s3fs", "moto", "flask"):
     if importlib.util.find_spec(_needed) is None:
         pytest.skip(f"{_needed} is not installed (the test extra has s3fs and moto[server])", allow_module_level=True)
 import fsspec  # noqa: E402
+from stack import benchmark  # noqa: E402
 from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
 
 from numcodecs_bytes import BytesCodec  # noqa: E402
@@ -267,20 +268,10 @@ def test_the_store_tools_benchmark_runs() -> None:
 # -- concurrency: batches in flight, two runs at once, a kill mid-batch -----------------------------------------
 
 
-def benchmark_module() -> Any:
-    """benchmarks/store_tools.py: its delaying proxy and its stores."""
-    path = Path(__file__).parents[2] / "benchmarks" / "store_tools.py"
-    spec = importlib.util.spec_from_file_location("store_tools_benchmark", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def slow_endpoint(endpoint: str) -> Iterator[str]:
     """The server behind a proxy that adds a 20 ms round trip: batches take long enough to overlap and be killed."""
-    with benchmark_module().delaying_proxy(int(endpoint.rsplit(":", 1)[1]), 0.02) as url:
+    with benchmark("store_tools").delaying_proxy(int(endpoint.rsplit(":", 1)[1]), 0.02) as url:
         yield url
 
 
@@ -296,7 +287,7 @@ def tool(args: list[str], endpoint: str) -> subprocess.Popen[str]:
 
 def upload_v2_store(s3: Any, tmp_path: Path, arrays: int, legacy: bool = False) -> dict[str, Any]:
     """A consolidated v2 group of ``arrays`` arrays with the bytes filter (its legacy id if asked) on S3."""
-    bench = benchmark_module()
+    bench = benchmark("store_tools")
     local = tmp_path / "store.zarr"
     written: dict[str, Any] = bench.write_v2_store(local, arrays)
     if legacy:

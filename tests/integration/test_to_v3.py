@@ -26,7 +26,7 @@ if int(zarr.__version__.split(".")[0]) < 3:
 
 import numcodecs  # noqa: E402
 from samples import array_of  # noqa: E402
-from stack import has_module  # noqa: E402
+from stack import benchmark, has_module  # noqa: E402
 
 from numcodecs_bytes import BytesCodec  # noqa: E402
 from numcodecs_bytes.__main__ import main  # noqa: E402
@@ -310,14 +310,7 @@ def test_stores_written_by_zarr_2_18_convert(tmp_path: Path) -> None:
 
 def test_the_to_v3_benchmark_runs() -> None:
     """benchmarks/to_v3.py (ours against zarr's own converter on many arrays) keeps working; here on 20 arrays."""
-    import importlib.util
-
-    path = Path(__file__).parents[2] / "benchmarks" / "to_v3.py"
-    spec = importlib.util.spec_from_file_location("to_v3_benchmark", path)
-    assert spec is not None and spec.loader is not None
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
-    times = benchmark.one_run(20)
+    times = benchmark("to_v3").one_run(20)
     assert set(times) == {
         "zarr's migrate_v2_to_v3",
         "ours",
