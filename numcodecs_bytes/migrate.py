@@ -88,13 +88,13 @@ from .names import CODEC_ID, LEGACY_CODEC_ID, named, v2_id, v3_name
 from .stores import (
     JOBS,
     NODE_FILES,
-    TEMP_SUFFIX,
     Files,
     Replacement,
     Walked,
     open_store,
     prune_array_folder,
     relative_path,
+    remove_leftovers,
     store_lock,
 )
 
@@ -401,8 +401,7 @@ def _migrate_files(
     skipped: list[tuple[str, str]] = []
     walked = Walked()
     for batch in files.walk(skipped):
-        leftovers = [f"{folder.path}/{name}" for folder in batch for name in folder.files if name.endswith(TEMP_SUFFIX)]
-        removal_failures = {} if dry_run else files.remove(leftovers)  # left by killed runs (we hold the lock)
+        leftovers, removal_failures = remove_leftovers(files, batch, dry_run)
         report.leftovers_removed += [relative_path(path, root) for path in leftovers if path not in removal_failures]
         report.failures += [(relative_path(path, root), _reason(exc)) for path, exc in removal_failures.items()]
         report.nodes += sum(any(name in folder.files for name in NODE_FILES) for folder in batch)

@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -48,6 +49,7 @@ __all__ = [
     "open_store",
     "prune_array_folder",
     "relative_path",
+    "remove_leftovers",
     "store_lock",
 ]
 
@@ -153,15 +155,39 @@ class Files(Protocol):
 _T = TypeVar("_T")
 
 
-def _each(items: Iterable[_T], action: Callable[[_T], Any], key: Callable[[_T], str]) -> dict[str, Exception]:
-    """``action`` on each item in turn; the OSErrors met, by path."""
-    failures: dict[str, Exception] = {}
-    for item in items:
+def _breadth_first(
+    root: str, listed: Callable[[list[str]], list[Folder]], entered: Callable[[Folder, str], str | None]
+) -> Iterator[list[Folder]]:
+    """The walk of both file systems: the folders of one level ``listed`` a batch at a time; once the caller
+    has pruned a batch, the subfolders it kept are ``entered`` (a path, or None where not followed)."""
+    level = [root]
+    while level:
+        below: list[str] = []
+        for start in range(0, len(level), BATCH):
+            folders = listed(level[start : start + BATCH])
+            yield folders
+            below += [path for folder in folders for name in folder.subfolders if (path := entered(folder, name))]
+        level = below
+
+
+def _joined(folder: Folder, name: str) -> str:
+    return f"{folder.path}/{name}"
+
+
+def _each(work: Mapping[str, Callable[[], _T]]) -> dict[str, _T | Exception]:
+    """Each path's work in turn; what each returned, or the OSError it raised."""
+    results: dict[str, _T | Exception] = {}
+    for path, job in work.items():
         try:
-            action(item)
+            results[path] = job()
         except OSError as exc:
-            failures[key(item)] = exc
-    return failures
+            results[path] = exc
+    return results
+
+
+def _failures(results: Mapping[str, object]) -> dict[str, Exception]:
+    """The paths whose work failed, with the exception."""
+    return {path: result for path, result in results.items() if isinstance(result, Exception)}
 
 
 class _LocalFiles:
@@ -171,29 +197,20 @@ class _LocalFiles:
         self.root = root
 
     def walk(self, failures: list[tuple[str, str]]) -> Iterator[list[Folder]]:
-        level = [str(self.root)]
-        while level:
-            below: list[str] = []
-            for start in range(0, len(level), BATCH):
-                folders = [folder for path in level[start : start + BATCH] if (folder := _listed(path, failures))]
-                yield folders
-                for folder in folders:
-                    for name in folder.subfolders:  # only those the caller still wants
-                        path = os.path.join(folder.path, name)
-                        if os.path.islink(path):  # never followed: it may lead out of the store, or in a loop
-                            failures.append((path, "symbolic link to a folder: not followed"))
-                        else:
-                            below.append(path)
-            level = below
+        def listed(paths: list[str]) -> list[Folder]:
+            return [folder for path in paths if (folder := _listed(path, failures))]
+
+        def entered(folder: Folder, name: str) -> str | None:
+            path = os.path.join(folder.path, name)
+            if os.path.islink(path):  # never followed: it may lead out of the store, or in a loop
+                failures.append((path, "symbolic link to a folder: not followed"))
+                return None
+            return path
+
+        return _breadth_first(str(self.root), listed, entered)
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
-        read: dict[str, bytes | Exception] = {}
-        for path in paths:
-            try:
-                read[path] = self._read(path)
-            except OSError as exc:
-                read[path] = exc
-        return read
+        return _each({path: partial(self._read, path) for path in paths})
 
     def _read(self, path: str) -> bytes:
         info = os.lstat(path)
@@ -204,18 +221,16 @@ class _LocalFiles:
         return Path(path).read_bytes()
 
     def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
-        read: dict[str, bytes | Exception | None] = {}
-        for path in paths:
+        def read(path: str) -> bytes | None:
             try:
-                read[path] = Path(path).read_bytes()
+                return Path(path).read_bytes()
             except FileNotFoundError:
-                read[path] = None
-            except OSError as exc:
-                read[path] = exc
-        return read
+                return None
+
+        return _each({path: partial(read, path) for path in paths})
 
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
-        return _each(replacements, lambda r: self._replace(*r), lambda r: r.path)
+        return _failures(_each({r.path: partial(self._replace, *r) for r in replacements}))
 
     def _replace(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
         folder, name = os.path.split(path)
@@ -235,13 +250,13 @@ class _LocalFiles:
         _write_then_rename(path, data, info, expected)
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
-        return _each(files.items(), lambda item: self._create(*item), lambda item: item[0])
+        return _failures(_each({path: partial(self._create, path, data) for path, data in files.items()}))
 
     def _create(self, path: str, data: bytes) -> None:
         _write_then_rename(path, data, None)
 
     def remove(self, paths: Iterable[str]) -> dict[str, Exception]:
-        return _each(paths, self._remove, lambda path: path)
+        return _failures(_each({path: partial(self._remove, path) for path in paths}))
 
     def _remove(self, path: str) -> None:
         Path(path).unlink(missing_ok=True)
@@ -374,34 +389,28 @@ class _FsspecFiles:
         result: dict[str, _T | Exception] = self._sync(self._loop, run_all)
         return result
 
-    def _failures(self, work: Mapping[str, Awaitable[Any]]) -> dict[str, Exception]:
-        return {path: result for path, result in self._run(work).items() if isinstance(result, Exception)}
-
     def walk(self, failures: list[tuple[str, str]]) -> Iterator[list[Folder]]:
-        level = [self.root]
-        while level:
-            below: list[str] = []
-            for start in range(0, len(level), BATCH):
-                paths = level[start : start + BATCH]
-                listings = self._run({path: self._call("ls", path, detail=True) for path in paths})
-                self._listed = {}
-                folders = []
-                for path in paths:
-                    listing = listings[path]
-                    if isinstance(listing, Exception):
-                        failures.append((path, f"folder not read: {listing}"))
-                        continue
-                    names: dict[str, list[str]] = {"directory": [], "file": []}
-                    for entry in listing:
-                        name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
-                        if entry["name"].rstrip("/") != path:  # some file systems list a folder in itself
-                            names["directory" if entry["type"] == "directory" else "file"].append(name)
-                        if self._conditional and entry.get("ETag"):
-                            self._listed[f"{path}/{name}"] = entry["ETag"]
-                    folders.append(Folder(path, sorted(names["directory"]), sorted(names["file"])))
-                yield folders
-                below += [f"{folder.path}/{name}" for folder in folders for name in folder.subfolders]
-            level = below
+        return _breadth_first(self.root, lambda paths: self._listed_batch(paths, failures), _joined)
+
+    def _listed_batch(self, paths: list[str], failures: list[tuple[str, str]]) -> list[Folder]:
+        """The folders at ``paths``, listed together; the ETags of their files kept for `replace`."""
+        listings = self._run({path: self._call("ls", path, detail=True) for path in paths})
+        self._listed = {}
+        folders = []
+        for path in paths:
+            listing = listings[path]
+            if isinstance(listing, Exception):
+                failures.append((path, f"folder not read: {listing}"))
+                continue
+            names: dict[str, list[str]] = {"directory": [], "file": []}
+            for entry in listing:
+                name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+                if entry["name"].rstrip("/") != path:  # some file systems list a folder in itself
+                    names["directory" if entry["type"] == "directory" else "file"].append(name)
+                if self._conditional and entry.get("ETag"):
+                    self._listed[f"{path}/{name}"] = entry["ETag"]
+            folders.append(Folder(path, sorted(names["directory"]), sorted(names["file"])))
+        return folders
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
         return self._run({path: self._bytes(path) for path in paths})
@@ -419,7 +428,7 @@ class _FsspecFiles:
         return self._run({path: read(path) for path in paths})
 
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
-        return self._failures({r.path: self._replace(*r) for r in replacements})
+        return _failures(self._run({r.path: self._replace(*r) for r in replacements}))
 
     async def _replace(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
         condition: dict[str, str] = {}
@@ -443,7 +452,7 @@ class _FsspecFiles:
             raise
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
-        return self._failures({path: self._create(path, data) for path, data in files.items()})
+        return _failures(self._run({path: self._create(path, data) for path, data in files.items()}))
 
     async def _create(self, path: str, data: bytes) -> None:
         exists = FileExistsError(f"{path.rsplit('/', 1)[-1]} exists already: not overwritten")
@@ -466,13 +475,20 @@ class _FsspecFiles:
             except FileNotFoundError:
                 pass
 
-        return self._failures({path: remove(path) for path in paths})
+        return _failures(self._run({path: remove(path) for path in paths}))
 
 
 def _refused_condition(exc: OSError) -> bool:
     """Whether S3 refused a conditional write (412 Precondition Failed), from the error s3fs raises."""
     response = getattr(exc.__cause__, "response", None)
     return isinstance(response, dict) and response.get("Error", {}).get("Code") == "PreconditionFailed"
+
+
+def remove_leftovers(files: Files, batch: list[Folder], dry_run: bool) -> tuple[list[str], dict[str, Exception]]:
+    """The temporary files killed runs left in ``batch``, removed (not in a dry run): those found and the
+    removals that failed. Only with the store's lock held: no live run is writing them."""
+    leftovers = [f"{folder.path}/{name}" for folder in batch for name in folder.files if name.endswith(TEMP_SUFFIX)]
+    return leftovers, {} if dry_run else files.remove(leftovers)
 
 
 def _local_path(text: str) -> str:

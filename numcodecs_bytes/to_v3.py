@@ -76,7 +76,6 @@ from .names import CODEC_ID, CODEC_IDS, v2_id, v3_entry, v3_name
 from .stores import (
     BATCH,
     JOBS,
-    TEMP_SUFFIX,
     Files,
     Folder,
     Replacement,
@@ -84,6 +83,7 @@ from .stores import (
     open_store,
     prune_array_folder,
     relative_path,
+    remove_leftovers,
     store_lock,
 )
 from .swap import ENDIANS, Endian
@@ -652,9 +652,8 @@ def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
 def _remove_leftovers(
     files: Files, root: str, batch: list[Folder], options: _Options, report: ConversionReport
 ) -> None:
-    """The temporary files of killed runs in ``batch`` (we hold the lock: no live run writes them)."""
-    leftovers = [f"{folder.path}/{name}" for folder in batch for name in folder.files if name.endswith(TEMP_SUFFIX)]
-    failures = {} if options.dry_run else files.remove(leftovers)
+    """The temporary files of killed runs in ``batch``, removed and reported."""
+    leftovers, failures = remove_leftovers(files, batch, options.dry_run)
     report.leftovers_removed += [relative_path(path, root) for path in leftovers if path not in failures]
     report.failures += [(relative_path(path, root), _reason(exc)) for path, exc in failures.items()]
 
