@@ -444,7 +444,7 @@ def _reason(exc: Exception) -> str:
         return "not UTF-8 text"
     if isinstance(exc, RecursionError):
         return "nested too deeply to parse"
-    if isinstance(exc, ValueError):
+    if isinstance(exc, json.JSONDecodeError):
         return f"not valid JSON ({exc})"
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)
