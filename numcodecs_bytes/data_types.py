@@ -131,7 +131,9 @@ ML_DTYPES_NAMES = (
 
 
 _MAX_COUNT = 2**31 - 1  # numpy's limit for itemsizes and datetime scale factors
-_TIME_UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as")
+# As the extension registry's numpy.datetime64/timedelta64 schemas list them: "μs" is "us" spelled as numpy
+# also accepts it, "generic" numpy's unitless type (``<M8``), whose scale factor numpy drops.
+_TIME_UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic")
 
 
 def _whole_number(configuration: Mapping[str, Any], key: str, default: int | None = None, multiple_of: int = 1) -> int:
@@ -148,7 +150,8 @@ def _time_unit(generic: str, configuration: Mapping[str, Any]) -> str:
     unit = configuration.get("unit")
     if unit not in _TIME_UNITS:
         raise ValueError(f"unit must be one of {', '.join(_TIME_UNITS)}, got {unit!r}")
-    return f"{generic}[{_whole_number(configuration, 'scale_factor', default=1)}{unit}]"
+    scale_factor = _whole_number(configuration, "scale_factor", default=1)
+    return generic if unit == "generic" else f"{generic}[{scale_factor}{unit}]"
 
 
 def _struct_fields(configuration: Mapping[str, Any]) -> list[Any]:
@@ -242,9 +245,9 @@ def data_type_of(dtype: np.dtype[Any]) -> DataType:
         For dtypes the codec cannot serve: object, variable-length strings,
         subarray dtypes, and dtypes of unknown kinds.
     ValueError
-        For zero-sized elements, datetimes without a unit or with a scale
-        factor below 1, ml_dtypes types not in native byte order, and struct
-        layouts with titles or with overlapping or out-of-order fields.
+        For zero-sized elements, datetimes with a scale factor below 1, ml_dtypes
+        types not in native byte order, and struct layouts with titles or with
+        overlapping or out-of-order fields.
     """
     if not isinstance(dtype, np.dtype):
         raise TypeError(f"expected a numpy dtype, got {type(dtype).__name__}")
@@ -268,11 +271,9 @@ def data_type_of(dtype: np.dtype[Any]) -> DataType:
     if dtype.itemsize == 0:
         raise ValueError(f"dtype {dtype} has zero-sized elements; give a size, e.g. {example_dtype(row)!r}")
     if dtype.kind in "Mm":
-        unit, count = np.datetime_data(dtype)
-        if unit == "generic" or count < 1:
-            raise ValueError(
-                f"dtype {dtype} needs a time unit with a scale factor of 1 or more, e.g. {example_dtype(row)!r}"
-            )
+        _, count = np.datetime_data(dtype)
+        if count < 1:  # numpy builds M8[0s], and dies of SIGFPE on using it
+            raise ValueError(f"dtype {dtype} needs a scale factor of 1 or more, e.g. {example_dtype(row)!r}")
     if row.native_only and not dtype.isnative:
         raise ValueError(
             f"dtype {dtype} is in non-native byte order, which {row.name} does not keep in numpy; use the native dtype"

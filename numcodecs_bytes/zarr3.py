@@ -59,10 +59,12 @@ Arrays whose metadata says ``bytes``, read with this codec:
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 import zarr
@@ -71,7 +73,7 @@ from zarr.abc.store import RangeByteRequest
 from zarr.storage import StorePath
 
 from . import swap
-from .data_types import any_byte_order
+from .data_types import any_byte_order, needs_endian
 from .names import CODEC_ID, CODEC_IDS, LEGACY_CODEC_ID, parse_v3_entry, v3_entry
 from .swap import ENDIANS, Endian
 
@@ -80,7 +82,7 @@ if TYPE_CHECKING:
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import Buffer, NDBuffer
 
-__all__ = ["BytesCodec"]
+__all__ = ["BytesCodec", "enable"]
 
 _ZARR_DEFAULT = "zarr.codecs.bytes.BytesCodec"
 
@@ -115,6 +117,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
 
     endian: Endian | None
     name: str
+    _from_metadata: ClassVar[bool] = False  # True on codecs read from zarr.json (see evolve_from_array_spec)
 
     def __init__(self, *, endian: Endian | None = None, name: str = CODEC_ID) -> None:
         if endian is not None and (not isinstance(endian, str) or endian not in ENDIANS):
@@ -128,7 +131,9 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
     def from_dict(cls, data: Any) -> BytesCodec:
         """Read a ``zarr.json`` codec entry: ``bytes`` or ``endian``, short or object form."""
         name, endian = parse_v3_entry(data)
-        return cls(endian=endian, name=name)
+        codec = cls(endian=endian, name=name)
+        object.__setattr__(codec, "_from_metadata", True)  # not a field: codecs compare by what they write
+        return codec
 
     def to_dict(self) -> dict[str, Any]:
         """The entry written to ``zarr.json``, under the name the codec was read with."""
@@ -139,8 +144,32 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         swap.layout(dtype.to_native_dtype(), self.endian)
 
     def evolve_from_array_spec(self, array_spec: ArraySpec) -> BytesCodec:
-        swap.layout(array_spec.dtype.to_native_dtype(), self.endian)  # the same rule when an array is opened
-        return self
+        """The codec for one array, as zarr-python's own codec evolves it, with the spec's rule checked.
+
+        Single-byte types get no ``endian`` (``{"name": "bytes"}``, as zarr
+        and tensorstore write it: the spec asks for it only where byte order
+        applies); a codec under the legacy name keeps its store's metadata
+        as it was. A struct with multi-byte fields read from metadata without
+        ``endian`` (as zarr-python before 3.3 wrote every struct) is read as
+        little endian with a warning, as zarr 3.3+ reads it; made in code, it
+        is refused like any multi-byte type without ``endian``.
+        """
+        dtype = array_spec.dtype.to_native_dtype()
+        endian = self.endian
+        if endian is None and self._from_metadata and dtype.fields is not None and needs_endian(dtype):
+            warnings.warn(
+                f"the bytes codec of this struct array ({dtype}) has no endian, as zarr-python before 3.3 "
+                "wrote structs: reading its fields as little endian, as zarr-python 3.3+ does",
+                UserWarning,
+                stacklevel=2,
+            )
+            endian = "little"
+        swap.layout(dtype, endian)  # the spec's rule, for arrays created and opened
+        if self.name == CODEC_ID and not needs_endian(dtype):
+            endian = None
+        elif endian == "big" and not self._from_metadata and dtype.fields is not None and needs_endian(dtype):
+            _warn_if_zarr_reads_big_endian_structs_wrong(dtype)
+        return self if endian == self.endian else BytesCodec(endian=endian, name=self.name)
 
     def compute_encoded_size(self, input_byte_length: int, _chunk_spec: ArraySpec) -> int:
         return input_byte_length
@@ -337,11 +366,106 @@ def _host(array: Any) -> np.ndarray[Any, Any]:
     return array
 
 
+def _warn_if_zarr_reads_big_endian_structs_wrong(dtype: np.dtype[Any]) -> None:
+    if _ZARR_VERSION < (3, 3):
+        warnings.warn(
+            f"struct data type {dtype} with endian='big': zarr-python before 3.3 (installed: {zarr.__version__}) "
+            "reads the fields of such arrays with its own bytes codec as little endian, wrong values without "
+            "an error; readers on zarr < 3.3 need numcodecs_bytes.zarr3.enable() (or write endian='little')",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2] if part.isdigit())
+
+
+_ZARR_VERSION = _version(zarr.__version__)
+_THIS_CLASS = f"{BytesCodec.__module__}.{BytesCodec.__qualname__}"
+
+
+def enable() -> Any:
+    """Make this class zarr-python's ``bytes`` codec: for arrays opened, created and sharded.
+
+    Sets zarr's config key ``codecs.bytes`` to this class. zarr reads that
+    key only where it parses metadata; where zarr builds the codec itself
+    (the default serializer of a new array, the inner and index codecs of
+    a sharding codec made without them), this module makes it follow the
+    same key. So setting the key by other means (``zarr.config.set``, the
+    environment variable ``ZARR_CODECS__BYTES``) works as well once this
+    module is imported; ``enable()`` does both.
+
+    Returns
+    -------
+    zarr's config context: call ``enable()`` once, or use ``with enable():``
+    to select the codec for the block only.
+
+    Examples
+    --------
+    >>> import zarr
+    >>> from numcodecs_bytes import zarr3
+    >>> with zarr3.enable():
+    ...     created = zarr.create_array(store={}, shape=(4,), dtype=">i2")
+    ...     sharded = zarr.create_array(store={}, shape=(4,), dtype=">i2", shards=(4,), chunks=(2,))
+    >>> type(created.serializer).__module__
+    'numcodecs_bytes.zarr3'
+    >>> sharding = sharded.metadata.codecs[0]
+    >>> [type(codec).__name__ for codec in (*sharding.codecs, *sharding.index_codecs)]
+    ['BytesCodec', 'ZstdCodec', 'BytesCodec', 'Crc32cCodec']
+    >>> {type(codec).__module__ for codec in (sharding.codecs[0], sharding.index_codecs[0])}
+    {'numcodecs_bytes.zarr3'}
+    """
+    return zarr.config.set({f"codecs.{CODEC_ID}": _THIS_CLASS})
+
+
+def _selected() -> bool:
+    return bool(zarr.config.get(f"codecs.{CODEC_ID}", None) == _THIS_CLASS)
+
+
+def _follow_the_config_where_zarr_builds_its_codec() -> None:
+    # zarr builds its own class where it makes the codec itself, whatever the config says
+    # (zarr.core.array.default_serializer_v3; ShardingCodec's default codecs and index codecs).
+    # Each is wrapped once, and does as before unless the config key names this class.
+    import zarr.core.array
+    from zarr.codecs import BytesCodec as ZarrBytesCodec
+    from zarr.codecs.sharding import ShardingCodec
+
+    def ours(codec: Any) -> Any:
+        return BytesCodec(endian="little") if type(codec) is ZarrBytesCodec else codec
+
+    zarr_default_serializer = zarr.core.array.default_serializer_v3
+    if getattr(zarr_default_serializer, "__wrapped__", None) is not None:
+        return  # this module was imported again (reload)
+
+    @functools.wraps(zarr_default_serializer)
+    def default_serializer_v3(dtype: Any) -> Any:
+        serializer = zarr_default_serializer(dtype)
+        # "little" for every type it builds the codec for, as zarr 3.3+ does: evolve_from_array_spec
+        # drops it where byte order does not apply (zarr 3.1 gave structs none, which the spec refuses).
+        return ours(serializer) if _selected() else serializer
+
+    zarr_sharding_init = ShardingCodec.__init__
+    defaults = zarr_sharding_init.__kwdefaults__ or {}
+
+    @functools.wraps(zarr_sharding_init)
+    def sharding_init(self: Any, **kwargs: Any) -> None:
+        if _selected():
+            for key in ("codecs", "index_codecs"):
+                if key not in kwargs:
+                    kwargs[key] = tuple(ours(codec) for codec in defaults[key])
+        zarr_sharding_init(self, **kwargs)
+
+    zarr.core.array.default_serializer_v3 = default_serializer_v3
+    ShardingCodec.__init__ = sharding_init  # type: ignore[method-assign]
+
+
 def _point_zarr_at_this_class_for_the_legacy_name() -> None:
     # zarr's own class can never parse the name "endian": take the name over,
     # unless the user chose an implementation themselves.
     if zarr.config.get(f"codecs.{LEGACY_CODEC_ID}", None) == _ZARR_DEFAULT:
-        zarr.config.set({f"codecs.{LEGACY_CODEC_ID}": f"{BytesCodec.__module__}.{BytesCodec.__qualname__}"})
+        zarr.config.set({f"codecs.{LEGACY_CODEC_ID}": _THIS_CLASS})
 
 
+_follow_the_config_where_zarr_builds_its_codec()
 _point_zarr_at_this_class_for_the_legacy_name()

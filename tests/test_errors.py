@@ -113,11 +113,26 @@ def test_bad_datetime_configurations_are_refused(configuration: dict[str, Any]) 
             BytesCodec(endian="big", dtype={"name": name, "configuration": configuration})
 
 
-@pytest.mark.parametrize("dtype", ["M8[0ms]", "m8[0s]", "M8", "m8"])
-def test_datetime_dtypes_without_a_unit_or_with_scale_zero_are_refused(dtype: str) -> None:
+@pytest.mark.parametrize("dtype", ["M8[0ms]", "m8[0s]"])
+def test_datetime_dtypes_with_scale_zero_are_refused(dtype: str) -> None:
     # M8[0ms] used to kill the interpreter with SIGFPE inside numpy
-    with pytest.raises(ValueError, match="needs a time unit with a scale factor of 1 or more"):
+    with pytest.raises(ValueError, match="needs a scale factor of 1 or more"):
         BytesCodec(endian="big", dtype=dtype)
+
+
+@pytest.mark.parametrize("generic", ["<M8", "<m8"])
+def test_datetimes_of_the_generic_unit_are_served_as_the_registry_allows(generic: str) -> None:
+    # The extension registry's numpy.datetime64/timedelta64 schemas list the unit "generic", and
+    # zarr-python writes and reads such arrays; the codec refused them before.
+    data = np.array([0, 1, -(2**63)], "<i8").view(generic)
+    codec = BytesCodec(endian="big", dtype=generic)
+    assert bytes(codec.encode(data)) == np.array([0, 1, -(2**63)], ">i8").tobytes()
+    assert codec.decode(codec.encode(data)).view("<i8").tolist() == [0, 1, -(2**63)]
+    name = "numpy.datetime64" if generic == "<M8" else "numpy.timedelta64"
+    for configuration in ({"unit": "generic", "scale_factor": 1}, {"unit": "generic"}):
+        assert BytesCodec(endian="big", dtype={"name": name, "configuration": configuration}).dtype == np.dtype(generic)
+    micro = {"name": name, "configuration": {"unit": "μs", "scale_factor": 10}}
+    assert BytesCodec(endian="big", dtype=micro).dtype == np.dtype(generic + "[10us]")
 
 
 def test_numeric_parameters_name_their_limits_and_datetimes_default_to_scale_1() -> None:
@@ -133,7 +148,9 @@ def test_numeric_parameters_name_their_limits_and_datetimes_default_to_scale_1()
     assert BytesCodec(endian="big", dtype={"name": "numpy.datetime64", "configuration": {"unit": "ms"}}).dtype == (
         np.dtype("<M8[ms]")
     )
-    with pytest.raises(ValueError, match=r"unit must be one of Y, M, W, D, h, m, s, ms, us, ns, ps, fs, as, got 'x'"):
+    with pytest.raises(
+        ValueError, match=r"unit must be one of Y, M, W, D, h, m, s, ms, us, μs, ns, ps, fs, as, generic, got 'x'"
+    ):
         BytesCodec(endian="big", dtype={"name": "numpy.timedelta64", "configuration": {"unit": "x"}})
     with pytest.raises(ValueError, match=r"unknown Zarr v3 data type 'int3'; supported: bool, int8, int16,"):
         BytesCodec(dtype={"name": "int3"})

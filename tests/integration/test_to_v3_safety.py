@@ -335,7 +335,7 @@ def test_every_problem_of_one_node_is_one_line_and_the_rest_converts(
     handwritten(root, "i4_float", "<i4", 1e10)
     handwritten(root, "datetime_too_big", "<M8[s]", 2**70)
     handwritten(root, "i2_infinite", "<i2", float("inf"))  # written as Infinity, which json.loads reads
-    for dtype in ("|O", "<M8", "<m8", "<U0"):
+    for dtype in ("|O", "<U0", "<M8", "<m8"):  # the last two (generic time unit) convert
         handwritten(root, f"ours_{dtype.strip('<|')}", dtype, 0, [{"id": "bytes", "endian": "big"}])
     (root / "deep").mkdir()
     (root / "deep" / ".zgroup").write_text('{"zarr_format": 2}')
@@ -346,7 +346,12 @@ def test_every_problem_of_one_node_is_one_line_and_the_rest_converts(
     assert "Traceback" not in err
     lines = [line for line in err.splitlines() if line.startswith("failed ")]
     names = ["i4_too_big", "u1_negative", "i4_float", "i2_infinite", "datetime_too_big"]
-    names += ["ours_O", "ours_M8", "ours_m8", "ours_U0"]
+    names += ["ours_O", "ours_U0"]
+    assert not any(line.startswith("failed ours_m8") for line in lines), err
+    # The generic unit: zarr 3.1.6 cannot take the fill value 0 for a datetime without one (3.4.2 can;
+    # 3.2 and 3.3 not tried); our codec serves the type on both.
+    generic_datetime = f"failed ours_M8: zarr-python {zarr.__version__} cannot convert it: Converting an integer"
+    assert any(line.startswith(generic_datetime) for line in lines) == ((ZARR or ()) < (3, 4)), err
     for name in [*names, "deep"]:
         assert sum(line.startswith(f"failed {name}: ") for line in lines) == 1, (name, err)
     for name in names[:5]:  # numpy < 2 would wrap them into range: checked before numpy sees them

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -115,11 +117,16 @@ def test_chunks_are_byte_identical_to_zarr_native(dtype: Any, endian: str, order
         assert isinstance(reopened.serializer if layout != "sharded" else BytesCodec(), BytesCodec)
         assert reopened[...].tobytes() == data.tobytes()
         assert reopened[1:4, 2:6].tobytes() == np.ascontiguousarray(data[1:4, 2:6]).tobytes()
-    metadata = json.loads(stores["ours"]["zarr.json"].to_bytes())
-    entry = metadata["codecs"][0]
-    if layout == "sharded":
-        entry = entry["configuration"]["codecs"][0]
-    assert entry == {"name": "bytes", "configuration": {"endian": endian}}
+
+    def bytes_entry(store: dict[str, Any]) -> Any:
+        entry = json.loads(store["zarr.json"].to_bytes())["codecs"][0]
+        return entry["configuration"]["codecs"][0] if layout == "sharded" else entry
+
+    # As zarr writes it: no endian where byte order applies to nothing (single-byte types).
+    expected = {"name": "bytes", "configuration": {"endian": endian}} if needs_endian(data.dtype) else {"name": "bytes"}
+    assert bytes_entry(stores["ours"]) == expected
+    if data.dtype.fields is None or ZARR_SWAPS_STRUCT_FIELDS:  # zarr < 3.3 drops the endian of structs
+        assert bytes_entry(stores["native"]) == expected
     ours_files = chunk_files(stores["ours"])
     if data.dtype.fields is not None and endian == "big" and not ZARR_SWAPS_STRUCT_FIELDS:
         # zarr-python before 3.3 (PR #4142) writes struct fields native: the numpy oracle instead
@@ -155,6 +162,60 @@ def test_endian_missing_for_a_multi_byte_type_is_refused_at_creation(tmp_path: P
     single[:] = [1, 2, 3, 4]
     assert single.metadata.to_dict()["codecs"][0] == {"name": "bytes"}
     assert single[:].tolist() == [1, 2, 3, 4]
+
+
+def test_single_byte_types_are_written_without_endian_as_zarr_writes_them_but_the_legacy_name_keeps_it() -> None:
+    for dtype in ("|u1", "|b1", "|i1", "|S3", "|V2", np.dtype([("a", "u1"), ("b", "S2")])):
+        z = zarr.create_array(store={}, shape=(2,), dtype=dtype, serializer=BytesCodec(endian="big"))
+        assert z.metadata.to_dict()["codecs"][0] == {"name": "bytes"}, dtype
+    legacy = zarr.create_array(store={}, shape=(2,), dtype="|u1", serializer=BytesCodec(endian="big", name="endian"))
+    assert legacy.metadata.to_dict()["codecs"][0] == {"name": "endian", "configuration": {"endian": "big"}}
+
+
+def write_struct_as_zarr_31_did(store: dict[str, Any], data: np.ndarray[Any, Any]) -> None:
+    """A struct array as zarr-python before 3.3 wrote it: fields little endian, ``{"name": "bytes"}``."""
+    z = zarr.create_array(store=zarr.storage.MemoryStore(store_dict=store), shape=data.shape, dtype=data.dtype,
+                          serializer=BytesCodec(endian="little"), compressors=None, fill_value=None)  # fmt: skip
+    z[...] = data
+    metadata = json.loads(store["zarr.json"].to_bytes())
+    metadata["codecs"] = [{"name": "bytes"}]
+    store["zarr.json"] = zarr.core.buffer.default_buffer_prototype().buffer.from_bytes(json.dumps(metadata).encode())
+
+
+def test_a_struct_written_by_zarr_31_without_endian_opens_as_little_endian_with_a_warning() -> None:
+    data = sample(STRUCT.newbyteorder(">"))  # the fields' values must not depend on the memory's byte order
+    store: dict[str, Any] = {}
+    write_struct_as_zarr_31_did(store, data)
+    with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
+        with pytest.warns(UserWarning, match="has no endian, as zarr-python before 3.3 wrote structs"):
+            opened = zarr.open_array(zarr.storage.MemoryStore(store_dict=store), mode="r")
+        assert type(opened.serializer) is BytesCodec and opened.serializer.endian == "little"
+        assert opened[...].tolist() == data.tolist()
+    with warnings.catch_warnings():  # zarr 3.4's own codec reads it the same, with a warning of its own
+        warnings.simplefilter("ignore")
+        assert zarr.open_array(zarr.storage.MemoryStore(store_dict=store), mode="r")[...].tolist() == data.tolist()
+    with pytest.raises(ValueError, match="endian is required"):  # made in code, the spec's rule holds
+        zarr.create_array(store={}, shape=(2,), dtype=STRUCT, serializer=BytesCodec())
+
+
+def test_a_big_endian_struct_warns_at_creation_where_zarrs_own_codec_reads_it_wrong() -> None:
+    """zarr-python before 3.3 ignores the byte order of struct fields (fixed by PR #4142)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        z = zarr.create_array({}, shape=(2,), dtype=STRUCT, serializer=BytesCodec(endian="big"))
+        zarr.create_array({}, shape=(2,), dtype=STRUCT, serializer=BytesCodec(endian="little"))
+        zarr.create_array({}, shape=(2,), dtype="<i4", serializer=BytesCodec(endian="big"))
+    ours = [str(w.message) for w in caught if "zarr-python before 3.3" in str(w.message)]
+    assert len(ours) == (0 if ZARR_SWAPS_STRUCT_FIELDS else 1), ours
+    if not ZARR_SWAPS_STRUCT_FIELDS:
+        assert "with endian='big'" in ours[0] and zarr.__version__ in ours[0]
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        zarr.config.set({"codecs.bytes": BytesCodec.__module__ + ".BytesCodec"}),
+    ):
+        warnings.simplefilter("always")
+        zarr.open_array(z.store, mode="r")  # opening: the array exists, its readers are what they are
+    assert not [w for w in caught if "zarr-python before 3.3" in str(w.message)]
 
 
 def test_a_struct_of_single_byte_fields_needs_no_endian_and_reads_back_as_the_struct() -> None:
@@ -355,6 +416,46 @@ def test_as_the_inner_and_the_index_codec_of_sharding(tmp_path: Path) -> None:
     with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
         assert zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[1:7, 3].tolist() == data[1:7, 3].tolist()
     assert zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[...].tolist() == data.tolist()  # zarr's own codec
+
+
+def test_enable_selects_this_codec_for_created_opened_and_sharded_arrays_and_the_block_ends_it() -> None:
+    from zarr.codecs import ShardingCodec
+
+    def codecs_of(z: Any) -> list[Any]:
+        found = []
+        for codec in z.metadata.codecs:
+            found += [*codec.codecs, *codec.index_codecs] if isinstance(codec, ShardingCodec) else [codec]
+        return [codec for codec in found if codec.to_dict()["name"] == "bytes"]
+
+    data = np.arange(16, dtype=">i4").reshape(4, 4)
+    stores: dict[str, dict[str, Any]] = {"ours": {}, "zarr": {}}
+    from numcodecs_bytes import zarr3
+
+    with zarr3.enable():
+        plain = zarr.create_array(store={}, data=data)
+        sharded = zarr.create_array(store=stores["ours"], data=data, chunks=(2, 2), shards=(4, 4))
+        made_directly = ShardingCodec(chunk_shape=(2, 2))
+        opened = zarr.open_array(stores["ours"], mode="r")
+        for z in (plain, sharded, opened):
+            assert codecs_of(z) and all(type(codec) is BytesCodec for codec in codecs_of(z)), codecs_of(z)
+        assert all(type(c) is BytesCodec for c in (*made_directly.codecs[:1], made_directly.index_codecs[0]))
+        assert opened[...].tolist() == data.tolist()
+    zarr.create_array(store=stores["zarr"], data=data, chunks=(2, 2), shards=(4, 4))
+    assert all(type(codec) is ZarrBytesCodec for codec in codecs_of(zarr.open_array(stores["zarr"], mode="r")))
+    assert type(ShardingCodec(chunk_shape=(2, 2)).codecs[0]) is ZarrBytesCodec  # after the block: zarr's again
+    assert {k: v.to_bytes() for k, v in stores["ours"].items()} == {k: v.to_bytes() for k, v in stores["zarr"].items()}
+
+
+def test_the_config_key_set_by_the_environment_selects_it_once_the_module_is_imported(tmp_path: Path) -> None:
+    code = """
+import zarr, numcodecs_bytes.zarr3
+z = zarr.create_array(store={}, shape=(4,), dtype="<f8", shards=(4,), chunks=(2,))
+sharding = z.metadata.codecs[0]
+print({type(c).__module__ for c in (sharding.codecs[0], sharding.index_codecs[0])})
+"""
+    env = {**os.environ, "ZARR_CODECS__BYTES": "numcodecs_bytes.zarr3.BytesCodec"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert result.stdout.strip() == "{'numcodecs_bytes.zarr3'}"
 
 
 # -- corrupt shards: the values of zarr-python's own codec, or an error where it finds one -----------------
