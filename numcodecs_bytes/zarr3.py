@@ -18,9 +18,13 @@ written with the draft's name then open as they are, with nothing to import or
 configure, and writing to them keeps their metadata as it was. To opt out, set
 that key yourself (``zarr.config.set({"codecs.endian":
 "zarr.codecs.bytes.BytesCodec"})`` or ``ZARR_CODECS__ENDIAN``). For ``bytes``,
-zarr's own class stays the default; choose this one with
-``zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"})`` or
-``serializer=BytesCodec(endian=...)``.
+zarr's own class stays the default; `enable` makes this one zarr's ``bytes``
+codec for arrays created, opened and sharded, and
+``serializer=BytesCodec(endian=...)`` chooses it for one array.
+
+An evolved codec (the one an array holds) is also of zarr's own class where
+the data type has no bytes to check, so that zarr's fast paths take it (3.4's
+whole-shard decode); for bool and int2/int4 it is of this class only.
 
 Examples
 --------
@@ -51,7 +55,8 @@ True
 
 Arrays whose metadata says ``bytes``, read with this codec:
 
->>> with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
+>>> from numcodecs_bytes.zarr3 import enable
+>>> with enable():
 ...     array = zarr.open_array(old, mode="r")
 ...     type(array.serializer).__module__, array[1:]
 ('numcodecs_bytes.zarr3', array([2, 3], dtype=int16))
@@ -70,6 +75,7 @@ import numpy as np
 import zarr
 from zarr.abc.codec import ArrayBytesCodec, ArrayBytesCodecPartialDecodeMixin
 from zarr.abc.store import RangeByteRequest
+from zarr.codecs import BytesCodec as ZarrBytesCodec
 from zarr.storage import StorePath
 
 from . import swap
@@ -154,7 +160,9 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         little endian with a warning, as zarr 3.3+ reads it; made in code, it
         is refused like any multi-byte type without ``endian``.
         """
-        dtype = array_spec.dtype.to_native_dtype()
+        return self._for_data_type(array_spec.dtype.to_native_dtype())
+
+    def _for_data_type(self, dtype: np.dtype[Any]) -> BytesCodec:
         endian = self.endian
         if endian is None and self._from_metadata and dtype.fields is not None and needs_endian(dtype):
             warnings.warn(
@@ -164,12 +172,21 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
                 stacklevel=2,
             )
             endian = "little"
-        swap.layout(dtype, endian)  # the spec's rule, for arrays created and opened
+        resolved = swap.layout(dtype, endian)  # the spec's rule, for arrays created and opened
         if self.name == CODEC_ID and not needs_endian(dtype):
             endian = None
         elif endian == "big" and not self._from_metadata and dtype.fields is not None and needs_endian(dtype):
             _warn_if_zarr_reads_big_endian_structs_wrong(dtype)
-        return self if endian == self.endian else BytesCodec(endian=endian, name=self.name)
+        # Where there are no bytes to check, zarr's own decode of the same metadata is exact: the
+        # codec then is also of zarr's class, whose fast paths (a whole uncompressed shard in one
+        # pass, zarr 3.4) take it. Bool and int2/int4 stay of this class only: their bytes are checked.
+        # The two classes compare unequal, as dataclasses do: zarr (3.4) tells by "!=" that a codec evolved.
+        kind = BytesCodec if resolved.checks is not None else _ZarrKindBytesCodec
+        return self if type(self) is kind and endian == self.endian else kind(endian=endian, name=self.name)
+
+    def __repr__(self) -> str:
+        name = "" if self.name == CODEC_ID else f", name={self.name!r}"
+        return f"BytesCodec(endian={self.endian!r}{name})"
 
     def compute_encoded_size(self, input_byte_length: int, _chunk_spec: ArraySpec) -> int:
         return input_byte_length
@@ -229,6 +246,14 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         target = chunk.reshape(-1)[block.span[0] - block.first : block.span[1] - block.first + 1]
         swap.decode_into(swap.elements_view(data, plan.resolved.stored_dtype), plan.resolved, target)
         return _nd_buffer(chunk_spec, chunk[block.selection])
+
+
+class _ZarrKindBytesCodec(BytesCodec, ZarrBytesCodec):  # type: ignore[misc]
+    """This package's codec, evolved for a data type with no bytes to check: also of zarr's class.
+
+    Every method is this package's; zarr's class is a base only so that zarr's
+    ``isinstance`` checks recognise the codec.
+    """
 
 
 class _Plan(NamedTuple):
@@ -408,13 +433,11 @@ def enable() -> Any:
     >>> with zarr3.enable():
     ...     created = zarr.create_array(store={}, shape=(4,), dtype=">i2")
     ...     sharded = zarr.create_array(store={}, shape=(4,), dtype=">i2", shards=(4,), chunks=(2,))
-    >>> type(created.serializer).__module__
-    'numcodecs_bytes.zarr3'
-    >>> sharding = sharded.metadata.codecs[0]
-    >>> [type(codec).__name__ for codec in (*sharding.codecs, *sharding.index_codecs)]
-    ['BytesCodec', 'ZstdCodec', 'BytesCodec', 'Crc32cCodec']
-    >>> {type(codec).__module__ for codec in (sharding.codecs[0], sharding.index_codecs[0])}
-    {'numcodecs_bytes.zarr3'}
+    >>> isinstance(created.serializer, zarr3.BytesCodec)
+    True
+    >>> sharding = sharded.metadata.codecs[0]  # its inner codecs, then its index codecs:
+    >>> [isinstance(codec, zarr3.BytesCodec) for codec in (*sharding.codecs, *sharding.index_codecs)]
+    [True, False, True, False]
     """
     return zarr.config.set({f"codecs.{CODEC_ID}": _THIS_CLASS})
 
@@ -428,7 +451,6 @@ def _follow_the_config_where_zarr_builds_its_codec() -> None:
     # (zarr.core.array.default_serializer_v3; ShardingCodec's default codecs and index codecs).
     # Each is wrapped once, and does as before unless the config key names this class.
     import zarr.core.array
-    from zarr.codecs import BytesCodec as ZarrBytesCodec
     from zarr.codecs.sharding import ShardingCodec
 
     def ours(codec: Any) -> Any:
@@ -441,9 +463,11 @@ def _follow_the_config_where_zarr_builds_its_codec() -> None:
     @functools.wraps(zarr_default_serializer)
     def default_serializer_v3(dtype: Any) -> Any:
         serializer = zarr_default_serializer(dtype)
-        # "little" for every type it builds the codec for, as zarr 3.3+ does: evolve_from_array_spec
-        # drops it where byte order does not apply (zarr 3.1 gave structs none, which the spec refuses).
-        return ours(serializer) if _selected() else serializer
+        if not _selected() or type(serializer) is not ZarrBytesCodec:
+            return serializer
+        # As the array will hold it (evolved for its data type), so that it equals the array's serializer.
+        # "little" as zarr 3.3+ gives every type; zarr 3.1 gave structs none, which the spec refuses.
+        return BytesCodec(endian="little")._for_data_type(dtype.to_native_dtype())
 
     zarr_sharding_init = ShardingCodec.__init__
     defaults = zarr_sharding_init.__kwdefaults__ or {}

@@ -189,7 +189,7 @@ def test_a_struct_written_by_zarr_31_without_endian_opens_as_little_endian_with_
     with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
         with pytest.warns(UserWarning, match="has no endian, as zarr-python before 3.3 wrote structs"):
             opened = zarr.open_array(zarr.storage.MemoryStore(store_dict=store), mode="r")
-        assert type(opened.serializer) is BytesCodec and opened.serializer.endian == "little"
+        assert isinstance(opened.serializer, BytesCodec) and opened.serializer.endian == "little"
         assert opened[...].tolist() == data.tolist()
     with warnings.catch_warnings():  # zarr 3.4's own codec reads it the same, with a warning of its own
         warnings.simplefilter("ignore")
@@ -230,6 +230,47 @@ def test_a_struct_of_single_byte_fields_needs_no_endian_and_reads_back_as_the_st
         reopened = zarr.open_array(z.store, mode="r")
         assert reopened[...].dtype == dtype and reopened[...].tobytes() == data.tobytes()
         assert reopened[1:3, 2].tobytes() == data[1:3, 2].tobytes()
+
+
+ZARR_BULK_SHARD_READ = "_decode_full_shard_bulk_if_uncompressed"  # zarr 3.4's whole-shard fast path
+FUSED_PIPELINE = "zarr.core.codec_pipeline.FusedCodecPipeline"  # the (opt-in) pipeline that takes it, zarr 3.4
+
+
+def test_zarrs_whole_shard_fast_path_takes_this_codec_where_no_byte_needs_a_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from zarr.codecs import ShardingCodec
+
+    if not hasattr(ShardingCodec, ZARR_BULK_SHARD_READ):
+        pytest.skip(f"zarr {zarr.__version__} has no bulk decode of whole shards (3.4 has)")
+    bulk = getattr(ShardingCodec, ZARR_BULK_SHARD_READ)
+    taken: list[bool] = []
+
+    def recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = bulk(self, *args, **kwargs)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(ShardingCodec, ZARR_BULK_SHARD_READ, recorded)
+    with zarr.config.set({"codec_pipeline.path": FUSED_PIPELINE}):
+        whole_shards_read_in_bulk_or_checked(taken)
+
+
+def whole_shards_read_in_bulk_or_checked(taken: list[bool]) -> None:
+    for dtype, data in ((">i4", np.arange(16)), ("|b1", np.arange(16) % 3 == 0)):
+        store: dict[str, Any] = {}
+        z = zarr.create_array(store=store, shape=(16,), chunks=(4,), shards=(16,), dtype=dtype,
+                              serializer=BytesCodec(endian="big"), compressors=None)  # fmt: skip
+        z[...] = data
+        taken.clear()
+        assert z[...].tolist() == data.tolist()
+        assert taken == [dtype != "|b1"], (dtype, taken)  # a bool shard is read chunk by chunk: checked
+        if dtype == "|b1":
+            shard = bytearray(store["c/0"].to_bytes())
+            shard[5] = 7
+            store["c/0"] = zarr.core.buffer.default_buffer_prototype().buffer.from_bytes(bytes(shard))
+            with pytest.raises(ValueError, match="corrupt bool data: byte 1 is 0x07"):
+                z[...]
 
 
 def test_corrupt_bool_chunk_and_wrong_length_chunk_raise(tmp_path: Path) -> None:
@@ -437,8 +478,8 @@ def test_enable_selects_this_codec_for_created_opened_and_sharded_arrays_and_the
         made_directly = ShardingCodec(chunk_shape=(2, 2))
         opened = zarr.open_array(stores["ours"], mode="r")
         for z in (plain, sharded, opened):
-            assert codecs_of(z) and all(type(codec) is BytesCodec for codec in codecs_of(z)), codecs_of(z)
-        assert all(type(c) is BytesCodec for c in (*made_directly.codecs[:1], made_directly.index_codecs[0]))
+            assert codecs_of(z) and all(isinstance(codec, BytesCodec) for codec in codecs_of(z)), codecs_of(z)
+        assert all(isinstance(c, BytesCodec) for c in (*made_directly.codecs[:1], made_directly.index_codecs[0]))
         assert opened[...].tolist() == data.tolist()
     zarr.create_array(store=stores["zarr"], data=data, chunks=(2, 2), shards=(4, 4))
     assert all(type(codec) is ZarrBytesCodec for codec in codecs_of(zarr.open_array(stores["zarr"], mode="r")))
@@ -643,7 +684,7 @@ def one_chunk_array(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, np.n
                       compressors=None)  # fmt: skip
     with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
         array = zarr.open_array(str(path), mode="r")
-    assert type(array.metadata.codecs[0]) is BytesCodec  # this package's codec reads it
+    assert isinstance(array.metadata.codecs[0], BytesCodec)  # this package's codec reads it
     return array, data
 
 

@@ -1,0 +1,38 @@
+"""A pytest plugin for runs of zarr-python's own test suite (see integration/test_zarr_suite.py).
+
+Loaded with ``-p zarr_suite_plugin``. Where ``ZARR_CODECS__BYTES`` names this
+package's class, it imports ``numcodecs_bytes.zarr3``, which makes zarr build
+that class wherever it builds a ``bytes`` codec (the environment variable
+survives the ``config.reset()`` zarr's tests run around each test). It
+records each test's outcome by node id in the JSON file that
+``NUMCODECS_BYTES_OUTCOMES`` names: "failed" if any phase failed, else
+"skipped" or "passed".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+OURS = "numcodecs_bytes.zarr3.BytesCodec"
+
+if os.environ.get("ZARR_CODECS__BYTES") == OURS:
+    import numcodecs_bytes.zarr3  # noqa: F401
+
+_outcomes: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    before = _outcomes.get(report.nodeid)
+    if report.failed or before == "failed":
+        _outcomes[report.nodeid] = "failed"
+    elif report.when == "call" or report.skipped:
+        _outcomes[report.nodeid] = "skipped" if report.skipped else "passed"
+
+
+def pytest_sessionfinish(session: Any) -> None:
+    path = os.environ.get("NUMCODECS_BYTES_OUTCOMES")
+    if path and not hasattr(session.config, "workerinput"):  # the xdist controller sees every worker's reports
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump(_outcomes, file, indent=0, sort_keys=True)
