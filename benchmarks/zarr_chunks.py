@@ -71,26 +71,25 @@ def arrays(serializer: Any, shape: tuple[int, ...], chunks: tuple[int, ...], sto
     return array
 
 
-def whole_reads() -> dict[str, float]:
-    lines = {}
-    shards = {
-        name: arrays(ShardingCodec(chunk_shape=(512,), codecs=[codec]), (2 * MiB,), (2 * MiB,), {})
-        for name, codec in (("ours", BytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big")))
+def shard_reads(pipeline: str) -> dict[str, float]:
+    """A 16 MiB shard of 4096 inner chunks read whole and in part, with ``pipeline``."""
+    with zarr.config.set({"codec_pipeline.path": f"zarr.core.codec_pipeline.{pipeline}"}):
+        shards = {
+            name: arrays(ShardingCodec(chunk_shape=(512,), codecs=[codec]), (2 * MiB,), (2 * MiB,), {})
+            for name, codec in (("ours", BytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big")))
+        }
+        whole = median_times(_reads(shards, ...), 15)
+        part = median_times(_reads(shards, slice(100_000, 900_000)), 15)
+    return {
+        f"16 MiB shard of 4096 inner chunks read whole, {pipeline}": whole["ours"] / whole["zarr"],
+        f"6 MiB of it, {pipeline}": part["ours"] / part["zarr"],
     }
-    times = median_times(_reads(shards, ...), 15)
-    lines["16 MiB shard of 4096 inner chunks, read whole"] = times["ours"] / times["zarr"]
-    times = median_times(_reads(shards, slice(100_000, 900_000)), 15)
-    lines["the same shard, 6 MiB of it read"] = times["ours"] / times["zarr"]
+
+
+def whole_reads() -> dict[str, float]:
+    lines = shard_reads("BatchedCodecPipeline")
     if hasattr(codec_pipeline, "FusedCodecPipeline"):  # zarr 3.3+; in 3.4 it decodes whole shards in bulk
-        with zarr.config.set({"codec_pipeline.path": "zarr.core.codec_pipeline.FusedCodecPipeline"}):
-            fused = {
-                name: arrays(ShardingCodec(chunk_shape=(512,), codecs=[codec]), (2 * MiB,), (2 * MiB,), {})
-                for name, codec in (("ours", BytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big")))
-            }
-            times = median_times(_reads(fused, ...), 15)
-            lines["the same shard read whole, FusedCodecPipeline"] = times["ours"] / times["zarr"]
-            times = median_times(_reads(fused, slice(100_000, 900_000)), 15)
-            lines["6 MiB of it, FusedCodecPipeline"] = times["ours"] / times["zarr"]
+        lines |= shard_reads("FusedCodecPipeline")
     memory = {
         name: arrays(codec, (32 * MiB,), (MiB // 8,), zarr.storage.MemoryStore())
         for name, codec in (("ours", BytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big")))
@@ -122,11 +121,11 @@ def main() -> int:
         print(f"-- run {run + 1} of {args.runs}: ours' time over zarr's own codec")
         for part in (per_chunk, whole_reads, one_element):
             for name, ratio in part().items():
-                print(f"{name:<52} {ratio:.2f}x", flush=True)
+                print(f"{name:<68} {ratio:.2f}x", flush=True)
                 lines.setdefault(name, []).append(ratio)
     print("\n-- spread over the runs (min .. max)")
     for name, values in lines.items():
-        print(f"{name:<52} {min(values):.2f} .. {max(values):.2f}x")
+        print(f"{name:<68} {min(values):.2f} .. {max(values):.2f}x")
     return 0
 
 
