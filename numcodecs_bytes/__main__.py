@@ -8,8 +8,9 @@ import os
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 import numcodecs
 import numpy as np
@@ -20,6 +21,8 @@ from .migrate import METADATA_FILES, RENAME, Change, migrate_store
 from .stores import JOBS, NotAStoreError, StoreBusyError
 
 __all__ = ["main"]
+
+_Report = TypeVar("_Report")
 
 # Built-in sample data for the demo: one value per data type that shows its byte layout.
 _DEMO_SAMPLES: tuple[tuple[str, object], ...] = (
@@ -122,6 +125,20 @@ def _say(progress: _Progress, line: str, error: bool = False) -> None:
     print(line, file=sys.stderr if error else sys.stdout, flush=True)  # a closed pipe raises here
 
 
+def _run_tool(shown: _Progress, run: Callable[[], _Report], *usage_errors: type[Exception]) -> _Report | int:
+    """A store tool's report; or, after one line, the exit code of a usage error (2) or of Ctrl-C (130)."""
+    refused: tuple[type[Exception], ...] = (NotAStoreError, StoreBusyError, *usage_errors)
+    try:
+        report = run()
+    except refused as exc:
+        _say(shown, f"numcodecs-bytes {shown.tool}: error: {_shown(str(exc))}", error=True)
+        return 2
+    except KeyboardInterrupt:
+        return shown.interrupted()
+    shown.clear()
+    return report
+
+
 def run_migrate(
     location: str,
     dry_run: bool,
@@ -147,8 +164,10 @@ def run_migrate(
             lines = [f"{verb} {_shown(relative)}:", *(f"  {change.location}: {RENAME}" for change in changes)]
             _say(shown, "\n".join(lines))
 
-    try:
-        report = migrate_store(
+    report = _run_tool(
+        shown,
+        partial(
+            migrate_store,
             location,
             dry_run=dry_run,
             backup=backup,
@@ -156,13 +175,10 @@ def run_migrate(
             on_progress=shown.update,
             jobs=jobs,
             storage_options=storage_options,
-        )
-    except (NotAStoreError, StoreBusyError) as exc:
-        _say(shown, f"numcodecs-bytes migrate: error: {_shown(str(exc))}", error=True)
-        return 2
-    except KeyboardInterrupt:
-        return shown.interrupted()
-    shown.clear()
+        ),
+    )
+    if isinstance(report, int):
+        return report
     for leftover in report.leftovers_removed:
         if verbose:
             print(f"{'would remove' if dry_run else 'removed'} {_shown(leftover)} (left by an interrupted run)")
@@ -207,8 +223,10 @@ def run_to_v3(
             line += "\n" + textwrap.indent(json.dumps(node.document, indent=2, allow_nan=True), "  ")
         _say(shown, line)
 
-    try:
-        report = convert_store(
+    report = _run_tool(
+        shown,
+        partial(
+            convert_store,
             location,
             dry_run=dry_run,
             remove_v2_metadata=remove_v2_metadata,
@@ -217,13 +235,11 @@ def run_to_v3(
             on_progress=shown.update,
             jobs=jobs,
             storage_options=storage_options,
-        )
-    except (NotAStoreError, StoreBusyError, ImportError) as exc:
-        _say(shown, f"numcodecs-bytes to-v3: error: {_shown(str(exc))}", error=True)
-        return 2
-    except KeyboardInterrupt:
-        return shown.interrupted()
-    shown.clear()
+        ),
+        ImportError,  # zarr not installed
+    )
+    if isinstance(report, int):
+        return report
     if verbose:
         for removed in report.removed:
             print(f"{'would remove' if dry_run else 'removed'} {_shown(removed)}")
