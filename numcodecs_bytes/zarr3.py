@@ -163,8 +163,9 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         return self._for_data_type(array_spec.dtype.to_native_dtype())
 
     def _for_data_type(self, dtype: np.dtype[Any]) -> BytesCodec:
-        endian = self.endian
-        if endian is None and self._from_metadata and dtype.fields is not None and needs_endian(dtype):
+        endian, multi_byte = self.endian, needs_endian(dtype)
+        multi_byte_struct = multi_byte and dtype.fields is not None
+        if endian is None and self._from_metadata and multi_byte_struct:
             warnings.warn(
                 f"the bytes codec of this struct array ({dtype}) has no endian, as zarr-python before 3.3 "
                 "wrote structs: reading its fields as little endian, as zarr-python 3.3+ does",
@@ -173,9 +174,9 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
             )
             endian = "little"
         resolved = swap.layout(dtype, endian)  # the spec's rule, for arrays created and opened
-        if self.name == CODEC_ID and not needs_endian(dtype):
+        if self.name == CODEC_ID and not multi_byte:
             endian = None
-        elif endian == "big" and not self._from_metadata and dtype.fields is not None and needs_endian(dtype):
+        elif endian == "big" and not self._from_metadata and multi_byte_struct:
             _warn_if_zarr_reads_big_endian_structs_wrong(dtype)
         # Where there are no bytes to check, zarr's own decode of the same metadata is exact: the
         # codec then is also of zarr's class, whose fast paths (a whole uncompressed shard in one
