@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -157,8 +158,12 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         applies); a codec under the legacy name keeps its store's metadata
         as it was. A struct with multi-byte fields read from metadata without
         ``endian`` (as zarr-python before 3.3 wrote every struct) is read as
-        little endian with a warning, as zarr 3.3+ reads it; made in code, it
-        is refused like any multi-byte type without ``endian``.
+        little endian with a warning, as zarr 3.3+ reads it. Any other
+        multi-byte type read without ``endian`` is refused where zarr 3.3+
+        is installed, as zarr refuses it; on zarr 3.1 and 3.2, whose own
+        codec reads it as the machine's byte order without a word, it is
+        read as that zarr reads it, with a warning. Made in code, a multi-byte
+        type without ``endian`` is always refused.
         """
         return self._for_data_type(array_spec.dtype.to_native_dtype())
 
@@ -173,6 +178,15 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
                 stacklevel=2,
             )
             endian = "little"
+        elif endian is None and self._from_metadata and multi_byte and _ZARR_VERSION < (3, 3):
+            warnings.warn(
+                f"the bytes codec of this {dtype} array has no endian, which the spec requires for multi-byte "
+                f"types: reading it as {sys.byteorder} endian, this machine's byte order, as zarr-python "
+                f"{zarr.__version__}'s own codec does (zarr-python 3.3+ refuses such metadata)",
+                UserWarning,
+                stacklevel=2,
+            )
+            endian = "little" if sys.byteorder == "little" else "big"
         resolved = swap.layout(dtype, endian)  # the spec's rule, for arrays created and opened
         if self.name == CODEC_ID and not multi_byte:
             endian = None

@@ -27,6 +27,14 @@ def version_of(distribution: str) -> tuple[int, ...] | None:
 ZARR = version_of("zarr")
 NUMPY = version_of("numpy") or (0,)
 
+ZARR_REFUSES_MISSING_ENDIAN = ZARR is not None and ZARR >= (3, 3)
+"""zarr-python 3.3: a multi-byte type whose bytes codec has no ``endian`` is refused when read.
+
+Before 3.3, zarr-python's ``BytesCodec.from_dict`` filled a missing ``endian``
+with ``sys.byteorder``: such metadata (which the spec does not allow) opened
+as the machine's byte order, without a warning.
+"""
+
 ZARR_SWAPS_STRUCT_FIELDS = ZARR is not None and ZARR >= (3, 3)
 """zarr-python PR #4142 (released in 3.3): struct fields are written in the configured byte order.
 

@@ -20,7 +20,13 @@ if int(zarr.__version__.split(".")[0]) < 3:
     pytest.skip("native Zarr v3 codecs need zarr 3", allow_module_level=True)
 
 from samples import array_of  # noqa: E402
-from stack import ZARR, ZARR_DROPS_AXES_OF_PARTIAL_READS, ZARR_SWAPS_STRUCT_FIELDS, has_module  # noqa: E402
+from stack import (  # noqa: E402
+    ZARR,
+    ZARR_DROPS_AXES_OF_PARTIAL_READS,
+    ZARR_REFUSES_MISSING_ENDIAN,
+    ZARR_SWAPS_STRUCT_FIELDS,
+    has_module,
+)
 from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
 from zarr.storage import WrapperStore  # noqa: E402
 
@@ -196,6 +202,37 @@ def test_a_struct_written_by_zarr_31_without_endian_opens_as_little_endian_with_
         assert zarr.open_array(zarr.storage.MemoryStore(store_dict=store), mode="r")[...].tolist() == data.tolist()
     with pytest.raises(ValueError, match="endian is required"):  # made in code, the spec's rule holds
         zarr.create_array(store={}, shape=(2,), dtype=STRUCT, serializer=BytesCodec())
+
+
+def test_a_multi_byte_type_without_endian_in_metadata_opens_as_the_installed_zarr_opens_it() -> None:
+    """zarr < 3.3 reads it as the machine's byte order (silently); 3.3+ refuses it, as the spec asks."""
+    data = np.arange(6, dtype="<f8") * 1.5
+    store: dict[str, Any] = {}
+    z = zarr.create_array(zarr.storage.MemoryStore(store_dict=store), shape=(6,), dtype="<f8",
+                          serializer=BytesCodec(endian=sys.byteorder), compressors=None)  # fmt: skip
+    z[...] = data
+    metadata = json.loads(store["zarr.json"].to_bytes())
+    metadata["codecs"] = [{"name": "bytes"}]
+    store["zarr.json"] = zarr.core.buffer.default_buffer_prototype().buffer.from_bytes(json.dumps(metadata).encode())
+
+    def open_with(codec_class: str) -> Any:
+        with zarr.config.set({"codecs.bytes": codec_class}):
+            return zarr.open_array(zarr.storage.MemoryStore(store_dict=store), mode="r")
+
+    if ZARR_REFUSES_MISSING_ENDIAN:
+        for codec_class in ("zarr.codecs.bytes.BytesCodec", BytesCodec.__module__ + ".BytesCodec"):
+            with pytest.raises(ValueError, match="endian"):
+                open_with(codec_class)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # zarr's own codec: no warning
+        assert open_with("zarr.codecs.bytes.BytesCodec")[...].tolist() == data.tolist()
+    with pytest.warns(UserWarning, match=f"has no endian.*reading it as {sys.byteorder} endian.*{zarr.__version__}"):
+        opened = open_with(BytesCodec.__module__ + ".BytesCodec")
+    assert isinstance(opened.serializer, BytesCodec) and opened.serializer.endian == sys.byteorder
+    assert opened[...].tolist() == data.tolist()
+    with pytest.raises(ValueError, match="endian is required"):  # made in code, the spec's rule holds
+        zarr.create_array(store={}, shape=(2,), dtype="<f8", serializer=BytesCodec())
 
 
 def test_a_big_endian_struct_warns_at_creation_where_zarrs_own_codec_reads_it_wrong() -> None:
