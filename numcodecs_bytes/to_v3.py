@@ -62,7 +62,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cache
@@ -88,7 +88,7 @@ from .stores import (
 )
 from .swap import ENDIANS, Endian
 
-__all__ = ["V2_METADATA_FILES", "ConversionReport", "NodeResult", "convert_store", "v3_document"]
+__all__ = ["V2_METADATA_FILES", "ConversionReport", "NodeResult", "convert_store", "v3_document", "v3_encoding"]
 
 V2_METADATA_FILES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 """The v2 metadata files ``remove_v2_metadata`` removes (never a chunk)."""
@@ -134,10 +134,11 @@ def _zarr() -> Any:
         import zarr
         from zarr.api.asynchronous import open_array as open_array_in_loop
         from zarr.core.buffer.core import default_buffer_prototype
+        from zarr.core.dtype import get_data_type_from_native_dtype
         from zarr.core.group import GroupMetadata
         from zarr.core.metadata.v2 import ArrayV2Metadata
         from zarr.core.sync import sync as run_in_loop
-        from zarr.metadata.migrate_v3 import _convert_array_metadata
+        from zarr.metadata.migrate_v3 import _convert_array_metadata, _convert_compressor, _convert_filters
     except ImportError as exc:
         raise ImportError(
             f"to-v3 needs zarr-python 3.1.3 or later with its v2-to-v3 converter "
@@ -154,6 +155,9 @@ def _zarr() -> Any:
         group = GroupMetadata
         array_v2 = ArrayV2Metadata
         convert_array = staticmethod(_convert_array_metadata)
+        convert_filters = staticmethod(_convert_filters)
+        convert_compressor = staticmethod(_convert_compressor)
+        data_type = staticmethod(get_data_type_from_native_dtype)
         consolidate = staticmethod(zarr.consolidate_metadata)
         memory_store = zarr.storage.MemoryStore
         open_array_async = staticmethod(open_array_in_loop)
@@ -173,15 +177,9 @@ def _folded(zarray: dict[str, Any]) -> tuple[dict[str, Any], _Fold | None]:
     filters = zarray.get("filters") or []
     if not isinstance(filters, list):
         raise UnconvertibleError(f"filters must be a list, got {filters!r}")
-    ours = [i for i, f in enumerate(filters) if v2_id(f) in CODEC_IDS]
-    if not ours:
+    position = _position_of_this_codec([v2_id(f) for f in filters])
+    if position is None:
         return zarray, None
-    position = ours[0]
-    if ours != [len(filters) - 1]:
-        raise UnconvertibleError(
-            f"filters[{position}] is the bytes codec but not the last filter: the filters after it work on "
-            "swapped values, which no Zarr v3 codec chain expresses"
-        )
     try:
         codec = BytesCodec.from_config(filters[position])
         dtype = dtype_from_json(zarray.get("dtype"))
@@ -210,6 +208,17 @@ def _folded(zarray: dict[str, Any]) -> tuple[dict[str, Any], _Fold | None]:
         element = np.frombuffer(base64.b64decode(zarray["fill_value"]), dtype, count=1)
         folded["fill_value"] = base64.b64encode(element.astype(stored).tobytes()).decode("ascii")
     return folded, fold
+
+
+def _position_of_this_codec(filter_ids: list[Any]) -> int | None:
+    """Where this codec is among v2 filters (by id): None if not there; only the last filter folds."""
+    ours = [i for i, codec_id in enumerate(filter_ids) if codec_id in CODEC_IDS]
+    if ours and ours != [len(filter_ids) - 1]:
+        raise UnconvertibleError(
+            f"filters[{ours[0]}] is the bytes codec but not the last filter: the filters after it work on "
+            "swapped values, which no Zarr v3 codec chain expresses"
+        )
+    return ours[0] if ours else None
 
 
 def _v2_dtype(dtype: np.dtype[Any]) -> Any:
@@ -329,6 +338,68 @@ def v3_document(
                 "data as it is stored, which they would read as native (zarr-python 3.4 reads it right)"
             )
     return document, None if folded is None else folded.description
+
+
+def v3_encoding(encoding: Mapping[str, Any]) -> dict[str, Any]:
+    """An xarray variable's encoding from a Zarr v2 store, for writing it as Zarr v3.
+
+    A dataset opened from a v2 store keeps that store's numcodecs codecs in
+    each variable's ``encoding``, and zarr-python refuses them for a Zarr v3
+    array: ``ds.to_zarr(path, zarr_format=3)`` raises a TypeError
+    (zarr-python #2964, xarray #10032). This returns the encoding with its
+    codecs in Zarr v3 form: this codec's filter (the last filter) becomes the
+    serializer, `numcodecs_bytes.zarr3.BytesCodec` in the same byte order;
+    the other filters and the compressors are mapped by zarr-python's own
+    v2-to-v3 conversion. Every other key is kept. The chunks are rewritten
+    when the dataset is written; `convert_store` converts a store in place
+    instead, with no chunk written.
+
+    Parameters
+    ----------
+    encoding : mapping
+        ``dataset[name].encoding`` of a variable read from a Zarr v2 store;
+        its ``dtype`` (the stored data type) sizes blosc's ``typesize``.
+
+    Returns
+    -------
+    dict
+        The encoding for ``to_zarr(..., zarr_format=3)``; ``filters`` is
+        None where this codec was the only filter.
+
+    Raises
+    ------
+    UnconvertibleError
+        A ValueError: this codec is a filter but not the last (the filters
+        after it work on swapped values, which no Zarr v3 chain expresses).
+    TypeError, ValueError
+        zarr-python's own, for a filter or compressor it has no Zarr v3
+        codec for.
+    ImportError
+        If zarr-python 3 is not installed.
+
+    Examples
+    --------
+    >>> import numcodecs, numpy as np
+    >>> from numcodecs_bytes import BytesCodec
+    >>> from numcodecs_bytes.to_v3 import v3_encoding
+    >>> encoding = {"dtype": np.dtype("<f8"), "chunks": (4,), "compressors": (numcodecs.GZip(level=5),),
+    ...             "filters": (BytesCodec(endian="big", dtype="<f8"),)}
+    >>> v3 = v3_encoding(encoding)
+    >>> v3["serializer"], v3["filters"], v3["compressors"], v3["chunks"]
+    (BytesCodec(endian='big'), None, (GzipCodec(level=5),), (4,))
+    """
+    zarr = _zarr()
+    from .zarr3 import BytesCodec as Serializer
+
+    filters = list(encoding.get("filters") or ())
+    v3 = dict(encoding)
+    if _position_of_this_codec([getattr(f, "codec_id", None) for f in filters]) is not None:
+        v3["serializer"] = Serializer(endian=filters.pop().endian)
+    v3["filters"] = tuple(zarr.convert_filters(tuple(filters))) or None
+    if encoding.get("compressors"):
+        data_type = zarr.data_type(np.dtype(encoding["dtype"]))
+        v3["compressors"] = tuple(zarr.convert_compressor(c, data_type) for c in encoding["compressors"])
+    return v3
 
 
 # -- checking a conversion by reading a sample both ways ----------------------------------------------------

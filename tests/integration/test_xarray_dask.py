@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numcodecs
 import numpy as np
 import pytest
 
@@ -16,11 +17,13 @@ zarr = pytest.importorskip("zarr")
 if int(zarr.__version__.split(".")[0]) < 3:
     pytest.skip("these tests use the zarr 3 API", allow_module_level=True)
 
+from numcodecs_bytes.to_v3 import UnconvertibleError, v3_encoding  # noqa: E402
 
 # -- xarray ------------------------------------------------------------------------------------------
 
 
-def test_xarray_dataset_round_trips_with_the_codec_as_filter(tmp_path: Path) -> None:
+def write_v2_dataset(path: Path) -> Any:
+    """A dataset written to a Zarr v2 store with the codec as filter (of every variable but x); the dataset."""
     xr = pytest.importorskip("xarray")
     time = np.arange("2024-01-01", "2024-01-11", dtype="datetime64[D]").astype("datetime64[ns]")
     ds = xr.Dataset(
@@ -35,10 +38,19 @@ def test_xarray_dataset_round_trips_with_the_codec_as_filter(tmp_path: Path) -> 
     encoding = {
         "temperature": {"filters": [BytesCodec(endian="big", dtype="<f8")], "chunks": (4, 4)},
         "count": {"filters": [BytesCodec(endian="big", dtype="<i4")], "chunks": (4, 2), "compressors": None},
-        "seen": {"filters": [BytesCodec(endian="big", dtype="<i8")], "dtype": "int64"},
+        "seen": {
+            "filters": [numcodecs.Delta(dtype="<i8"), BytesCodec(endian="little", dtype="<i8")],
+            "dtype": "int64",
+            "compressors": [numcodecs.GZip(level=1)],
+        },
     }
-    ds.to_zarr(tmp_path / "ds.zarr", zarr_format=2, encoding=encoding, consolidated=True)
+    ds.to_zarr(path, zarr_format=2, encoding=encoding, consolidated=True)
+    return ds
 
+
+def test_xarray_dataset_round_trips_with_the_codec_as_filter(tmp_path: Path) -> None:
+    xr = pytest.importorskip("xarray")
+    ds = write_v2_dataset(tmp_path / "ds.zarr")
     back = xr.open_zarr(tmp_path / "ds.zarr", consolidated=True).load()
     xr.testing.assert_identical(back, ds)
     stored = json.loads((tmp_path / "ds.zarr" / "count" / ".zarray").read_text())
@@ -46,6 +58,39 @@ def test_xarray_dataset_round_trips_with_the_codec_as_filter(tmp_path: Path) -> 
     assert stored["compressor"] is None
     raw = (tmp_path / "ds.zarr" / "count" / "0.0").read_bytes()  # uncompressed: the spec's bytes
     assert raw == ds["count"].values[:4, :2].astype(">i4").tobytes()
+
+
+def test_a_dataset_from_a_v2_store_saves_as_v3_with_v3_encoding(tmp_path: Path) -> None:
+    """xarray keeps the v2 codecs in the encoding, which zarr refuses for v3 (zarr-python #2964, xarray #10032)."""
+    xr = pytest.importorskip("xarray")
+    ds = write_v2_dataset(tmp_path / "v2.zarr")
+    old = xr.open_zarr(tmp_path / "v2.zarr")
+    with pytest.raises(TypeError, match=r"Expected an? (ArrayArrayCodec|BytesBytesCodec)"):
+        old.to_zarr(tmp_path / "refused.zarr", zarr_format=3)
+
+    encoding = {name: v3_encoding(variable.encoding) for name, variable in old.variables.items()}
+    old.to_zarr(tmp_path / "v3.zarr", zarr_format=3, encoding=encoding)
+    # Read with zarr's own codec classes: nothing of this package is needed to read the result.
+    with zarr.config.set({"codecs.bytes": "zarr.codecs.bytes.BytesCodec"}):
+        xr.testing.assert_identical(xr.open_zarr(tmp_path / "v3.zarr").load(), ds)
+    codecs = {
+        name: json.loads((tmp_path / "v3.zarr" / name / "zarr.json").read_text())["codecs"]
+        for name in ("temperature", "count", "seen", "x")
+    }
+    assert codecs["temperature"][0] == {"name": "bytes", "configuration": {"endian": "big"}}
+    assert codecs["temperature"][1]["name"] == "blosc"  # xarray's default, as v2 wrote it
+    assert codecs["count"] == [{"name": "bytes", "configuration": {"endian": "big"}}]
+    assert [c["name"] for c in codecs["seen"]] == ["numcodecs.delta", "bytes", "gzip"]
+    assert codecs["seen"][1]["configuration"] == {"endian": "little"}
+    assert codecs["x"][0] == {"name": "bytes", "configuration": {"endian": "little"}}  # no filter: zarr's default
+
+
+def test_v3_encoding_refuses_the_codec_before_another_filter() -> None:
+    encoding = {"dtype": np.dtype("<i4"), "filters": (BytesCodec(endian="big", dtype="<i4"), numcodecs.Delta("<i4"))}
+    with pytest.raises(UnconvertibleError, match=r"filters\[0\] is the bytes codec but not the last filter"):
+        v3_encoding(encoding)
+    assert v3_encoding({"dtype": np.dtype("<i4"), "chunks": (2,)}) == {"dtype": np.dtype("<i4"), "chunks": (2,),
+                                                                     "filters": None}  # fmt: skip
 
 
 # -- dask on a multi-process cluster ------------------------------------------------------------------
