@@ -16,7 +16,7 @@ import numcodecs
 import numpy as np
 
 from . import BytesCodec, __version__
-from .data_types import DATA_TYPES, example_dtype
+from .data_types import DATA_TYPES, ML_DTYPES_NAMES, example_dtype
 from .migrate import METADATA_FILES, RENAME, Change, migrate_store
 from .stores import JOBS, NotAStoreError, StoreBusyError
 
@@ -36,10 +36,15 @@ _DEMO_SAMPLES: tuple[tuple[str, object], ...] = (
 
 
 def data_type_table() -> str:
-    """The `DATA_TYPES` table as aligned text."""
-    lines = [f"{'data type':<22} {'numpy, e.g.':<20} endian orders each"]
-    for row in DATA_TYPES.values():
-        lines.append(f"{row.name:<22} {example_dtype(row):<20} {row.swap.value}")
+    """The `DATA_TYPES` table as aligned text; the ml_dtypes types as needing the extra where it is missing."""
+    rows = [("data type", "numpy, e.g.", "endian orders each")]
+    rows += [(row.name, example_dtype(row), row.swap.value) for row in DATA_TYPES.values()]
+    missing = [name for name in ML_DTYPES_NAMES if name not in DATA_TYPES]
+    rows += [(name, "-", "needs the ml_dtypes extra") for name in missing]
+    widths = [max(len(row[column]) for row in rows) for column in (0, 1)]
+    lines = [f"{name:<{widths[0]}}  {example:<{widths[1]}}  {orders}" for name, example, orders in rows]
+    if missing:
+        lines.append(f"\n{len(missing)} data types need ml_dtypes: pip install 'numcodecs-bytes[ml_dtypes]'")
     return "\n".join(lines)
 
 

@@ -431,3 +431,25 @@ def test_file_urls_of_this_host_are_accepted(tmp_path: Path, capsys: pytest.Capt
     assert code == 0 and "would change a0/zarr.json:" in out
     code, _, err = run(capsys, f"file://elsewhere.example{root}")
     assert code == 2 and "a file URL of another host (elsewhere.example)" in err
+
+
+@pytest.mark.parametrize("command", ["dtypes", "demo"])
+@pytest.mark.parametrize("ml_dtypes_installed", [True, False])
+def test_the_data_type_table_keeps_its_columns_and_names_what_needs_ml_dtypes(
+    command: str, ml_dtypes_installed: bool
+) -> None:
+    if ml_dtypes_installed:
+        pytest.importorskip("ml_dtypes")
+    block = "" if ml_dtypes_installed else "sys.modules['ml_dtypes'] = None; "  # as if the extra were missing
+    code = f"import sys; {block}from numcodecs_bytes.__main__ import main; sys.exit(main([{command!r}]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    header, *rows = out[out.index("data type ") :].split("\n\n")[0].splitlines()
+    second, third = header.index("numpy, e.g."), header.index("endian orders each")
+    for row in rows:  # each column starts where its header does, the widest entry (struct) included
+        assert row[second - 2 : second] == "  " and row[second] != " ", row
+        assert row[third - 2 : third] == "  " and row[third] != " ", row
+    assert [row.split()[0] for row in rows][-17:-15] == ["struct", "bfloat16"]
+    assert len(rows) == 36, rows  # every data type the package knows, with the extra or without
+    bfloat16 = next(row for row in rows if row.startswith("bfloat16 "))
+    assert bfloat16.endswith("element" if ml_dtypes_installed else "needs the ml_dtypes extra"), bfloat16
+    assert ("16 data types need ml_dtypes: pip install 'numcodecs-bytes[ml_dtypes]'" in out) is not ml_dtypes_installed
