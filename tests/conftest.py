@@ -15,8 +15,8 @@ if os.environ.get("CI"):
 # tests/samples.py and tests/stack.py are shared by the test modules and the fixture generator.
 sys.path.insert(0, str(Path(__file__).parent))
 
-# The README's examples use the whole test extra; without it they skip, with the reason.
-README_NEEDS = ("zarr", "xarray", "dask", "distributed")
+# The README's examples need what the test extra installs; without it they skip, with the reason.
+README_NEEDS = ("zarr", "xarray")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

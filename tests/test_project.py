@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 import re
 from pathlib import Path
 
@@ -11,22 +12,50 @@ from stack import benchmark, has_module
 ROOT = Path(__file__).parent.parent
 
 
-def quick_start_commands() -> list[str]:
+def bash_block(section: str) -> list[str]:
+    """The commands of the first bash block under README.md's ``## section``."""
     readme = (ROOT / "README.md").read_text()
-    block = re.search(r"## Quick start\s+```bash\n(.*?)```", readme, re.S)
-    assert block, "README.md has no Quick start block"
+    block = re.search(rf"^## {section}\n(?:(?!^## ).)*?```bash\n(.*?)```", readme, re.S | re.M)
+    assert block, f"README.md has no bash block under ## {section}"
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
-def test_quick_start_has_exactly_two_commands() -> None:
-    install_and_demo, install_and_test = quick_start_commands()
-    assert "demo" in install_and_demo
-    assert ".[test]" in install_and_test and "pytest" in install_and_test
+def test_install_is_by_the_package_name_then_the_demo() -> None:
+    assert bash_block("Install") == ["pip install numcodecs-bytes", "python -m numcodecs_bytes demo"]
 
 
 def test_ci_runs_the_readme_test_command() -> None:
+    (test_command,) = bash_block("Development")
+    assert ".[test,interop]" in test_command and "pytest" in test_command
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
-    assert quick_start_commands()[1] in ci_lines
+    assert test_command in ci_lines
+
+
+def test_readme_links_are_absolute_and_those_into_the_repository_name_its_files() -> None:
+    """README.md is the package's page on the index too, where a relative link leads nowhere."""
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)]*)\)", readme)
+    assert links and all(link.startswith("https://") for link in links), links
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    urls = dict(line.split(" = ") for line in config["metadata"]["project_urls"].strip().splitlines())
+    for link in links:
+        if link.startswith(urls["Source"] + "/blob/main/"):
+            assert (ROOT / link.removeprefix(urls["Source"] + "/blob/main/")).is_file(), link
+    assert urls["Source"] in links
+
+
+def test_extras_as_readme_lists_them() -> None:
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    extras = config["options.extras_require"]
+    readme = (ROOT / "README.md").read_text()
+    for extra in ("zarr", "s3", "ml_dtypes"):
+        assert f"`numcodecs-bytes[{extra}]`" in readme, extra
+    assert "s3fs" in extras["s3"]
+    # The test extra holds no package that only CI's legs need; those are in interop.
+    for ci_only in ("tensorstore", "zarrs", "moto", "s3fs", "distributed", "zarr-any-numcodecs"):
+        assert ci_only not in extras["test"] and ci_only in extras["interop"], ci_only
 
 
 def run_benchmark(name: str, capsys: pytest.CaptureFixture[str], *args: str) -> str:

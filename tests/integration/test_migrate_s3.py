@@ -21,7 +21,7 @@ if int(zarr.__version__.split(".")[0]) < 3:
 # Found, not imported: s3fs is imported where a test runs, and moto runs as its own process.
 for _needed in ("s3fs", "moto", "flask"):
     if importlib.util.find_spec(_needed) is None:
-        pytest.skip(f"{_needed} is not installed (the test extra has s3fs and moto[server])", allow_module_level=True)
+        pytest.skip(f"{_needed} is not installed (the interop extra has it)", allow_module_level=True)
 import fsspec  # noqa: E402
 from stack import benchmark  # noqa: E402
 from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402

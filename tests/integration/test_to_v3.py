@@ -161,7 +161,7 @@ def test_the_serializer_says_the_filters_endian_and_f_order_is_a_transpose(
         assert document["chunk_key_encoding"]["name"] == "v2"
 
 
-@pytest.mark.skipif(not has_module("tensorstore"), reason="tensorstore is not installed")
+@pytest.mark.skipif(not has_module("tensorstore"), reason="tensorstore is not installed (the interop extra)")
 def test_tensorstore_reads_the_converted_store(
     v2_store: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path
 ) -> None:

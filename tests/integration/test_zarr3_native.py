@@ -386,7 +386,9 @@ def test_a_users_choice_for_the_legacy_name_is_kept() -> None:
     assert result.stdout.strip() == "my.Codec"
 
 
-@pytest.mark.skipif(not has_module("zarrs"), reason="zarrs (the Rust codec pipeline) is not installed")
+@pytest.mark.skipif(
+    not has_module("zarrs"), reason="zarrs (a Rust codec pipeline) is not installed (the interop extra)"
+)
 def test_legacy_stores_open_with_the_zarrs_pipeline(tmp_path: Path) -> None:
     values = make_legacy_stores(tmp_path)
     with zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}):
@@ -395,7 +397,7 @@ def test_legacy_stores_open_with_the_zarrs_pipeline(tmp_path: Path) -> None:
         assert group["sharded"][...].tolist() == values["group/sharded"].tolist()
 
 
-@pytest.mark.skipif(not has_module("tensorstore"), reason="tensorstore is not installed")
+@pytest.mark.skipif(not has_module("tensorstore"), reason="tensorstore is not installed (the interop extra)")
 @pytest.mark.parametrize("endian", ["little", "big"])
 def test_tensorstore_reads_what_the_codec_wrote(tmp_path: Path, endian: str) -> None:
     import tensorstore as ts

@@ -20,7 +20,7 @@ from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
 
 needs_any_numcodecs = pytest.mark.skipif(
     not has_module("zarr_any_numcodecs"),
-    reason="zarr-any-numcodecs is not installed (it requires numcodecs < 0.17: the test extra has it on 3.11 only)",
+    reason="zarr-any-numcodecs is not installed (the interop extra has it on Python 3.11: it needs numcodecs < 0.17)",
 )
 
 # zarr-any-numcodecs passes out= to decode, so a codec without dtype works there; its config warns all the same
