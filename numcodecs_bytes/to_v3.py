@@ -7,7 +7,9 @@ own v2-to-v3 mapping does the rest (``order="F"`` as a ``transpose`` codec, the
 ``v2`` chunk key encoding, fill value, compressors), giving the serializer
 ``{"name": "bytes", "configuration": {"endian": "big"}}``. Every node gets a
 ``zarr.json`` beside its v2 files; no chunk is written. Any v3 reader opens the
-result with no numcodecs-bytes installed.
+result with no numcodecs-bytes installed. To write a dataset again as a new
+v3 store with xarray instead (every chunk rewritten), `v3_encoding` gives each
+variable's encoding in v3 terms.
 
 What `convert_store` (and ``numcodecs-bytes to-v3``) guarantees:
 
