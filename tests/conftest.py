@@ -15,17 +15,18 @@ if os.environ.get("CI"):
 # tests/samples.py and tests/stack.py are shared by the test modules and the fixture generator.
 sys.path.insert(0, str(Path(__file__).parent))
 
-# The README's examples need what the test extra installs; without it they skip, with the reason.
-README_NEEDS = ("zarr", "xarray")
+# Doctests that need an extra, by node id: without it they skip, with the reason.
+DOCTESTS_NEED = {
+    "README.md::README.md": ("zarr", "xarray"),
+    "numcodecs_bytes/to_v3.py::numcodecs_bytes.to_v3.v3_encoding": ("zarr",),
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    missing = [name for name in README_NEEDS if importlib.util.find_spec(name) is None]
-    if missing:
-        skip = pytest.mark.skip(reason=f"the README examples need {', '.join(missing)} (the test extra)")
-        for item in items:
-            if item.nodeid == "README.md::README.md":
-                item.add_marker(skip)
+    for item in items:
+        missing = [name for name in DOCTESTS_NEED.get(item.nodeid, ()) if importlib.util.find_spec(name) is None]
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=f"the example needs {', '.join(missing)} (the test extra)"))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
