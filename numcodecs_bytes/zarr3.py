@@ -170,23 +170,22 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
     def _for_data_type(self, dtype: np.dtype[Any]) -> BytesCodec:
         endian, multi_byte = self.endian, needs_endian(dtype)
         multi_byte_struct = multi_byte and dtype.fields is not None
-        if endian is None and self._from_metadata and multi_byte_struct:
-            warnings.warn(
-                f"the bytes codec of this struct array ({dtype}) has no endian, as zarr-python before 3.3 "
-                "wrote structs: reading its fields as little endian, as zarr-python 3.3+ does",
-                UserWarning,
-                stacklevel=2,
-            )
-            endian = "little"
-        elif endian is None and self._from_metadata and multi_byte and _ZARR_VERSION < (3, 3):
-            warnings.warn(
-                f"the bytes codec of this {dtype} array has no endian, which the spec requires for multi-byte "
-                f"types: reading it as {sys.byteorder} endian, this machine's byte order, as zarr-python "
-                f"{zarr.__version__}'s own codec does (zarr-python 3.3+ refuses such metadata)",
-                UserWarning,
-                stacklevel=2,
-            )
-            endian = "little" if sys.byteorder == "little" else "big"
+        if endian is None and self._from_metadata and multi_byte:  # read as zarr reads it, with a warning
+            if multi_byte_struct:
+                endian = "little"
+                message = (
+                    f"the bytes codec of this struct array ({dtype}) has no endian, as zarr-python before 3.3 "
+                    "wrote structs: reading its fields as little endian, as zarr-python 3.3+ does"
+                )
+            elif _ZARR_VERSION < (3, 3):
+                endian = sys.byteorder
+                message = (
+                    f"the bytes codec of this {dtype} array has no endian, which the spec requires for multi-byte "
+                    f"types: reading it as {endian} endian, this machine's byte order, as zarr-python "
+                    f"{zarr.__version__}'s own codec does (zarr-python 3.3+ refuses such metadata)"
+                )
+            if endian is not None:
+                warnings.warn(message, UserWarning, stacklevel=2)
         resolved = swap.layout(dtype, endian)  # the spec's rule, for arrays created and opened
         if self.name == CODEC_ID and not multi_byte:
             endian = None
