@@ -12,6 +12,12 @@ from stack import benchmark, has_module
 ROOT = Path(__file__).parent.parent
 
 
+def setup_cfg() -> configparser.ConfigParser:
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    return config
+
+
 def bash_block(section: str) -> list[str]:
     """The commands of the first bash block under README.md's ``## section``."""
     readme = (ROOT / "README.md").read_text()
@@ -36,9 +42,7 @@ def test_readme_links_are_absolute_and_those_into_the_repository_name_its_files(
     readme = (ROOT / "README.md").read_text()
     links = re.findall(r"\]\(([^)]*)\)", readme)
     assert links and all(link.startswith("https://") for link in links), links
-    config = configparser.ConfigParser()
-    config.read(ROOT / "setup.cfg")
-    urls = dict(line.split(" = ") for line in config["metadata"]["project_urls"].strip().splitlines())
+    urls = dict(line.split(" = ") for line in setup_cfg()["metadata"]["project_urls"].strip().splitlines())
     for link in links:
         if link.startswith(urls["Source"] + "/blob/main/"):
             assert (ROOT / link.removeprefix(urls["Source"] + "/blob/main/")).is_file(), link
@@ -46,9 +50,7 @@ def test_readme_links_are_absolute_and_those_into_the_repository_name_its_files(
 
 
 def test_extras_as_readme_lists_them() -> None:
-    config = configparser.ConfigParser()
-    config.read(ROOT / "setup.cfg")
-    extras = config["options.extras_require"]
+    extras = setup_cfg()["options.extras_require"]
     readme = (ROOT / "README.md").read_text()
     for extra in ("zarr", "s3", "ml_dtypes"):
         assert f"`numcodecs-bytes[{extra}]`" in readme, extra
