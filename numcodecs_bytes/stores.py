@@ -4,27 +4,31 @@ The tools say which files to read and write, a batch at a time; this module does
 it. `open_store` checks a location and returns its `Files`: on an fsspec file
 system with async support (s3fs, gcsfs, adlfs, http) each batch runs with up to
 ``jobs`` requests in flight, and the walk lists the folders of one level
-together; a local folder is worked one file after another (a disk answers in
-microseconds: threads would not pay). `store_lock` keeps a second run off a
-local store. Every write is whole or absent at every moment: a local file is
-written to a temporary file beside it, flushed, and renamed over the target; an
-object store replaces an object in one PUT. On S3 a new file is written only if
-none exists (``If-None-Match``) and a replaced one only if it is still the
-version that was listed (``If-Match``), where the server honours them (AWS S3,
-MinIO, moto); elsewhere the file is checked just before the write. Nothing
-here prints or knows about codecs.
+together. On S3 the walk first lists the whole store instead, a thousand keys a
+request, as long as that pays: each thousand keys name at least ``jobs`` nodes
+(else one folder at a time, ``jobs`` at once, is quicker: arrays of many
+chunks), and `LISTING_LIMIT` keys bound it. A local folder is worked one file
+after another (a disk answers in microseconds: threads would not pay).
+`store_lock` keeps a second run off a local store. Every write is whole or
+absent at every moment: a local file is written to a temporary file beside it,
+flushed, and renamed over the target; an object store replaces an object in one
+PUT. On S3 a new file is written only if none exists (``If-None-Match``) and a
+replaced one only if it is still the version that was listed (``If-Match``),
+where the server honours them (AWS S3, MinIO, moto); elsewhere the file is
+checked just before the write. Nothing here prints or knows about codecs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import re
 import stat
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import aclosing, contextmanager
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -38,6 +42,7 @@ except ImportError:  # Windows: no advisory locks
 __all__ = [
     "BATCH",
     "JOBS",
+    "LISTING_LIMIT",
     "NODE_FILES",
     "TEMP_SUFFIX",
     "Files",
@@ -61,6 +66,8 @@ JOBS = 64
 """Requests in flight on an object store by default: enough to hide a round trip of tens of milliseconds."""
 BATCH = 1000
 """Folders listed, or files read or written, per batch: what bounds the memory a run needs."""
+LISTING_LIMIT = 100 * BATCH
+"""Keys a listing of a whole object store holds at most: what bounds the memory of that listing."""
 _BACKUP_SUFFIX = ".bak"
 _CHUNK_FOLDER = re.compile(r"[0-9]+")
 
@@ -363,6 +370,10 @@ class _FsspecFiles:
         protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
         self._conditional = "s3" in protocols  # s3fs passes If-None-Match and If-Match on to the PUT
         self._listed: dict[str, str] = {}  # the ETags the walk listed in its last batch, by path
+        # s3fs 2026.9 (not 2024.6) asks an object's size, one more request, before reading it whole (to read a
+        # large one in parts) unless told to read it in one.
+        reader = getattr(fs, "_cat_file" if fs.async_impl else "cat_file")
+        self._whole_read = {"max_concurrency": 1} if "max_concurrency" in inspect.signature(reader).parameters else {}
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """The file system's ``method``: awaited where it is async, called where not (one at a time)."""
@@ -390,7 +401,41 @@ class _FsspecFiles:
         return result
 
     def walk(self, failures: list[tuple[str, str]]) -> Iterator[list[Folder]]:
-        return _breadth_first(self.root, lambda paths: self._listed_batch(paths, failures), _joined)
+        whole = self._whole_store(failures) if self._conditional else None
+        if whole is None:
+            return _breadth_first(self.root, lambda paths: self._listed_batch(paths, failures), _joined)
+
+        def listed(paths: list[str]) -> list[Folder]:
+            self._listed = {f"{path}/{name}": tag for path in paths for name, tag in whole[path].etags.items() if tag}
+            return [whole.pop(path).folder(path) for path in paths]
+
+        return _breadth_first(self.root, listed, _joined)
+
+    def _whole_store(self, failures: list[tuple[str, str]]) -> dict[str, _Listing] | None:
+        """Every folder of an S3 store from one listing of all its keys, a page after another. None where that
+        does not pay, and the walk lists folder by folder: a thousand keys (a page) that name fewer nodes than
+        ``jobs`` (one request each, at once), or more than `LISTING_LIMIT` keys."""
+        bucket, _, key = self.root.partition("/")
+        prefix = f"{key}/" if key else ""
+
+        async def listing() -> dict[str, _Listing] | None:
+            folders = {self.root: _Listing()}
+            keys = nodes = 0
+            async with aclosing(self.fs._iterdir(bucket, delimiter="", prefix=prefix)) as entries:
+                async for entry in entries:
+                    keys += 1
+                    nodes += _add_key(folders, self.root, entry, failures)
+                    if keys % BATCH == 0:
+                        if nodes < self.jobs or keys >= LISTING_LIMIT:
+                            return None
+                        nodes = 0
+            return folders
+
+        try:
+            result: dict[str, _Listing] | None = self._sync(self._loop, listing)
+        except Exception:  # whatever stops the whole listing, listing folder by folder reports per folder
+            return None
+        return result
 
     def _listed_batch(self, paths: list[str], failures: list[tuple[str, str]]) -> list[Folder]:
         """The folders at ``paths``, listed together; the ETags of their files kept for `replace`."""
@@ -416,7 +461,7 @@ class _FsspecFiles:
         return self._run({path: self._bytes(path) for path in paths})
 
     async def _bytes(self, path: str) -> bytes:
-        return bytes(await self._call("cat_file", path))
+        return bytes(await self._call("cat_file", path, **self._whole_read))
 
     def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
         async def read(path: str) -> bytes | None:
@@ -476,6 +521,37 @@ class _FsspecFiles:
                 pass
 
         return _failures(self._run({path: remove(path) for path in paths}))
+
+
+@dataclass
+class _Listing:
+    """One folder as a listing of the whole store finds it: its subfolders, and its files with their ETags."""
+
+    subfolders: set[str] = field(default_factory=set)
+    etags: dict[str, str | None] = field(default_factory=dict)
+
+    def folder(self, path: str) -> Folder:
+        return Folder(path, sorted(self.subfolders), sorted(self.etags))
+
+
+def _add_key(folders: dict[str, _Listing], root: str, entry: Mapping[str, Any], failures: list[tuple[str, str]]) -> int:
+    """One key of a whole-store listing added to ``folders`` (by path), its folders with it; 1 if it names a
+    node's metadata file."""
+    relative = entry["name"][len(root) + 1 :]
+    *names, file = relative.split("/")
+    if "" in names:  # "a//b": no path reaches it (the keys below one such folder come together: one line)
+        where = f"{root}/{'/'.join(names[: names.index('') + 1])}"
+        if not failures or failures[-1][0] != where:
+            failures.append((where, "a folder with an empty name: not visited"))
+        return 0
+    path = root
+    for name in names:
+        folders[path].subfolders.add(name)
+        path = f"{path}/{name}"
+        folders.setdefault(path, _Listing())
+    if file:  # "a/b/" is a folder marker, not a file
+        folders[path].etags[file] = entry.get("ETag")
+    return int(file in NODE_FILES)
 
 
 def _refused_condition(exc: OSError) -> bool:

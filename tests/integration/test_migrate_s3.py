@@ -240,6 +240,99 @@ def test_the_store_tools_benchmark_runs() -> None:
     assert "the rerun exited 0" in result.stdout and "all 3 arrays read right" in result.stdout
 
 
+# -- the walk: the whole store in one listing where that pays, folder by folder where not ---------------------
+
+
+def local_tree(tmp_path: Path) -> Path:
+    """A v2 hierarchy with the shapes a walk meets: groups, a folder without .zgroup, flat and nested chunk
+    keys, a node in a v2 array's non-chunk folder, an empty folder."""
+    root = tmp_path / "tree.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    group.create_array("g/flat", data=np.arange(6, dtype="<i2"), chunks=(2,), compressors=None)
+    group.create_array("g/nested", data=np.arange(8, dtype="<i2").reshape(2, 4), chunks=(1, 2), compressors=None,
+                       chunk_key_encoding={"name": "v2", "separator": "/"})  # fmt: skip
+    group.create_array("inner", data=np.arange(2, dtype="<i2"), chunks=(2,), compressors=None)
+    (root / "inner").rename(root / "g" / "flat" / "inner")  # zarr writes no node inside an array
+    zarr.create_array(str(root / "bare" / "x"), data=np.arange(3, dtype="<u1"), chunks=(3,), zarr_format=2)
+    (root / "g" / "empty").mkdir()
+    return root
+
+
+def upload_tree(s3: Any, local: Path) -> None:
+    s3.put(str(local), f"{BUCKET}/tree", recursive=True)
+    s3.pipe_file(f"{BUCKET}/tree/g/empty/", b"")  # an empty folder, as S3 consoles make one
+
+
+def walk_seen(files: Any, root: str) -> tuple[list[tuple[str, list[str], list[str]]], list[tuple[str, str]]]:
+    """Each folder a walk yields (path in the store, the subfolders it enters, files), pruned as the tools
+    prune; and the failures it met."""
+    from numcodecs_bytes.stores import prune_array_folder, relative_path
+
+    seen: list[tuple[str, list[str], list[str]]] = []
+    failures: list[tuple[str, str]] = []
+    for batch in files.walk(failures):
+        for folder in batch:
+            if ".zarray" in folder.files:
+                prune_array_folder(folder.subfolders, 2)
+            seen.append((relative_path(folder.path, root), list(folder.subfolders), list(folder.files)))
+    return seen, [(relative_path(path, root), reason) for path, reason in failures]
+
+
+def s3_requests(files: Any) -> dict[str, int]:
+    """The S3 operations ``files`` sends from now on, counted by name (a hook on its client's own events)."""
+    counts: dict[str, int] = {}
+
+    def count(model: Any, **_: Any) -> None:
+        counts[model.name] = counts.get(model.name, 0) + 1
+
+    files.fs.s3.meta.events.register("before-call.s3", count)
+    return counts
+
+
+def test_a_store_of_small_nodes_is_walked_from_one_listing_as_a_local_walk_sees_it(s3: Any, tmp_path: Path) -> None:
+    """Fewer than 1,000 keys: one request lists them all; the walk then yields what a walk of the same tree on
+    a local disk yields (the oracle), reads need no request but the GET, and a key no path reaches is
+    reported."""
+    local = local_tree(tmp_path)
+    upload_tree(s3, local)
+    s3.pipe_file(f"{BUCKET}/tree/odd//a/.zarray", b"{}")  # "odd//a": no Zarr path names it
+    files, root = open_store(f"s3://{BUCKET}/tree")
+    requests = s3_requests(files)
+    seen, failures = walk_seen(files, root)
+    local_files, local_root = open_store(local)
+    expected, _ = walk_seen(local_files, local_root)
+    assert [entry for entry in seen if entry[0] != "odd"] == [(p, s, f) for p, s, f in expected]
+    assert failures == [("odd/", "a folder with an empty name: not visited")]
+    assert requests == {"ListObjectsV2": 1}
+    metadata = [f"{root}/{path}/{name}".replace("//", "/") for path, _, names in seen for name in names if "." in name]
+    read = files.read(metadata)
+    assert not [path for path, data in read.items() if isinstance(data, Exception)]
+    assert requests == {"ListObjectsV2": 1, "GetObject": len(metadata)}  # no HEAD before each GET
+
+
+@pytest.mark.parametrize("limit", ["nodes per page", "keys in all"])
+def test_where_one_listing_does_not_pay_the_walk_lists_folder_by_folder(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str
+) -> None:
+    """A window of the listing (BATCH keys, 10 here) with fewer nodes than requests may be in flight (2), or a
+    listing beyond LISTING_LIMIT keys: the walk lists each folder on its own instead, and sees the same."""
+    from numcodecs_bytes import stores
+
+    monkeypatch.setattr(stores, "BATCH", 10)
+    local = local_tree(tmp_path)
+    if limit == "nodes per page":  # an array of many chunks
+        zarr.create_array(str(local / "g" / "many"), data=np.arange(30, dtype="<u1"), chunks=(1,), zarr_format=2)
+    else:
+        monkeypatch.setattr(stores, "LISTING_LIMIT", 20)
+    upload_tree(s3, local)
+    files, root = open_store(f"s3://{BUCKET}/tree", jobs=2)
+    requests = s3_requests(files)
+    seen, failures = walk_seen(files, root)
+    expected, _ = walk_seen(*open_store(local))
+    assert seen == expected and failures == []
+    assert requests["ListObjectsV2"] >= len(seen), requests  # a page of the whole listing, then folder by folder
+
+
 # -- concurrency: batches in flight, two runs at once, a kill mid-batch -----------------------------------------
 
 
