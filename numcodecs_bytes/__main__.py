@@ -306,7 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Write a Zarr v3 zarr.json beside each node's v2 metadata; chunks are never written. An array "
             "whose last filter is the bytes codec (id 'bytes' or legacy 'endian') gets the standard v3 'bytes' "
             "serializer with the filter's endian, everything else maps as zarr-python maps it. Needs zarr-python 3. "
-            "Each array is checked first: chunk 0 and the fill value read as v2 and as v3 must be the same. A group "
+            "Each array is checked first: chunk 0 and the fill value read as v2 and as v3 must be the same (one "
+            "array whose chunk 0 shows the mapping right stands for those with the same .zarray). A group "
             "is written only when every node below it converted. Exit codes: 0 every node converted, 1 some nodes "
             "could not be converted (each is named; the rest was), 2 usage error, 130 interrupted."
         ),
@@ -321,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     to_v3.add_argument(
         "--no-verify",
         action="store_true",
-        help="skip reading chunk 0 and the fill value of each array as v2 and as v3 before writing its zarr.json",
+        help="skip reading chunk 0 and the fill value as v2 and as v3 before writing an array's zarr.json",
     )
     _store_options(to_v3, "each node written (with --dry-run, the zarr.json it would write)")
     args = parser.parse_args(argv)

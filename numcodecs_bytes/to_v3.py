@@ -19,7 +19,13 @@ What `convert_store` (and ``numcodecs-bytes to-v3``) guarantees:
   own codecs (chunk 0 where it exists, and the fill value of a missing chunk)
   and compared exactly (bytes of each element, so NaNs and -0.0 too); a
   difference is reported and nothing is written (``verify=False``,
-  ``--no-verify``, skips it).
+  ``--no-verify``, skips it). Arrays whose ``.zarray`` says the same are read
+  by the same two pipelines, whatever their data: once one of them has shown
+  the mapping right, the others are not read again. A sample shows it only
+  where a wrong mapping would show in it (where byte order applies, an
+  element that changes when swapped; with two axes or more, elements that
+  differ): an array of zeros vouches for no other. Arrays of objects, whose
+  reads depend on the data, are each checked.
 - A group's ``zarr.json`` is written only after every node below it
   converted, the root's last: zarr-python opens a node as v3 where it finds a
   ``zarr.json``, so a group over a member that failed stays v2 and v2 readers
@@ -474,9 +480,26 @@ def _chunk_zero(zarray: dict[str, Any]) -> str | None:
     return (zarray.get("dimension_separator") or ".").join("0" for _ in shape) or "0" if all(shape) else None
 
 
-def _verify(zarray: dict[str, Any], document: dict[str, Any], chunk: bytes | Exception | None) -> None:
+def _pipelines(zarray: dict[str, Any]) -> str | None:
+    """What decides how an array is read, as v2 and as v3: its whole ``.zarray`` (arrays whose ``.zarray`` says
+    the same are read by the same two pipelines). None for data types holding objects, whose reads depend on
+    the data as well."""
+    return None if "|O" in json.dumps(zarray.get("dtype")) else json.dumps(zarray, sort_keys=True)
+
+
+def _telling(sample: np.ndarray[Any, Any]) -> bool:
+    """Whether a sample read alike as v2 and as v3 shows the mapping between them right: where byte order applies,
+    some element changes when swapped (a byte order mistake would show); with two axes or more, not every
+    element is the same (a transposed one would show)."""
+    if needs_endian(sample.dtype) and sample.tobytes() == sample.byteswap().tobytes():
+        return False
+    elements = np.ascontiguousarray(sample).reshape(-1).view(np.uint8).reshape(sample.size, -1)
+    return sample.ndim < 2 or bool((elements != elements[:1]).any())
+
+
+def _verify(zarray: dict[str, Any], document: dict[str, Any], chunk: bytes | Exception | None) -> bool:
     """Read chunk 0 (``chunk``: what reading it gave, None where not stored) and a missing chunk's fill value as
-    v2 and as v3; raise if they differ."""
+    v2 and as v3; raise if they differ. Whether chunk 0 was read and `_telling`."""
     if isinstance(chunk, Exception):
         raise chunk
     zarr = _zarr()
@@ -504,6 +527,7 @@ def _verify(zarray: dict[str, Any], document: dict[str, Any], chunk: bytes | Exc
         difference = _difference(expected, got)
         if difference is not None:
             raise UnconvertibleError(f"the converted metadata reads {what} otherwise than v2: {difference}")
+    return bool(samples) and samples[0][0] == "chunk 0" and _telling(results[0])
 
 
 # -- the store ------------------------------------------------------------------------------------------------
@@ -618,7 +642,8 @@ def convert_store(
     verify : bool
         Before writing an array's ``zarr.json``, read chunk 0 and the fill
         value both as v2 and through the new metadata as v3 with zarr-python's
-        own codecs, and convert only what reads the same.
+        own codecs, and convert only what reads the same (once per ``.zarray``
+        where a sample shows the mapping right: see the module's docstring).
     on_node : callable, optional
         Called with each node converted, as it goes.
     on_progress : callable, optional
@@ -665,6 +690,7 @@ def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
     nodes: dict[str, _Node] = {}  # every node that converts (or was converted), by path
     arrays: set[str] = set()  # paths of arrays: a node below one is not part of the hierarchy
     failed: set[str] = set()  # paths that stay as they are
+    shown: set[str] = set()  # the pipelines (`_pipelines`) a check has shown right
     walked = Walked()
 
     def fail(path: str, reason: str) -> None:
@@ -703,7 +729,7 @@ def _convert(files: Files, root: str, options: _Options) -> ConversionReport:
                 if node.origin == "v3":
                     prune_array_folder(folder.subfolders, 3)
             built.append(node)
-        built = _checked([node for node in built if node.kind == "array"], files, options, fail) + [
+        built = _checked([node for node in built if node.kind == "array"], files, options, fail, shown) + [
             node for node in built if node.kind == "group"
         ]
         failed.update(_write_nodes(files, [(n, n.document) for n in built if n.kind == "array"], options, report))
@@ -731,25 +757,38 @@ def _remove_leftovers(
     report.failures += [(relative_path(path, root), _reason(exc)) for path, exc in failures.items()]
 
 
-def _checked(arrays: list[_Node], files: Files, options: _Options, fail: Callable[[str, str], None]) -> list[_Node]:
-    """The arrays whose check passes (`_verify`; chunk 0 of each read in one batch): the others fail."""
+def _checked(
+    arrays: list[_Node], files: Files, options: _Options, fail: Callable[[str, str], None], shown: set[str]
+) -> list[_Node]:
+    """The arrays whose check passes (`_verify`); the others fail.
+
+    An array read by the same pipelines as one whose chunk 0 has shown the mapping right (`_pipelines`, kept
+    in ``shown``) passes unread. Of the others, the first per pipelines is checked, then those the first did
+    not show right; each round's chunks are read in one batch.
+    """
     if not options.verify:
         return arrays
-    keys = {node.path: _chunk_zero(node.zarray) for node in arrays if node.zarray is not None}
-    chunks = files.read_data(f"{node.folder}/{keys[node.path]}" for node in arrays if keys.get(node.path))
-    passed = []
-    for node in arrays:
-        if node.zarray is None:  # converted by an earlier run: nothing to check
-            passed.append(node)
-            continue
-        key = keys[node.path]
-        try:
-            _verify(node.zarray, node.document, None if key is None else chunks[f"{node.folder}/{key}"])
-        except Exception as exc:
-            fail(node.path, _reason(exc))
-            continue
-        passed.append(node)
-    return passed
+    failed: set[str] = set()
+    waiting = [(node, node.zarray, _pipelines(node.zarray)) for node in arrays if node.zarray is not None]
+    first_of: dict[str, str] = {}
+    for node, _, pipelines in waiting:
+        first_of.setdefault(pipelines or node.path, node.path)
+    firsts = set(first_of.values())
+    for checks in ([w for w in waiting if w[0].path in firsts], [w for w in waiting if w[0].path not in firsts]):
+        checking = [(node, zarray, pipelines) for node, zarray, pipelines in checks if pipelines not in shown]
+        keys = {node.path: _chunk_zero(zarray) for node, zarray, _ in checking}
+        chunks = files.read_data(f"{node.folder}/{keys[node.path]}" for node, _, _ in checking if keys[node.path])
+        for node, zarray, pipelines in checking:
+            key = keys[node.path]
+            try:
+                told = _verify(zarray, node.document, None if key is None else chunks[f"{node.folder}/{key}"])
+            except Exception as exc:
+                fail(node.path, _reason(exc))
+                failed.add(node.path)
+                continue
+            if told and pipelines is not None:
+                shown.add(pipelines)
+    return [node for node in arrays if node.path not in failed]
 
 
 def _write_groups(
