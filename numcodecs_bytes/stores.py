@@ -15,12 +15,15 @@ flushed, and renamed over the target; an object store replaces an object in one
 PUT. On S3 a new file is written only if none exists (``If-None-Match``) and a
 replaced one only if it is still the version that was listed (``If-Match``),
 where the server honours them (AWS S3, MinIO, moto); elsewhere the file is
-checked just before the write. Nothing here prints or knows about codecs.
+checked just before the write. A metadata file the listing shows to hold
+``{}`` (its ETag, the MD5 of those bytes) is not read again. Nothing here
+prints or knows about codecs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import os
 import re
@@ -68,6 +71,10 @@ BATCH = 1000
 """Folders listed, or files read or written, per batch: what bounds the memory a run needs."""
 LISTING_LIMIT = 100 * BATCH
 """Keys a listing of a whole object store holds at most: what bounds the memory of that listing."""
+_EMPTY_OBJECT = b"{}"
+_EMPTY_OBJECT_ETAG = f'"{hashlib.md5(_EMPTY_OBJECT, usedforsecurity=False).hexdigest()}"'
+"""S3's ETag of an object uploaded whole is the MD5 of its bytes: a listed ``{}`` (zarr's .zattrs without
+attributes) needs no read. Any other ETag (encrypted or multipart uploads) is read as usual."""
 _BACKUP_SUFFIX = ".bak"
 _CHUNK_FOLDER = re.compile(r"[0-9]+")
 
@@ -458,7 +465,9 @@ class _FsspecFiles:
         return folders
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
-        return self._run({path: self._bytes(path) for path in paths})
+        paths = list(paths)
+        empty = {path: _EMPTY_OBJECT for path in paths if self._listed.get(path) == _EMPTY_OBJECT_ETAG}
+        return {**self._run({path: self._bytes(path) for path in paths if path not in empty}), **empty}
 
     async def _bytes(self, path: str) -> bytes:
         return bytes(await self._call("cat_file", path, **self._whole_read))
