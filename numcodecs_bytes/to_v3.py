@@ -21,7 +21,8 @@ What `convert_store` (and ``numcodecs-bytes to-v3``) guarantees:
   difference is reported and nothing is written (``verify=False``,
   ``--no-verify``, skips it). Arrays whose ``.zarray`` says the same are read
   by the same two pipelines, whatever their data: once one of them has shown
-  the mapping right, the others are not read again. A sample shows it only
+  the mapping right, the others are not read (they are read in rounds of
+  one, two, four, ... arrays until one does). A sample shows it only
   where a wrong mapping would show in it (where byte order applies, an
   element that changes when swapped; with two axes or more, elements that
   differ): an array of zeros vouches for no other. Arrays of objects, whose
@@ -763,19 +764,23 @@ def _checked(
     """The arrays whose check passes (`_verify`); the others fail.
 
     An array read by the same pipelines as one whose chunk 0 has shown the mapping right (`_pipelines`, kept
-    in ``shown``) passes unread. Of the others, the first per pipelines is checked, then those the first did
-    not show right; each round's chunks are read in one batch.
+    in ``shown``) passes unread. The others are checked in rounds, each round's chunks read in one batch: per
+    pipelines one array, then two, four, ... until one shows them right (few rounds where samples of zeros
+    come first; every array read where none shows anything).
     """
     if not options.verify:
         return arrays
     failed: set[str] = set()
     waiting = [(node, node.zarray, _pipelines(node.zarray)) for node in arrays if node.zarray is not None]
-    first_of: dict[str, str] = {}
-    for node, _, pipelines in waiting:
-        first_of.setdefault(pipelines or node.path, node.path)
-    firsts = set(first_of.values())
-    for checks in ([w for w in waiting if w[0].path in firsts], [w for w in waiting if w[0].path not in firsts]):
-        checking = [(node, zarray, pipelines) for node, zarray, pipelines in checks if pipelines not in shown]
+    size = 1
+    while waiting := [(node, zarray, pipelines) for node, zarray, pipelines in waiting if pipelines not in shown]:
+        taken: dict[str, int] = {}
+        checking = []
+        for check in waiting:
+            group = check[2] or check[0].path
+            taken[group] = taken.get(group, 0) + 1
+            if taken[group] <= size:
+                checking.append(check)
         keys = {node.path: _chunk_zero(zarray) for node, zarray, _ in checking}
         chunks = files.read_data(f"{node.folder}/{keys[node.path]}" for node, _, _ in checking if keys[node.path])
         for node, zarray, pipelines in checking:
@@ -788,6 +793,9 @@ def _checked(
                 continue
             if told and pipelines is not None:
                 shown.add(pipelines)
+        done = {node.path for node, _, _ in checking}
+        waiting = [check for check in waiting if check[0].path not in done]
+        size *= 2
     return [node for node in arrays if node.path not in failed]
 
 

@@ -506,6 +506,23 @@ def test_a_sample_that_cannot_show_the_mapping_vouches_for_no_other_array(
     assert "the converted metadata reads chunk 0 otherwise than v2: 2 of 2 elements differ" in failures(report)["b"]
 
 
+@pytest.mark.parametrize(("zeros", "read"), [(3, 7), (12, 12)])
+def test_samples_of_zeros_first_cost_rounds_of_one_two_four_arrays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zeros: int, read: int
+) -> None:
+    """12 arrays with one .zarray, the first ``zeros`` of them zeros: read in rounds of 1, 2, 4, ... arrays
+    until one shows the mapping (the 4th: 1 + 2 + 4 reads); where none does, every array is read."""
+    root = tmp_path / "s.zarr"
+    v2_group(root)
+    for i in range(12):
+        values = np.zeros(4, "<i4") if i < zeros else np.arange(4, dtype="<i4") + i
+        v2_array(root, f"a{i:02d}", values, chunks=(4,), filters=[BytesCodec(endian="big", dtype="<i4")])
+    chunks = chunks_read(monkeypatch)
+    report = convert_store(root)
+    assert report.failures == [] and len(report.converted) == 13
+    assert sorted(Path(path).parent.name for path in chunks) == [f"a{i:02d}" for i in range(read)]
+
+
 @pytest.mark.parametrize(
     ("sample", "telling"),
     [
