@@ -507,7 +507,10 @@ def _verify(zarray: dict[str, Any], document: dict[str, Any], chunk: bytes | Exc
     shape, chunks = zarray["shape"], zarray["chunks"]
     region = tuple(slice(0, min(extent, size)) for extent, size in zip(shape, chunks, strict=True))
     key = _chunk_zero(zarray)
-    samples: list[tuple[str, dict[str, bytes]]] = [] if chunk is None or key is None else [("chunk 0", {key: chunk})]
+    samples: list[tuple[str, dict[str, bytes]]] = []
+    if chunk is not None and key is not None:
+        samples.append(("chunk 0", {key: chunk}))
+    chunk_read = bool(samples)
     if zarray.get("fill_value") is not None:  # a null one leaves v2's missing chunks undefined: nothing to compare
         samples.append(("the fill value of a missing chunk", {}))
     v2_files, v3_files = {".zarray": _encoded(_readable(zarray))}, {"zarr.json": _encoded(document)}
@@ -528,7 +531,7 @@ def _verify(zarray: dict[str, Any], document: dict[str, Any], chunk: bytes | Exc
         difference = _difference(expected, got)
         if difference is not None:
             raise UnconvertibleError(f"the converted metadata reads {what} otherwise than v2: {difference}")
-    return bool(samples) and samples[0][0] == "chunk 0" and _telling(results[0])
+    return chunk_read and _telling(results[0])
 
 
 # -- the store ------------------------------------------------------------------------------------------------
