@@ -412,11 +412,14 @@ class _FsspecFiles:
         if whole is None:
             return _breadth_first(self.root, lambda paths: self._listed_batch(paths, failures), _joined)
 
-        def listed(paths: list[str]) -> list[Folder]:
-            self._listed = {f"{path}/{name}": tag for path in paths for name, tag in whole[path].etags.items() if tag}
-            return [whole.pop(path).folder(path) for path in paths]
+        return _breadth_first(self.root, lambda paths: self._batch({path: whole.pop(path) for path in paths}), _joined)
 
-        return _breadth_first(self.root, listed, _joined)
+    def _batch(self, listings: dict[str, _Listing]) -> list[Folder]:
+        """The folders of one batch of the walk, by path; the ETags of their files kept for `replace`."""
+        self._listed = {
+            f"{path}/{name}": tag for path, listing in listings.items() for name, tag in listing.etags.items() if tag
+        }
+        return [listing.folder(path) for path, listing in listings.items()]
 
     def _whole_store(self, failures: list[tuple[str, str]]) -> dict[str, _Listing] | None:
         """Every folder of an S3 store from one listing of all its keys, a page after another. None where that
@@ -445,24 +448,24 @@ class _FsspecFiles:
         return result
 
     def _listed_batch(self, paths: list[str], failures: list[tuple[str, str]]) -> list[Folder]:
-        """The folders at ``paths``, listed together; the ETags of their files kept for `replace`."""
+        """The folders at ``paths``, listed together (see `_batch`)."""
         listings = self._run({path: self._call("ls", path, detail=True) for path in paths})
-        self._listed = {}
-        folders = []
+        found: dict[str, _Listing] = {}
         for path in paths:
             listing = listings[path]
             if isinstance(listing, Exception):
                 failures.append((path, f"folder not read: {listing}"))
                 continue
-            names: dict[str, list[str]] = {"directory": [], "file": []}
+            found[path] = folder = _Listing()
             for entry in listing:
+                if entry["name"].rstrip("/") == path:  # some file systems list a folder in itself
+                    continue
                 name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
-                if entry["name"].rstrip("/") != path:  # some file systems list a folder in itself
-                    names["directory" if entry["type"] == "directory" else "file"].append(name)
-                if self._conditional and entry.get("ETag"):
-                    self._listed[f"{path}/{name}"] = entry["ETag"]
-            folders.append(Folder(path, sorted(names["directory"]), sorted(names["file"])))
-        return folders
+                if entry["type"] == "directory":
+                    folder.subfolders.add(name)
+                else:
+                    folder.etags[name] = entry.get("ETag") if self._conditional else None
+        return self._batch(found)
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
         paths = list(paths)
@@ -534,7 +537,7 @@ class _FsspecFiles:
 
 @dataclass
 class _Listing:
-    """One folder as a listing of the whole store finds it: its subfolders, and its files with their ETags."""
+    """One folder as a listing finds it: its subfolders, and its files with their ETags (None where not kept)."""
 
     subfolders: set[str] = field(default_factory=set)
     etags: dict[str, str | None] = field(default_factory=dict)
