@@ -125,6 +125,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
     endian: Endian | None
     name: str
     _from_metadata: ClassVar[bool] = False  # True on codecs read from zarr.json (see evolve_from_array_spec)
+    _endian_guessed: ClassVar[bool] = False  # True where endian is zarr < 3.3's guess for metadata without one
 
     def __init__(self, *, endian: Endian | None = None, name: str = CODEC_ID) -> None:
         if endian is not None and (not isinstance(endian, str) or endian not in ENDIANS):
@@ -162,30 +163,28 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         multi-byte type read without ``endian`` is refused where zarr 3.3+
         is installed, as zarr refuses it; on zarr 3.1 and 3.2, whose own
         codec reads it as the machine's byte order without a word, it is
-        read as that zarr reads it, with a warning. Made in code, a multi-byte
-        type without ``endian`` is always refused.
+        read as that zarr reads it, with a warning when a chunk is first read
+        or written (its values are what the guess puts at risk; metadata alone
+        reads without a word). Made in code, a multi-byte type without
+        ``endian`` is always refused.
         """
         return self._for_data_type(array_spec.dtype.to_native_dtype())
 
     def _for_data_type(self, dtype: np.dtype[Any]) -> BytesCodec:
         endian, multi_byte = self.endian, needs_endian(dtype)
         multi_byte_struct = multi_byte and dtype.fields is not None
+        guessed = False
         if endian is None and self._from_metadata and multi_byte:  # read as zarr reads it, with a warning
             if multi_byte_struct:
                 endian = "little"
-                message = (
+                warnings.warn(
                     f"the bytes codec of this struct array ({dtype}) has no endian, as zarr-python before 3.3 "
-                    "wrote structs: reading its fields as little endian, as zarr-python 3.3+ does"
+                    "wrote structs: reading its fields as little endian, as zarr-python 3.3+ does",
+                    UserWarning,
+                    stacklevel=2,
                 )
             elif _ZARR_VERSION < (3, 3):
-                endian = sys.byteorder
-                message = (
-                    f"the bytes codec of this {dtype} array has no endian, which the spec requires for multi-byte "
-                    f"types: reading it as {endian} endian, this machine's byte order, as zarr-python "
-                    f"{zarr.__version__}'s own codec does (zarr-python 3.3+ refuses such metadata)"
-                )
-            if endian is not None:
-                warnings.warn(message, UserWarning, stacklevel=2)
+                endian, guessed = sys.byteorder, True  # the warning comes with the first chunk read or written
         resolved = swap.layout(dtype, endian)  # the spec's rule, for arrays created and opened
         if self.name == CODEC_ID and not multi_byte:
             endian = None
@@ -196,7 +195,12 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         # pass, zarr 3.4) take it. Bool and int2/int4 stay of this class only: their bytes are checked.
         # The two classes compare unequal, as dataclasses do: zarr (3.4) tells by "!=" that a codec evolved.
         kind = BytesCodec if resolved.checks is not None else _ZarrKindBytesCodec
-        return self if type(self) is kind and endian == self.endian else kind(endian=endian, name=self.name)
+        if type(self) is kind and endian == self.endian:
+            return self
+        evolved = kind(endian=endian, name=self.name)
+        if guessed:
+            object.__setattr__(evolved, "_endian_guessed", True)
+        return evolved
 
     def __repr__(self) -> str:
         name = "" if self.name == CODEC_ID else f", name={self.name!r}"
@@ -207,7 +211,20 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
 
     # -- encode / decode ---------------------------------------------------------------------
 
+    def _warn_if_endian_guessed(self, chunk_spec: ArraySpec) -> None:
+        # Here, not when the metadata is read: values are what the guess puts at risk.
+        if self._endian_guessed:
+            warnings.warn(
+                f"the bytes codec of this {chunk_spec.dtype.to_native_dtype()} array has no endian, which the "
+                f"spec requires for multi-byte types: reading and writing it as {self.endian} endian, this "
+                f"machine's byte order, as zarr-python {zarr.__version__}'s own codec does (zarr-python 3.3+ "
+                "refuses such metadata)",
+                UserWarning,
+                stacklevel=3,
+            )
+
     def _encode_sync(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
+        self._warn_if_endian_guessed(chunk_spec)
         array = _host(chunk_array.as_ndarray_like())
         if not array.flags.c_contiguous:  # the spec's order is C order, whatever the array's memory order
             array = np.ascontiguousarray(array)
@@ -215,6 +232,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         return chunk_spec.prototype.buffer.from_array_like(encoded.view(np.uint8))
 
     def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> NDBuffer:
+        self._warn_if_endian_guessed(chunk_spec)
         return _nd_buffer(chunk_spec, _whole_chunk(chunk_bytes, _plan(chunk_spec.dtype, chunk_spec.shape, self.endian)))
 
     async def _encode_single(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
@@ -235,6 +253,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         must have exactly its full length, a span exactly the span's: a
         truncated chunk is an error, never other elements.
         """
+        self._warn_if_endian_guessed(chunk_spec)
         plan = _plan(chunk_spec.dtype, chunk_spec.shape, self.endian)
         block = _block(plan.shape, selection) if isinstance(byte_getter, StorePath) else None
         # Other byte getters hold the chunk in memory already (sharding's inner ones, which

@@ -36,11 +36,6 @@ EXPECTED: list[tuple[str, str]] = [
         r"^tests/test_array\.py::TestInfo::test_info_",
         "compares an array's info with one holding an instance of zarr's own BytesCodec (zarr's class asserted)",
     ),
-    (
-        r"^tests/test_metadata/test_v3\.py::test_special_float_fill_values\[",
-        "float64 metadata whose bytes codec has no endian (zarr < 3.3): read as zarr reads it, the machine's byte "
-        "order, but with a UserWarning that zarr's suite (filterwarnings = error) turns into a failure",
-    ),
 ]
 """(pattern on the node id, reason): the tests that pass with zarr's codec and may fail with ours."""
 
