@@ -44,9 +44,11 @@ from typing import Any
 
 import numcodecs
 import numpy as np
+from machine import describe
 
 import numcodecs_bytes
 from numcodecs_bytes import BytesCodec
+from numcodecs_bytes._threads import SAMPLES
 
 KiB, MiB = 1 << 10, 1 << 20
 SIZES = [4 * KiB, 64 * KiB, 1 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 256 * MiB]
@@ -54,6 +56,7 @@ QUICK_SIZES = [4 * KiB, 64 * KiB]
 DTYPES = ["<u2", "<i4", "<f8", "<c16", "|b1"]
 OPS = ["encode", "decode", "decode into out"]
 OURS = "numcodecs-bytes"
+WARM_UP_CALLS = 2 * SAMPLES + 1  # ours learns, per kind and size, whether a split pays: SAMPLES calls each way
 NOT_COMPARABLE = {("zarr BytesCodec", "decode")}  # a view in stored byte order: no swap happens
 
 
@@ -154,8 +157,9 @@ def measure(size: int, repeats: int) -> list[dict[str, Any]]:
         calls = contenders(dtype, data)
         for op in OPS:
             timings: dict[str, list[float]] = {name: [] for name, ops in calls.items() if op in ops}
-            for name in timings:  # warm up: first touch, caches, lazy pools
-                calls[name][op]()
+            for name in timings:  # warm up: first touch, caches, lazy pools, and ours learning where to split
+                for _ in range(WARM_UP_CALLS):
+                    calls[name][op]()
             for _ in range(repeats):
                 for name in timings:
                     timings[name].append(time_calls(calls[name][op], size))
@@ -426,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"{datetime.date.today()}, {os.cpu_count()} cores, {numcodecs_bytes.get_nthreads()} threads; "
           f"Python {platform.python_version()}, numpy {np.__version__}, numcodecs {numcodecs.__version__}, "
-          f"numcodecs-bytes {numcodecs_bytes.__version__}", flush=True)  # fmt: skip
+          f"numcodecs-bytes {numcodecs_bytes.__version__}\n{describe()}", flush=True)  # fmt: skip
     rows: list[dict[str, Any]] = []
     for size in sizes:
         print(f"measuring {human(size)} ...", file=sys.stderr, flush=True)

@@ -3,8 +3,11 @@
     python benchmarks/threads.py             # the full run (about a minute)
     python benchmarks/threads.py --runs 5    # five runs in a row, each line's spread
 
-For each size, ours (the codec as users call it, from the main thread, after
-six warm-up calls) is timed interleaved with the two plain ways of the same
+The header names the machine: CPU model and caches as Linux reports them
+(benchmarks/machine.py). For each size, ours (the codec as users call it,
+from the main thread, after six warm-up calls: those in which it learns, three
+each way, whether to split work of that kind and size; each line says what
+it chose) is timed interleaved with the two plain ways of the same
 copy: numpy on one thread (``astype`` for a fresh output, ``np.copyto`` into an
 existing one) and a plain split into two halves on two threads. A line's ratio
 is the better plain way's median time over ours (1.0: as fast as the best way;
@@ -33,12 +36,15 @@ from typing import Any
 
 import numpy as np
 from interleave import median_times
+from machine import describe
 
 import numcodecs_bytes
 from numcodecs_bytes import BytesCodec
+from numcodecs_bytes._threads import split_choices
 
 MiB = 1 << 20
 SIZES = [1, 4, 16, 64, 256]
+KIND = {"encode": "copy to new", "decode": "copy to new", "decode into out": "copy into"}  # ours' kind of work
 SWAPPED = np.dtype(">i4")
 _pool = ThreadPoolExecutor(1)
 
@@ -84,6 +90,17 @@ def _cases(mib: int, codec: BytesCodec) -> dict[str, dict[str, Callable[[], obje
     }
 
 
+def _chosen(operation: str, mib: int) -> str:
+    """What ours learned for this line's work in this process: split, one thread, or never split (small)."""
+    size_class = f"{KIND[operation]} {_human(mib * MiB)}..{_human(2 * mib * MiB)}"
+    learned = split_choices().get(size_class)
+    return "never split" if learned is None else "split" if learned else "one thread"
+
+
+def _human(nbytes: int) -> str:
+    return f"{nbytes // MiB} MiB"
+
+
 def copy_lines() -> dict[str, float]:
     """Per size and operation: the better plain way's median time over ours."""
     ratios: dict[str, float] = {}
@@ -105,7 +122,7 @@ def copy_lines() -> dict[str, float]:
             print(
                 f"{mib:4d} MiB {operation:<16} ours {medians['ours'] * 1e3:8.3f} ms  one thread "
                 f"{medians['one thread'] * 1e3:8.3f}  two threads {medians['two threads'] * 1e3:8.3f}  "
-                f"best/ours {ratio:.2f} (best: {best}; control {control:.2f})",
+                f"best/ours {ratio:.2f} (best: {best}; ours: {_chosen(operation, mib)}; control {control:.2f})",
                 flush=True,
             )
     return ratios
@@ -204,6 +221,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1, help="runs in a row; the spread of each line is reported")
     args = parser.parse_args()
+    print(f"{describe()}; numcodecs-bytes {numcodecs_bytes.__version__}, {numcodecs_bytes.get_nthreads()} threads")
     lines: dict[str, list[float]] = {}
     for run in range(args.runs):
         print(f"-- run {run + 1} of {args.runs}")

@@ -1,45 +1,64 @@
-"""Copies that convert byte order, split over threads where the machine rewards it.
+"""Work on large arrays (copies, checks), split over threads where this machine rewards it.
 
-numpy releases the GIL while it copies, so a large copy can run on several
-cores. A copy is split when all of these hold:
+numpy releases the GIL while it copies or reduces, so large work can run on
+several cores. Work is split when all of these hold:
 
 1. Threads are allowed: ``numcodecs_bytes.use_threads`` is True, or None (the
    default) and the caller is the main thread. As with numcodecs' Blosc:
    zarr-python runs codecs on its event-loop thread and dask on worker threads,
    where calls are parallel already and a split only competes for the cores.
-2. The copy outgrows the cache: its source and destination together exceed half
-   the largest CPU cache (`split_from`; half, because the cache is shared with
-   the rest of the program and, on a VM, with other tenants). Below that one
-   core copies at full speed and waking a second costs more than it saves;
-   above it a second core adds bandwidth. Measured on a 2-core VM with an
-   8 MiB cache (benchmarks/threads.py): a split at 1.5 MiB took 1.3x the time
-   of one thread, at 2 MiB the same, at 3 MiB 0.75-0.8x, at 4 MiB 0.65-0.7x.
-3. A helper thread is free: at most ``get_nthreads() - 1`` helpers copy at once,
-   whoever calls; a caller that finds none free copies alone (never waits).
+2. It is large: at least `MIN_SPLIT_BYTES`. Below, waking a helper thread
+   costs as much as it saves or more, on every machine measured, and even
+   learning that would cost a few microseconds per call.
+3. Splitting pays on this machine for work of this kind and size, as measured
+   in this process: the first calls of each kind (`KINDS`) in each size class
+   (a power of two) alternate between the calling thread alone and a split,
+   `SAMPLES` of each, and the way with the best time per byte is chosen
+   (`split_choices`). The choice is checked again at the 16th, 32nd, 64th, ...
+   call of its class: one call the other way, then one the chosen way, both
+   timed; the last `SAMPLES` of each way decide. So a choice made while a
+   process starts (fresh pages, cold caches) does not stay if it stops
+   holding, and checking costs a few calls in a thousand. Measured, not derived
+   from the cache sizes the system reports: whether a second core pays depends
+   on how much bandwidth one core gets from the caches and memory it shares,
+   which VMs of one kind report in ways that do not say (benchmarks/README.md).
+4. A helper thread is free: at most ``get_nthreads() - 1`` helpers work at once,
+   whoever calls; a caller that finds none free works alone (never waits).
 
-A split copy has one part per thread, at most one per core. `copy_into` and
-`copied_as` are the only ways the codec copies data.
+Split work has one contiguous part per thread, at most one per core. `copy_into`,
+`copied_as` and `in_parts` are the only ways the codec splits work.
 """
 
 from __future__ import annotations
 
-import glob
 import operator
 import os
 import sys
 import threading
+import time
 import warnings
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from itertools import pairwise
-from pathlib import Path
-from typing import Any, SupportsIndex
+from typing import Any, Literal, SupportsIndex, TypeVar
 
 import numpy as np
 
-__all__ = ["DEFAULT_CACHE_BYTES", "copied_as", "copy_into", "get_nthreads", "set_nthreads", "split_from"]
+__all__ = ["KINDS", "MIN_SPLIT_BYTES", "SAMPLES", "copied_as", "copy_into", "get_nthreads", "in_parts",
+           "set_nthreads", "split_choices"]  # fmt: skip
 
-DEFAULT_CACHE_BYTES = 8 << 20
-"""The largest CPU cache assumed where the system does not say (Linux says, in sysfs)."""
+MIN_SPLIT_BYTES = 2 << 20
+"""Work on fewer bytes is never split: on no machine measured did a split pay there (benchmarks/README.md)."""
+
+SAMPLES = 3
+"""Timed calls each way (alone, split) per kind and size class that a choice rests on: the latest."""
+
+Kind = Literal["copy into", "copy to new", "check", "masked copy into", "masked copy to new"]
+KINDS: tuple[Kind, ...] = ("copy into", "copy to new", "check", "masked copy into", "masked copy to new")
+"""The kinds of work learned apart: they move different amounts of memory per byte."""
+
+T = TypeVar("T")
 
 _ENV_VAR = "NUMCODECS_BYTES_NTHREADS"
 _CORES = os.cpu_count() or 1
@@ -72,11 +91,41 @@ def _nthreads_from_env() -> int:
         return default
 
 
+class _Learning:
+    """What one kind and size class of work has shown: recent seconds per byte each way, and the choice."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.alone: deque[float] = deque(maxlen=SAMPLES)
+        self.split: deque[float] = deque(maxlen=SAMPLES)
+        self.choice: bool | None = None  # None while learning
+        self.confirm = False  # the call after a check of the other way: the chosen way, timed
+
+    def next_way(self) -> tuple[bool, bool]:
+        """Whether the next call splits, and whether it is timed."""
+        self.calls += 1
+        if self.choice is None:
+            return len(self.split) < len(self.alone), True  # alternate, alone first
+        if self.calls >= 16 and self.calls & (self.calls - 1) == 0:  # 16, 32, 64, ...: the other way
+            self.confirm = True
+            return not self.choice, True
+        if self.confirm:
+            self.confirm = False
+            return self.choice, True
+        return self.choice, False
+
+    def add(self, split: bool, seconds_per_byte: float) -> None:
+        (self.split if split else self.alone).append(seconds_per_byte)
+        if len(self.alone) == SAMPLES and len(self.split) == SAMPLES:
+            self.choice = min(self.split) < min(self.alone)
+
+
 class _Pool:
-    """The helper threads of one `set_nthreads` setting: a pool and how many of its helpers are free.
+    """The helper threads of one `set_nthreads` setting: how many are free, and what splitting was found to pay.
 
     The count is guarded by a plain lock (a C lock: threading.Semaphore costs
-    microseconds per call, in Python, on every split copy).
+    microseconds per call, in Python, on every split). Learning needs no lock:
+    a sample lost to a race only delays a choice.
     """
 
     def __init__(self, nthreads: int) -> None:
@@ -84,6 +133,7 @@ class _Pool:
         self.free = helpers
         self.lock = threading.Lock()
         self.executor = ThreadPoolExecutor(max_workers=max(helpers, 1), thread_name_prefix="numcodecs-bytes")
+        self.learning: dict[tuple[Kind, int], _Learning] = {}  # by (kind, size class)
 
     def take(self) -> int:
         """Take every free helper (never waits): how many were taken."""
@@ -159,58 +209,95 @@ def _threads_allowed() -> bool:
     return bool(setting)
 
 
+def _size_class(nbytes: int) -> int:
+    return nbytes.bit_length()  # [2**(k-1), 2**k)
+
+
+def _plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, bool] | None:
+    """None where the work is done on the calling thread and not timed (the common case: cheap).
+
+    Else the pool, what the work's kind and size have shown, whether to split
+    now, and whether to time it.
+    """
+    if nbytes < MIN_SPLIT_BYTES or _nthreads < 2 or _CORES < 2 or not _threads_allowed():
+        return None
+    pool = _get_pool()
+    key = (kind, _size_class(nbytes))
+    learning = pool.learning.get(key)
+    if learning is None:
+        learning = pool.learning.setdefault(key, _Learning())
+    split, timed = learning.next_way()
+    if not (split or timed):
+        return None
+    return pool, learning, split, timed
+
+
+def _split(pool: _Pool, length: int, part: Callable[[int, int], T]) -> tuple[list[T], int]:
+    """``part(start, stop)`` over ``range(length)``: one contiguous part per free helper, the first here.
+
+    Returns the parts' results in order, and how many helpers took part. With
+    no helper free, all the work is the caller's: it never waits for one.
+    """
+    helpers = pool.take()
+    try:
+        bounds = [length * i // (helpers + 1) for i in range(helpers + 2)]
+        futures: list[Future[T]] = []
+        for start, stop in pairwise(bounds[1:]):
+            try:
+                futures.append(pool.executor.submit(part, start, stop))
+            except RuntimeError:  # set_nthreads shut this pool down meanwhile: do the part here
+                done: Future[T] = Future()
+                done.set_result(part(start, stop))
+                futures.append(done)
+        try:
+            first = part(0, bounds[1])
+        finally:
+            wait(futures)  # helpers go back only when their parts are done
+    finally:
+        pool.give_back(helpers)
+    return [first, *(future.result() for future in futures)], helpers
+
+
+def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]) -> list[T]:
+    """``part(start, stop)`` over ``range(length)``, split over threads by the rule above; the parts' results.
+
+    ``nbytes`` is the size of the work (the bytes read); parts must be independent.
+    """
+    plan = _plan(kind, nbytes)
+    return [part(0, length)] if plan is None else _run(plan, nbytes, length, part)
+
+
+def _run(plan: tuple[_Pool, _Learning, bool, bool], nbytes: int, length: int, part: Callable[[int, int], T]) -> list[T]:
+    pool, learning, split, timed = plan
+    start = time.perf_counter()
+    results, helpers = _split(pool, length, part) if split else ([part(0, length)], 0)
+    if timed and (helpers or not split):  # a split that found no helper free measured nothing
+        learning.add(split, (time.perf_counter() - start) / nbytes)
+    return results
+
+
+def split_choices() -> dict[str, bool]:
+    """What this process has found so far: per kind and size class, whether work is split."""
+    pool = _pool
+    if pool is None:
+        return {}
+    return {
+        f"{kind} {_human(1 << (size_class - 1))}..{_human(1 << size_class)}": learning.choice
+        for (kind, size_class), learning in sorted(pool.learning.items())
+        if learning.choice is not None
+    }
+
+
+def _human(nbytes: int) -> str:
+    return f"{nbytes >> 20} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
+
+
 def _copy_part(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     dst[...] = src
 
 
-def _split_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
-    """One contiguous part per free helper in the pool, and the first on the calling thread.
-
-    With no helper free, the whole copy is the caller's: it never waits.
-    """
-    pool = _get_pool()
-    helpers = pool.take()
-    try:
-        parts = helpers + 1
-        bounds = [len(dst) * i // parts for i in range(parts + 1)]
-        futures: list[Future[None]] = []
-        for start, stop in pairwise(bounds[1:]):
-            try:
-                futures.append(pool.executor.submit(_copy_part, dst[start:stop], src[start:stop]))
-            except RuntimeError:  # set_nthreads shut this pool down meanwhile: copy the part here
-                _copy_part(dst[start:stop], src[start:stop])
-        _copy_part(dst[: bounds[1]], src[: bounds[1]])
-        for future in futures:
-            future.result()
-    finally:
-        pool.give_back(helpers)
-
-
-def _largest_cache_bytes() -> int:
-    """The size of the largest CPU cache, from Linux's sysfs; `DEFAULT_CACHE_BYTES` where it does not say."""
-    sizes = []
-    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
-        try:
-            text = Path(path).read_text().strip().upper()
-            sizes.append(int(text[:-1]) << {"K": 10, "M": 20, "G": 30}[text[-1]] if text[-1] in "KMG" else int(text))
-        except (OSError, ValueError):
-            continue
-    return max(sizes, default=DEFAULT_CACHE_BYTES)
-
-
-_SPLIT_FROM = _largest_cache_bytes() // 4 + 1
-
-
-def split_from() -> int:
-    """The size in bytes from which copies are split: source and destination exceed half the largest cache."""
-    return _SPLIT_FROM
-
-
-def _splits(src: np.ndarray[Any, Any]) -> bool:
-    """Whether a copy from ``src`` is split: large enough, flat, plain, and threads allowed here."""
-    return (
-        src.nbytes >= _SPLIT_FROM and _nthreads > 1 and src.ndim == 1 and type(src) is np.ndarray and _threads_allowed()
-    )
+def _plain(array: np.ndarray[Any, Any]) -> bool:
+    return array.ndim == 1 and type(array) is np.ndarray
 
 
 def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
@@ -219,16 +306,23 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     Only flat, plain, non-overlapping arrays of equal length are split;
     anything else is one numpy assignment (numpy handles overlap itself).
     """
-    if _splits(src) and dst.shape == src.shape and type(dst) is np.ndarray and not np.may_share_memory(dst, src):
-        _split_copy(dst, src)
-    else:
+    plan = (
+        None
+        if src.nbytes < MIN_SPLIT_BYTES
+        or not (_plain(src) and _plain(dst) and dst.shape == src.shape and not np.may_share_memory(dst, src))
+        else _plan("copy into", src.nbytes)
+    )
+    if plan is None:  # (the common case in one plain call: a part of the whole costs microseconds more)
         dst[...] = src
+    else:
+        _run(plan, src.nbytes, len(src), lambda start, stop: _copy_part(dst[start:stop], src[start:stop]))
 
 
 def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """A new array of ``dtype`` holding ``src``: ``src.astype(dtype)``, or the same made by several threads."""
-    if not _splits(src):
+    plan = None if src.nbytes < MIN_SPLIT_BYTES or not _plain(src) else _plan("copy to new", src.nbytes)
+    if plan is None:
         return src.astype(dtype)
     out = np.empty(src.shape, dtype)
-    _split_copy(out, src)
+    _run(plan, src.nbytes, len(src), lambda start, stop: _copy_part(out[start:stop], src[start:stop]))
     return out

@@ -9,12 +9,12 @@ numcodecs one and the Zarr v3 one) use these functions.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from ._threads import copied_as, copy_into
+from ._threads import Kind, copied_as, copy_into, in_parts
 from .data_types import data_type_of, leaves, needs_endian, unit_dtype
 
 __all__ = ["ENDIANS", "Checks", "Layout", "byte_view", "decode", "decode_into", "elements_view", "encode", "layout"]
@@ -149,11 +149,15 @@ def _runs(data: np.ndarray[Any, Any], checks: Checks, offset: int, count: int) -
     return data.view(np.uint8).reshape(-1, checks.itemsize)[:, offset : offset + count]
 
 
+def _largest(values: np.ndarray[Any, Any], start: int, stop: int) -> int:
+    return int(values[start:stop].max()) if stop > start else 0
+
+
 def _invalid_bool(data: np.ndarray[Any, Any], checks: Checks) -> tuple[int, int] | None:
     """The position and value of the first bool byte of ``data`` above 0x01, or None."""
     for offset, count in checks.bools:
-        values = _runs(data, checks, offset, count)
-        if values.size and int(values.max()) > 1:
+        values = _runs(data, checks, offset, count)  # one row per element, or flat: parts by the first axis
+        if values.size and max(in_parts("check", data.nbytes, len(values), partial(_largest, values))) > 1:
             flat = values.reshape(-1)  # (the error path: a copy of a strided run is fine)
             first = int(np.argmax(flat > 1))
             element, position = divmod(first, count)
@@ -186,6 +190,19 @@ def _mask(target: np.ndarray[Any, Any], checks: Checks) -> None:
         np.bitwise_and(values, mask, out=values)
 
 
+def _copy_masked(target: np.ndarray[Any, Any], stored: np.ndarray[Any, Any], checks: Checks, kind: Kind) -> None:
+    """``target[...] = stored`` with the upper bits of int2/int4 bytes cleared; both flat, of the same bytes."""
+    (_, count, mask), *others = checks.masks
+    if count == checks.itemsize and not others and not np.may_share_memory(target, stored):
+        # Every byte is masked (int2/int4 and their subarrays): masked as it is copied, one pass.
+        source, destination = stored.view(np.uint8), target.view(np.uint8)
+        in_parts(kind, stored.nbytes, len(source),
+                 lambda start, stop: np.bitwise_and(source[start:stop], mask, out=destination[start:stop]))  # fmt: skip
+        return
+    copy_into(target, stored)  # structs with other fields: masked afterwards, in place
+    _mask(target, checks)
+
+
 def encode(array: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any]:
     """The stored bytes of a plain ndarray as a flat array of ``resolved.stored_dtype``.
 
@@ -208,8 +225,8 @@ def decode(stored: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, An
     if checks is not None:
         check_stored(stored, checks)
         if checks.masks:
-            decoded = copied_as(stored, resolved.memory_dtype)  # a copy: the masks must not write to the input
-            _mask(decoded, checks)
+            decoded = np.empty(len(stored), resolved.memory_dtype)  # a copy: the masks must not write to the input
+            _copy_masked(decoded, stored, checks, "masked copy to new")
             return decoded
     if resolved.stored_dtype is resolved.memory_dtype:
         return stored
@@ -228,6 +245,9 @@ def decode_into(stored: np.ndarray[Any, Any], resolved: Layout, target: np.ndarr
         check_stored(stored, checks)
     if target.dtype is not resolved.memory_dtype:
         target = target.view(resolved.memory_dtype)
-    copy_into(target, stored)  # nothing below can fail: target is only written now
+    # Nothing below can fail: target is only written now, so a failed check leaves it untouched.
+    # (That is why bool bytes are read twice, checked and then copied, where they outgrow the caches.)
     if checks is not None and checks.masks:
-        _mask(target, checks)  # (single bytes: the view above is the same bytes)
+        _copy_masked(target, stored, checks, "masked copy into")
+    else:
+        copy_into(target, stored)

@@ -276,8 +276,8 @@ def test_bool_fields_of_structs_are_checked_on_decode_and_normalised_on_encode()
 
 @pytest.fixture
 def split_copies(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Every copy from 1 MiB on would be split over threads if it could be."""
-    monkeypatch.setattr(numcodecs_bytes._threads, "_SPLIT_FROM", 1 << 20)
+    """Work from MIN_SPLIT_BYTES on is split over threads wherever it can be (as if that had been found to pay)."""
+    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, False))
     monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
     previous = set_nthreads(2)
     yield
@@ -296,6 +296,39 @@ def test_decode_into_an_out_that_overlaps_buf(split_copies: None, shift: int) ->
     out = memory[base + shift : base + shift + 4 * count].view("<i4")
     BIG_I4.decode(buf, out=out)
     assert np.array_equal(out, data)
+
+
+@pytest.mark.parametrize("dtype", ["bool", np.dtype([("n", "<i4"), ("flag", "?")])])
+def test_a_large_split_bool_check_names_the_first_corrupt_byte_and_leaves_out_untouched(
+    split_copies: None, dtype: Any
+) -> None:
+    codec = BytesCodec(endian="big", dtype=dtype)
+    data = np.zeros((3 << 20) // np.dtype(dtype).itemsize, dtype)
+    stored = np.frombuffer(bytes(codec.encode(data)), np.uint8).copy()
+    itemsize = np.dtype(dtype).itemsize
+    late, early = (len(data) - 2) * itemsize + itemsize - 1, (len(data) * 3 // 4) * itemsize + itemsize - 1
+    stored[late], stored[early] = 0x05, 0x09  # both in the helper's part: the first is named
+    out = np.full_like(data, 1)
+    with pytest.raises(ValueError, match=f"corrupt bool data: byte {early} is 0x09"):
+        codec.decode(stored, out=out)
+    assert (out == np.full_like(data, 1)).all()
+
+
+@needs_ml_dtypes
+@pytest.mark.parametrize("shift", [0, 1, -1, 1 << 20])
+def test_int4_masked_while_copied_into_out_even_where_out_overlaps_buf(split_copies: None, shift: int) -> None:
+    import ml_dtypes
+
+    codec = BytesCodec(dtype=ml_dtypes.int4)
+    raw = np.random.default_rng(3).integers(0, 256, 3 << 20, dtype=np.uint8)
+    expected = raw & 0x0F  # the upper bits are arbitrary on read: cleared
+    memory = np.zeros(len(raw) + 2 * abs(shift), np.uint8)
+    base = abs(shift)
+    memory[base : base + len(raw)] = raw
+    out = memory[base + shift : base + shift + len(raw)].view(ml_dtypes.int4)
+    codec.decode(memory[base : base + len(raw)], out=out)
+    assert np.array_equal(out.view(np.uint8), expected)
+    assert np.array_equal(codec.decode(raw).view(np.uint8), expected)
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")

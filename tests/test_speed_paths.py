@@ -5,14 +5,12 @@ Speed itself is measured by the scripts in benchmarks/, not by unit tests.
 
 from __future__ import annotations
 
-import glob
 import os
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,12 +19,13 @@ import pytest
 import numcodecs_bytes
 import numcodecs_bytes._threads
 from numcodecs_bytes import BytesCodec, get_nthreads, set_nthreads
+from numcodecs_bytes._threads import Kind
 
 
 @pytest.fixture
 def nthreads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Restores the thread count and use_threads; copies from 1 MiB on are split (as if the cache were 2 MiB)."""
-    monkeypatch.setattr(numcodecs_bytes._threads, "_SPLIT_FROM", 1 << 20)
+    """Restores the thread count and use_threads; work from MIN_SPLIT_BYTES on is split (as if found to pay)."""
+    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, False))
     monkeypatch.setattr(numcodecs_bytes, "use_threads", None)
     previous = get_nthreads()
     yield
@@ -271,32 +270,120 @@ def test_a_huge_thread_count_splits_no_more_than_the_cores(nthreads: None) -> No
     assert len(_parts_used(BytesCodec(endian="big", dtype="<i4"), np.arange(LARGE // 4, dtype="<i4"))) == 1
 
 
-def test_copies_split_from_where_source_and_destination_exceed_half_the_largest_cache(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+class _Clock:
+    """Stands in for ``time`` in the thread module: work advances it by a cost per way, alone or split."""
+
+    def __init__(self, alone: float, split: float) -> None:
+        self.now, self.cost = 0.0, {False: alone, True: split}
+        self.ways: list[bool] = []
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def part(self, length: int) -> Any:
+        def work(start: int, stop: int) -> int:
+            split = stop - start < length
+            if start == 0:
+                self.ways.append(split)
+            self.now += self.cost[split] * (stop - start) / length
+            return stop - start
+
+        return work
+
+
+@pytest.fixture
+def learning(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A fresh pool (nothing learned yet) of two threads, and threads allowed from here."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: work is never split")
     monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
     previous = set_nthreads(2)
-    try:
-        split_from = numcodecs_bytes._threads.split_from()
-        assert split_from == numcodecs_bytes._threads._largest_cache_bytes() // 4 + 1
-        codec = BytesCodec(endian="big", dtype="<u2")
-        below = np.zeros((split_from - 1) // 2, "<u2")
-        above = np.zeros(split_from // 2 + 1, "<u2")
-        assert len(_parts_used(codec, below)) == 1
-        assert len(_parts_used(codec, above)) == min(2, os.cpu_count() or 1)
-    finally:
-        set_nthreads(previous)
+    set_nthreads(3)  # a new setting, a new pool: what earlier tests taught it is gone
+    set_nthreads(2)
+    yield
+    set_nthreads(previous)
 
 
-@pytest.mark.parametrize(("text", "size"), [("8192K", 8 << 20), ("32M", 32 << 20), ("1G", 1 << 30), ("65536", 65536)])
-def test_the_largest_cache_is_read_from_sysfs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, size: int
+@pytest.mark.parametrize(("alone", "split", "kept"), [(2.0, 1.0, True), (1.0, 2.0, False)])
+def test_each_kind_and_size_learns_whether_splitting_pays_and_checks_the_choice_now_and_then(
+    learning: None, monkeypatch: pytest.MonkeyPatch, alone: float, split: float, kept: bool
 ) -> None:
-    for index, value in enumerate(["48K", text, "oops"]):
-        (tmp_path / f"index{index}").mkdir()
-        (tmp_path / f"index{index}" / "size").write_text(value + "\n")
-    real_glob = glob.glob
-    monkeypatch.setattr(glob, "glob", lambda pattern: real_glob(str(tmp_path / "index*" / "size")))
-    assert numcodecs_bytes._threads._largest_cache_bytes() == size
-    monkeypatch.setattr(glob, "glob", lambda pattern: [])
-    assert numcodecs_bytes._threads._largest_cache_bytes() == numcodecs_bytes._threads.DEFAULT_CACHE_BYTES
+    threads = numcodecs_bytes._threads
+    clock = _Clock(alone, split)
+    monkeypatch.setattr(threads, "time", clock)
+    size = 3 << 20
+    for _ in range(40):
+        assert sum(threads.in_parts("check", size, size, clock.part(size))) == size  # every element, once
+    learned = [False, True] * threads.SAMPLES  # alternating, alone first
+    checks = {16, 32}  # calls that try the other way (the next one is timed the chosen way)
+    assert clock.ways == learned + [kept ^ (call in checks) for call in range(7, 41)]
+    assert threads.split_choices() == {"check 2 MiB..4 MiB": kept}
+    # Another size class, and another kind, learn apart.
+    others: list[tuple[Kind, int]] = [("check", 5 << 20), ("copy into", size)]
+    for kind, nbytes in others:
+        clock.ways.clear()
+        threads.in_parts(kind, nbytes, nbytes, clock.part(nbytes))
+        assert clock.ways == [False]
+    assert len(threads.split_choices()) == 1
+
+
+def test_a_choice_that_stops_holding_is_changed_at_its_next_check(
+    learning: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As when a process starts: fresh pages and cold caches make the first calls of one way slow."""
+    threads = numcodecs_bytes._threads
+    clock = _Clock(1.0, 2.0)
+    monkeypatch.setattr(threads, "time", clock)
+    size = 3 << 20
+    for _ in range(15):
+        threads.in_parts("copy into", size, size, clock.part(size))
+    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": False}
+    clock.cost = {False: 1.0, True: 0.5}  # splitting pays from now on
+    clock.ways.clear()
+    for _ in range(6):
+        threads.in_parts("copy into", size, size, clock.part(size))
+    assert clock.ways == [True] * 6  # call 16 tries a split: faster than alone's samples, it is the choice at once
+    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": True}
+
+
+def test_a_split_that_finds_no_helper_free_teaches_nothing(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = numcodecs_bytes._threads
+    clock = _Clock(1.0, 2.0)
+    monkeypatch.setattr(threads, "time", clock)
+    pool = threads._get_pool()
+    size = 3 << 20
+    threads.in_parts("check", size, size, clock.part(size))  # alone: one sample
+    taken = pool.take()  # another caller holds every helper
+    try:
+        for _ in range(3):
+            threads.in_parts("check", size, size, clock.part(size))  # a split's turn, done alone: not counted
+    finally:
+        pool.give_back(taken)
+    shown = pool.learning[("check", size.bit_length())]
+    assert (list(shown.alone), list(shown.split)) == ([1.0 / size], [])
+    assert clock.ways == [False] * 4
+
+
+def test_small_work_is_never_split_nor_timed(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = numcodecs_bytes._threads
+    monkeypatch.setattr(threads._Learning, "next_way", lambda self: (True, True))
+    clock = _Clock(1.0, 1.0)
+    monkeypatch.setattr(threads, "time", clock)
+    small = threads.MIN_SPLIT_BYTES - 1
+    for _ in range(10):
+        threads.in_parts("copy into", small, small, clock.part(small))
+    assert clock.ways == [False] * 10
+    assert threads._get_pool().learning == {}
+
+
+def test_set_nthreads_starts_learning_afresh(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = numcodecs_bytes._threads
+    clock = _Clock(2.0, 1.0)
+    monkeypatch.setattr(threads, "time", clock)
+    size = 3 << 20
+    for _ in range(2 * threads.SAMPLES):
+        threads.in_parts("copy into", size, size, clock.part(size))
+    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": True}
+    set_nthreads(1)
+    set_nthreads(2)
+    assert threads.split_choices() == {}
