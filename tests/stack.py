@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import ModuleType
@@ -62,7 +63,10 @@ needs_ml_dtypes = pytest.mark.skipif(
 
 def benchmark(name: str) -> ModuleType:
     """``benchmarks/NAME.py``, loaded as a module (the benchmarks are scripts, not a package)."""
-    path = Path(__file__).parents[1] / "benchmarks" / f"{name}.py"
+    folder = Path(__file__).parents[1] / "benchmarks"
+    if str(folder) not in sys.path:  # the scripts import their helpers (machine, interleave) as a script would
+        sys.path.append(str(folder))
+    path = folder / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"{name}_benchmark", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
