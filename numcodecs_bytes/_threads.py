@@ -39,7 +39,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import pairwise
 from typing import Any, Literal, SupportsIndex, TypeVar
 
@@ -252,7 +252,8 @@ def _split(pool: _Pool, length: int, part: Callable[[int, int], T]) -> tuple[lis
         try:
             first = part(0, bounds[1])
         finally:
-            wait(futures)  # helpers go back only when their parts are done
+            for future in futures:  # helpers go back only when their parts are done
+                future.exception()
     finally:
         pool.give_back(helpers)
     return [first, *(future.result() for future in futures)], helpers
