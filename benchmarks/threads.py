@@ -40,11 +40,12 @@ from machine import describe
 
 import numcodecs_bytes
 from numcodecs_bytes import BytesCodec
-from numcodecs_bytes._threads import split_choices
+from numcodecs_bytes._threads import Kind, split_choice
 
 MiB = 1 << 20
 SIZES = [1, 4, 16, 64, 256]
-KIND = {"encode": "copy to new", "decode": "copy to new", "decode into out": "copy into"}  # ours' kind of work
+# The kind of work each operation is for ours' thread rule.
+KIND: dict[str, Kind] = {"encode": "copy to new", "decode": "copy to new", "decode into out": "copy into"}
 SWAPPED = np.dtype(">i4")
 _pool = ThreadPoolExecutor(1)
 
@@ -91,14 +92,9 @@ def _cases(mib: int, codec: BytesCodec) -> dict[str, dict[str, Callable[[], obje
 
 
 def _chosen(operation: str, mib: int) -> str:
-    """What ours learned for this line's work in this process: split, one thread, or never split (small)."""
-    size_class = f"{KIND[operation]} {_human(mib * MiB)}..{_human(2 * mib * MiB)}"
-    learned = split_choices().get(size_class)
-    return "never split" if learned is None else "split" if learned else "one thread"
-
-
-def _human(nbytes: int) -> str:
-    return f"{nbytes // MiB} MiB"
+    """What ours chose for this line's work in this process: split, one thread, or never split (small)."""
+    chosen = split_choice(KIND[operation], mib * MiB)
+    return "never split" if chosen is None else "split" if chosen else "one thread"
 
 
 def copy_lines() -> dict[str, float]:

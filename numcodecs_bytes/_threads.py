@@ -41,12 +41,12 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import pairwise
-from typing import Any, Literal, SupportsIndex, TypeVar
+from typing import Any, Literal, SupportsIndex, TypeVar, get_args
 
 import numpy as np
 
 __all__ = ["KINDS", "MIN_SPLIT_BYTES", "SAMPLES", "copied_as", "copy_into", "get_nthreads", "in_parts",
-           "set_nthreads", "split_choices"]  # fmt: skip
+           "set_nthreads", "split_choice", "split_choices"]  # fmt: skip
 
 MIN_SPLIT_BYTES = 2 << 20
 """Work on fewer bytes is never split: on no machine measured did a split pay there (benchmarks/README.md)."""
@@ -55,7 +55,7 @@ SAMPLES = 3
 """Timed calls each way (alone, split) per kind and size class that a choice rests on: the latest."""
 
 Kind = Literal["copy into", "copy to new", "check", "masked copy into", "masked copy to new"]
-KINDS: tuple[Kind, ...] = ("copy into", "copy to new", "check", "masked copy into", "masked copy to new")
+KINDS: tuple[Kind, ...] = get_args(Kind)
 """The kinds of work learned apart: they move different amounts of memory per byte."""
 
 T = TypeVar("T")
@@ -275,6 +275,13 @@ def _run(plan: tuple[_Pool, _Learning, bool, bool], nbytes: int, length: int, pa
     if timed and (helpers or not split):  # a split that found no helper free measured nothing
         learning.add(split, (time.perf_counter() - start) / nbytes)
     return results
+
+
+def split_choice(kind: Kind, nbytes: int) -> bool | None:
+    """Whether this process splits work of this kind and size: None where it has not chosen (yet, or ever)."""
+    pool = _pool
+    learning = None if pool is None else pool.learning.get((kind, _size_class(nbytes)))
+    return None if learning is None else learning.choice
 
 
 def split_choices() -> dict[str, bool]:

@@ -318,6 +318,7 @@ def test_each_kind_and_size_learns_whether_splitting_pays_and_checks_the_choice_
     checks = {16, 32}  # calls that try the other way (the next one is timed the chosen way)
     assert clock.ways == learned + [kept ^ (call in checks) for call in range(7, 41)]
     assert threads.split_choices() == {"check 2 MiB..4 MiB": kept}
+    assert threads.split_choice("check", size) is kept and threads.split_choice("copy into", size) is None
     # Another size class, and another kind, learn apart.
     others: list[tuple[Kind, int]] = [("check", 5 << 20), ("copy into", size)]
     for kind, nbytes in others:
