@@ -74,6 +74,13 @@ def test_the_codec_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
         assert re.search(rf"^(PASS|FAIL)  {target}", out, re.M), target
 
 
+def test_the_bool_check_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/bool_check.py keeps working, every way writing the right bytes (1 MiB, one run)."""
+    out = run_benchmark("bool_check", capsys, "--sizes", "1")
+    for way in ("split copy", "ours", "two passes", "one pass"):
+        assert re.search(rf"^1 MiB {way} +\d+\.\d\d \.\. \d+\.\d\d$", out, re.M), way
+
+
 def test_the_zarr_arrays_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/zarr_arrays.py keeps working (quick mode: 4 MiB, one round)."""
     if not has_module("zarr"):
