@@ -33,15 +33,15 @@ from __future__ import annotations
 
 import operator
 import os
+import queue
 import sys
 import threading
 import time
 import warnings
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import pairwise
-from typing import Any, Literal, SupportsIndex, TypeVar, get_args
+from typing import Any, Generic, Literal, SupportsIndex, TypeVar, get_args
 
 import numpy as np
 
@@ -120,20 +120,54 @@ class _Learning:
             self.choice = min(self.split) < min(self.alone)
 
 
+class _Handoff(Generic[T]):
+    """One part given to a helper thread: its result or error, and a lock released when it is done."""
+
+    __slots__ = ("done", "error", "part", "result", "start", "stop")
+    result: T  # set by the helper, with error None, before done is released
+
+    def __init__(self, part: Callable[[int, int], T], start: int, stop: int) -> None:
+        self.part, self.start, self.stop = part, start, stop
+        self.error: BaseException | None = None
+        self.done = threading.Lock()
+        self.done.acquire()
+
+
+def _serve(jobs: queue.SimpleQueue[_Handoff[Any] | None]) -> None:
+    """A helper thread's life: the parts it is given, until its pool is closed (None)."""
+    while (handoff := jobs.get()) is not None:
+        try:
+            handoff.result = handoff.part(handoff.start, handoff.stop)
+        except BaseException as error:  # the caller raises it
+            handoff.error = error
+        finally:
+            handoff.done.release()
+
+
 class _Pool:
     """The helper threads of one `set_nthreads` setting: how many are free, and what splitting was found to pay.
 
+    Helpers wait on a queue and signal each part's end with a lock: a
+    concurrent.futures pool costs several microseconds more per split in Python
+    bookkeeping, on both threads, around the hand-offs (benchmarks/README.md).
     The count is guarded by a plain lock (a C lock: threading.Semaphore costs
     microseconds per call, in Python, on every split). Learning needs no lock:
     a sample lost to a race only delays a choice.
     """
 
     def __init__(self, nthreads: int) -> None:
-        helpers = min(nthreads, _CORES) - 1
-        self.free = helpers
+        self.helpers = min(nthreads, _CORES) - 1
+        self.free = self.helpers
+        self.closed = False
         self.lock = threading.Lock()
-        self.executor = ThreadPoolExecutor(max_workers=max(helpers, 1), thread_name_prefix="numcodecs-bytes")
+        self.jobs: queue.SimpleQueue[_Handoff[Any] | None] = queue.SimpleQueue()
         self.learning: dict[tuple[Kind, int], _Learning] = {}  # by (kind, size class)
+        self.threads = [  # daemons: an idle helper waits in C and must not hold up exit
+            threading.Thread(target=_serve, args=(self.jobs,), name=f"numcodecs-bytes-{index}", daemon=True)
+            for index in range(self.helpers)
+        ]
+        for thread in self.threads:
+            thread.start()
 
     def take(self) -> int:
         """Take every free helper (never waits): how many were taken."""
@@ -144,6 +178,22 @@ class _Pool:
     def give_back(self, helpers: int) -> None:
         with self.lock:
             self.free += helpers
+
+    def hand_out(self, handoffs: list[_Handoff[Any]]) -> bool:
+        """Queue parts for the helpers; False if the pool was closed meanwhile (the caller does them)."""
+        with self.lock:
+            if self.closed:
+                return False
+            for handoff in handoffs:
+                self.jobs.put(handoff)
+        return True
+
+    def close(self) -> None:
+        """Stop the helpers once the parts already handed out are done (they come first in the queue)."""
+        with self.lock:
+            self.closed = True
+            for _ in range(self.helpers):
+                self.jobs.put(None)
 
 
 _lock = threading.Lock()
@@ -165,7 +215,7 @@ def set_nthreads(n: SupportsIndex) -> int:
     with _lock:
         previous, _nthreads = _nthreads, n
         if _pool is not None and n != previous:
-            _pool.executor.shutdown(wait=False)  # running copies finish; new ones use a new pool
+            _pool.close()  # running copies finish; new ones use a new pool
             _pool = None
     return previous
 
@@ -241,22 +291,20 @@ def _split(pool: _Pool, length: int, part: Callable[[int, int], T]) -> tuple[lis
     helpers = pool.take()
     try:
         bounds = [length * i // (helpers + 1) for i in range(helpers + 2)]
-        futures: list[Future[T]] = []
-        for start, stop in pairwise(bounds[1:]):
-            try:
-                futures.append(pool.executor.submit(part, start, stop))
-            except RuntimeError:  # set_nthreads shut this pool down meanwhile: do the part here
-                done: Future[T] = Future()
-                done.set_result(part(start, stop))
-                futures.append(done)
+        handoffs = [_Handoff(part, start, stop) for start, stop in pairwise(bounds[1:])]
+        if not pool.hand_out(handoffs):  # set_nthreads closed this pool meanwhile: every part here
+            return [part(start, stop) for start, stop in pairwise(bounds)], 0
         try:
             first = part(0, bounds[1])
         finally:
-            for future in futures:  # helpers go back only when their parts are done
-                future.exception()
+            for handoff in handoffs:  # helpers go back only when their parts are done
+                handoff.done.acquire()
     finally:
         pool.give_back(helpers)
-    return [first, *(future.result() for future in futures)], helpers
+    for handoff in handoffs:
+        if handoff.error is not None:
+            raise handoff.error
+    return [first, *(handoff.result for handoff in handoffs)], helpers
 
 
 def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]) -> list[T]:

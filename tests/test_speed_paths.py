@@ -230,12 +230,54 @@ def test_a_pool_shut_down_by_set_nthreads_meanwhile_does_not_break_a_copy(
 ) -> None:
     set_nthreads(3)
     pool = numcodecs_bytes._threads._Pool(3)
-    pool.executor.shutdown()
+    pool.close()
     monkeypatch.setattr(numcodecs_bytes._threads, "_get_pool", lambda: pool)
     data = np.arange(LARGE // 4, dtype="<i4")
     out = np.empty_like(data)
     BytesCodec(endian="big", dtype="<i4").decode(data.astype(">i4").tobytes(), out=out)
     assert np.array_equal(out, data)
+
+
+def _split_pool(monkeypatch: pytest.MonkeyPatch) -> numcodecs_bytes._threads._Pool:
+    """A new pool of two threads, splitting from this thread."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: work is never split")
+    monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
+    set_nthreads(3)
+    set_nthreads(2)
+    return numcodecs_bytes._threads._get_pool()
+
+
+@pytest.mark.parametrize("failing", ["the caller's part", "the helper's part"])
+def test_an_error_in_a_part_is_raised_once_every_part_is_done_and_the_helper_is_free_again(
+    nthreads: None, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    pool = _split_pool(monkeypatch)
+    finished: list[int] = []
+
+    def part(start: int, stop: int) -> int:
+        if (start == 0) == (failing == "the caller's part"):
+            raise ZeroDivisionError(f"{failing} failed")
+        threading.Event().wait(0.05)  # the other part outlasts the failure
+        finished.append(start)
+        return stop - start
+
+    with pytest.raises(ZeroDivisionError, match=failing):
+        numcodecs_bytes._threads.in_parts("check", LARGE, LARGE, part)
+    assert len(finished) == 1  # the part that did not fail was done before the error came out
+    assert pool.free == pool.helpers == 1
+    assert sum(numcodecs_bytes._threads.in_parts("check", LARGE, LARGE, lambda start, stop: stop - start)) == LARGE
+
+
+def test_set_nthreads_stops_the_helpers_of_the_pool_it_replaces(
+    nthreads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = _split_pool(monkeypatch)
+    assert len(pool.threads) == 1 and pool.threads[0].is_alive()
+    set_nthreads(3)
+    for thread in pool.threads:
+        thread.join(timeout=10)
+        assert not thread.is_alive()
 
 
 def _parts_from(thread: str, setting: bool | None, monkeypatch: pytest.MonkeyPatch) -> int:
