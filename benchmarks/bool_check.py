@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
-from interleave import median_times
+from interleave import median_times, print_spread
 from machine import describe
 
 import numcodecs_bytes
@@ -129,9 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"-- run {run + 1} of {args.runs}: memcpy's time over each way's")
         for name, ratio in lines(sizes).items():
             spread.setdefault(name, []).append(ratio)
-    print("\n-- spread over the runs (min .. max)")
-    for name, values in spread.items():
-        print(f"{name:<24} {min(values):.2f} .. {max(values):.2f}")
+    print_spread(spread, 24)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Timing contenders side by side: interleaved, in a new order each round, medians."""
+"""Timing contenders side by side (interleaved, in a new order each round, medians), and their spread over runs."""
 
 from __future__ import annotations
 
@@ -24,3 +24,10 @@ def median_times(ways: dict[str, Callable[[], object]], rounds: int) -> dict[str
             ways[name]()
             times[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in times.items()}
+
+
+def print_spread(lines: dict[str, list[float]], width: int, unit: str = "") -> None:
+    """Each line's figures over the runs, min .. max, after a heading."""
+    print("\n-- spread over the runs (min .. max)")
+    for name, values in lines.items():
+        print(f"{name:<{width}} {min(values):.2f} .. {max(values):.2f}{unit}")

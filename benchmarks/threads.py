@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from interleave import median_times
+from interleave import median_times, print_spread
 from machine import describe
 
 import numcodecs_bytes
@@ -232,9 +232,7 @@ def main() -> int:
         if zarr_ratios is not None:
             lines.setdefault("zarr v3 read: zarr/ours (>= 0.95)", []).append(zarr_ratios[0])
             lines.setdefault("zarr v3 read: threads off/default (>= 1.0, noise aside)", []).append(zarr_ratios[1])
-    print("\n-- spread over the runs (min .. max)")
-    for name, values in lines.items():
-        print(f"{name:<58} {min(values):.2f} .. {max(values):.2f}")
+    print_spread(lines, 58)
     return 0
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import zarr
-from interleave import median_times
+from interleave import median_times, print_spread
 from zarr.codecs import BytesCodec as ZarrBytesCodec
 from zarr.codecs import ShardingCodec
 from zarr.core import codec_pipeline
@@ -123,9 +123,7 @@ def main() -> int:
             for name, ratio in part().items():
                 print(f"{name:<68} {ratio:.2f}x", flush=True)
                 lines.setdefault(name, []).append(ratio)
-    print("\n-- spread over the runs (min .. max)")
-    for name, values in lines.items():
-        print(f"{name:<68} {min(values):.2f} .. {max(values):.2f}x")
+    print_spread(lines, 68, "x")
     return 0
 
 
