@@ -148,8 +148,8 @@ class _Pool:
     """The helper threads of one `set_nthreads` setting: how many are free, and what splitting was found to pay.
 
     Helpers wait on a queue and signal each part's end with a lock: a
-    concurrent.futures pool costs several microseconds more per split in Python
-    bookkeeping, on both threads, around the hand-offs (benchmarks/README.md).
+    concurrent.futures pool costs more per split, in its Python bookkeeping on
+    both threads around the hand-offs (benchmarks/README.md).
     The count is guarded by a plain lock (a C lock: threading.Semaphore costs
     microseconds per call, in Python, on every split). Learning needs no lock:
     a sample lost to a race only delays a choice.
