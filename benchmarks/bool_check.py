@@ -44,6 +44,7 @@ SIZES = [16, 32, 64, 256]
 BLOCK = 1 << 20
 _pool = ThreadPoolExecutor(1)
 T = TypeVar("T")
+_CHOICE = {True: "split", False: "one thread", None: "not chosen"}
 
 
 def _halves(length: int, part: Callable[[int, int], T]) -> list[T]:
@@ -110,7 +111,7 @@ def lines(sizes: list[int]) -> dict[str, float]:
             f"{mib:4d} MiB  memcpy {medians['memcpy'] * 1e3:7.3f} ms  "
             + "  ".join(f"{name} {ratio:.2f}" for name, ratio in figures.items())
             + "  (ours: "
-            + ", ".join(f"{kind} {'split' if split else 'one thread'}" for kind, split in chosen.items())
+            + ", ".join(f"{kind} {_CHOICE[split]}" for kind, split in chosen.items())
             + ")",
             flush=True,
         )
