@@ -142,6 +142,7 @@ def _serve(jobs: queue.SimpleQueue[_Handoff[Any] | None]) -> None:
             handoff.error = error
         finally:
             handoff.done.release()
+        del handoff  # an idle helper holds no part: its arrays are the caller's to free
 
 
 class _Pool:

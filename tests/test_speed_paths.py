@@ -5,10 +5,12 @@ Speed itself is measured by the scripts in benchmarks/, not by unit tests.
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -267,6 +269,18 @@ def test_an_error_in_a_part_is_raised_once_every_part_is_done_and_the_helper_is_
     assert len(finished) == 1  # the part that did not fail was done before the error came out
     assert pool.free == pool.helpers == 1
     assert sum(numcodecs_bytes._threads.in_parts("check", LARGE, LARGE, lambda start, stop: stop - start)) == LARGE
+
+
+def test_a_helper_keeps_no_array_alive_after_its_part(nthreads: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    _split_pool(monkeypatch)
+    codec = BytesCodec(endian="big", dtype="<i4")
+    data = np.arange(LARGE // 4, dtype="<i4")
+    assert len(_parts_used(codec, data)) == 2
+    encoded = codec.encode(data)
+    freed = weakref.ref(data), weakref.ref(encoded)
+    del data, encoded
+    gc.collect()
+    assert [ref() for ref in freed] == [None, None]
 
 
 def test_set_nthreads_stops_the_helpers_of_the_pool_it_replaces(
