@@ -15,8 +15,8 @@ several cores. Work is split when all of these hold:
    (a power of two) alternate between the calling thread alone and a split,
    `SAMPLES` of each, and the way with the best time per byte is chosen
    (`split_choices`). The choice is checked again at the 16th, 32nd, 64th, ...
-   call of its class: one call the other way, then one the chosen way, both
-   timed; the last `SAMPLES` of each way decide. So a choice made while a
+   call of its class: one call the other way, then one the way chosen before
+   the check, both timed; the last `SAMPLES` of each way decide. So a choice made while a
    process starts (fresh pages, cold caches) does not stay if it stops
    holding, and checking costs a few calls in a thousand. Measured, not derived
    from the cache sizes the system reports: whether a second core pays depends
@@ -99,7 +99,10 @@ class _Learning:
         self.alone: deque[float] = deque(maxlen=SAMPLES)
         self.split: deque[float] = deque(maxlen=SAMPLES)
         self.choice: bool | None = None  # None while learning
-        self.confirm = False  # the call after a check of the other way: the chosen way, timed
+        # After a check's call the other way: the way chosen before it, timed next. Both ways then have a
+        # sample from the same moment, so a machine that got faster or slower since the last check
+        # cannot turn the choice by itself (nor keep a wrong one until the next check).
+        self.confirm: bool | None = None
 
     def next_way(self) -> tuple[bool, bool]:
         """Whether the next call splits, and whether it is timed."""
@@ -107,11 +110,11 @@ class _Learning:
         if self.choice is None:
             return len(self.split) < len(self.alone), True  # alternate, alone first
         if self.calls >= 16 and self.calls & (self.calls - 1) == 0:  # 16, 32, 64, ...: the other way
-            self.confirm = True
+            self.confirm = self.choice
             return not self.choice, True
-        if self.confirm:
-            self.confirm = False
-            return self.choice, True
+        if self.confirm is not None:
+            way, self.confirm = self.confirm, None
+            return way, True
         return self.choice, False
 
     def add(self, split: bool, seconds_per_byte: float) -> None:

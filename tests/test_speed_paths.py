@@ -399,7 +399,29 @@ def test_a_choice_that_stops_holding_is_changed_at_its_next_check(
     clock.ways.clear()
     for _ in range(6):
         threads.in_parts("copy into", size, size, clock.part(size))
-    assert clock.ways == [True] * 6  # call 16 tries a split: faster than alone's samples, it is the choice at once
+    # Call 16 tries a split: faster than alone's samples, it is the choice at once; call 17 times the
+    # former choice, alone, beside it, which confirms the change.
+    assert clock.ways == [True, False, True, True, True, True]
+    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": True}
+
+
+def test_a_machine_that_got_faster_since_the_last_check_does_not_turn_the_choice(
+    learning: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's sample the other way is compared with one the chosen way taken right after it."""
+    threads = numcodecs_bytes._threads
+    clock = _Clock(2.0, 1.0)
+    monkeypatch.setattr(threads, "time", clock)
+    size = 3 << 20
+    for _ in range(15):
+        threads.in_parts("copy into", size, size, clock.part(size))
+    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": True}
+    clock.cost = {False: 0.6, True: 0.3}  # everything got faster (neighbours went quiet); a split still pays
+    clock.ways.clear()
+    for _ in range(6):
+        threads.in_parts("copy into", size, size, clock.part(size))
+    # Call 16, alone, beats the split's older samples; call 17, a split, beats it: split again from call 18.
+    assert clock.ways == [False, True, True, True, True, True]
     assert threads.split_choices() == {"copy into 2 MiB..4 MiB": True}
 
 
