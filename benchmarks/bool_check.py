@@ -102,7 +102,7 @@ def lines(sizes: list[int]) -> dict[str, float]:
         for _ in range(7):  # warm-up: pages, threads, and ours learns whether to split (three calls each way)
             for way in ways.values():
                 way()
-        medians = median_times(ways, max(9, 240 // mib))
+        medians = median_times(ways, max(15, 960 // mib))  # medians of a few rounds swing by 0.1 below 64 MiB
         figures = {name: medians["memcpy"] / seconds for name, seconds in medians.items() if name != "memcpy"}
         for name, ratio in figures.items():
             ratios[f"{mib} MiB {name}"] = ratio
