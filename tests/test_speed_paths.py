@@ -384,45 +384,39 @@ def test_each_kind_and_size_learns_whether_splitting_pays_and_checks_the_choice_
     assert len(threads.split_choices()) == 1
 
 
-def test_a_choice_that_stops_holding_is_changed_at_its_next_check(
-    learning: None, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("before", "after", "ways", "kept"),
+    [
+        # As when a process starts (fresh pages, cold caches): a split stops being slow. Call 16 tries one:
+        # faster than alone's samples, it is the choice at once; call 17 times the former choice beside it.
+        ((1.0, 2.0), (1.0, 0.5), [True, False, True, True, True, True], True),
+        # Everything got faster (neighbours went quiet): call 16, alone, beats the split's older samples,
+        # call 17, a split timed right after it, beats that: the choice is a split again from call 18.
+        ((2.0, 1.0), (0.6, 0.3), [False, True, True, True, True, True], True),
+    ],
+    ids=["a choice that stops holding changes", "a faster machine keeps the choice"],
+)
+def test_a_check_compares_both_ways_timed_back_to_back(
+    learning: None,
+    monkeypatch: pytest.MonkeyPatch,
+    before: tuple[float, float],
+    after: tuple[float, float],
+    ways: list[bool],
+    kept: bool,
 ) -> None:
-    """As when a process starts: fresh pages and cold caches make the first calls of one way slow."""
     threads = numcodecs_bytes._threads
-    clock = _Clock(1.0, 2.0)
+    clock = _Clock(*before)
     monkeypatch.setattr(threads, "time", clock)
     size = 3 << 20
     for _ in range(15):
         threads.in_parts("copy into", size, size, clock.part(size))
-    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": False}
-    clock.cost = {False: 1.0, True: 0.5}  # splitting pays from now on
+    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": before[1] < before[0]}
+    clock.cost = {False: after[0], True: after[1]}
     clock.ways.clear()
     for _ in range(6):
         threads.in_parts("copy into", size, size, clock.part(size))
-    # Call 16 tries a split: faster than alone's samples, it is the choice at once; call 17 times the
-    # former choice, alone, beside it, which confirms the change.
-    assert clock.ways == [True, False, True, True, True, True]
-    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": True}
-
-
-def test_a_machine_that_got_faster_since_the_last_check_does_not_turn_the_choice(
-    learning: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The check's sample the other way is compared with one the chosen way taken right after it."""
-    threads = numcodecs_bytes._threads
-    clock = _Clock(2.0, 1.0)
-    monkeypatch.setattr(threads, "time", clock)
-    size = 3 << 20
-    for _ in range(15):
-        threads.in_parts("copy into", size, size, clock.part(size))
-    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": True}
-    clock.cost = {False: 0.6, True: 0.3}  # everything got faster (neighbours went quiet); a split still pays
-    clock.ways.clear()
-    for _ in range(6):
-        threads.in_parts("copy into", size, size, clock.part(size))
-    # Call 16, alone, beats the split's older samples; call 17, a split, beats it: split again from call 18.
-    assert clock.ways == [False, True, True, True, True, True]
-    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": True}
+    assert clock.ways == ways
+    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": kept}
 
 
 def test_a_split_that_finds_no_helper_free_teaches_nothing(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
