@@ -240,60 +240,6 @@ def test_a_pool_shut_down_by_set_nthreads_meanwhile_does_not_break_a_copy(
     assert np.array_equal(out, data)
 
 
-def _split_pool(monkeypatch: pytest.MonkeyPatch) -> numcodecs_bytes._threads._Pool:
-    """A new pool of two threads, splitting from this thread."""
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("one core: work is never split")
-    monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
-    set_nthreads(3)
-    set_nthreads(2)
-    return numcodecs_bytes._threads._get_pool()
-
-
-@pytest.mark.parametrize("failing", ["the caller's part", "the helper's part"])
-def test_an_error_in_a_part_is_raised_once_every_part_is_done_and_the_helper_is_free_again(
-    nthreads: None, monkeypatch: pytest.MonkeyPatch, failing: str
-) -> None:
-    pool = _split_pool(monkeypatch)
-    finished: list[int] = []
-
-    def part(start: int, stop: int) -> int:
-        if (start == 0) == (failing == "the caller's part"):
-            raise ZeroDivisionError(f"{failing} failed")
-        threading.Event().wait(0.05)  # the other part outlasts the failure
-        finished.append(start)
-        return stop - start
-
-    with pytest.raises(ZeroDivisionError, match=failing):
-        numcodecs_bytes._threads.in_parts("check", LARGE, LARGE, part)
-    assert len(finished) == 1  # the part that did not fail was done before the error came out
-    assert pool.free == pool.helpers == 1
-    assert sum(numcodecs_bytes._threads.in_parts("check", LARGE, LARGE, lambda start, stop: stop - start)) == LARGE
-
-
-def test_a_helper_keeps_no_array_alive_after_its_part(nthreads: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    _split_pool(monkeypatch)
-    codec = BytesCodec(endian="big", dtype="<i4")
-    data = np.arange(LARGE // 4, dtype="<i4")
-    assert len(_parts_used(codec, data)) == 2
-    encoded = codec.encode(data)
-    freed = weakref.ref(data), weakref.ref(encoded)
-    del data, encoded
-    gc.collect()
-    assert [ref() for ref in freed] == [None, None]
-
-
-def test_set_nthreads_stops_the_helpers_of_the_pool_it_replaces(
-    nthreads: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pool = _split_pool(monkeypatch)
-    assert len(pool.threads) == 1 and pool.threads[0].is_alive()
-    set_nthreads(3)
-    for thread in pool.threads:
-        thread.join(timeout=10)
-        assert not thread.is_alive()
-
-
 def _parts_from(thread: str, setting: bool | None, monkeypatch: pytest.MonkeyPatch) -> int:
     """How many parts a large decode into out is split into, called from the main thread or another."""
     monkeypatch.setattr(numcodecs_bytes, "use_threads", setting)
@@ -358,6 +304,52 @@ def learning(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     set_nthreads(2)
     yield
     set_nthreads(previous)
+
+
+@pytest.fixture
+def split_pool(learning: None, monkeypatch: pytest.MonkeyPatch) -> numcodecs_bytes._threads._Pool:
+    """`learning`'s fresh pool of two threads, splitting work from MIN_SPLIT_BYTES on (as if found to pay)."""
+    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, False))
+    return numcodecs_bytes._threads._get_pool()
+
+
+@pytest.mark.parametrize("failing", ["the caller's part", "the helper's part"])
+def test_an_error_in_a_part_is_raised_once_every_part_is_done_and_the_helper_is_free_again(
+    split_pool: numcodecs_bytes._threads._Pool, failing: str
+) -> None:
+    finished: list[int] = []
+
+    def part(start: int, stop: int) -> int:
+        if (start == 0) == (failing == "the caller's part"):
+            raise ZeroDivisionError(f"{failing} failed")
+        threading.Event().wait(0.05)  # the other part outlasts the failure
+        finished.append(start)
+        return stop - start
+
+    with pytest.raises(ZeroDivisionError, match=failing):
+        numcodecs_bytes._threads.in_parts("check", LARGE, LARGE, part)
+    assert len(finished) == 1  # the part that did not fail was done before the error came out
+    assert split_pool.free == split_pool.helpers == 1
+    assert sum(numcodecs_bytes._threads.in_parts("check", LARGE, LARGE, lambda start, stop: stop - start)) == LARGE
+
+
+def test_a_helper_keeps_no_array_alive_after_its_part(split_pool: numcodecs_bytes._threads._Pool) -> None:
+    codec = BytesCodec(endian="big", dtype="<i4")
+    data = np.arange(LARGE // 4, dtype="<i4")
+    assert len(_parts_used(codec, data)) == 2
+    encoded = codec.encode(data)
+    freed = weakref.ref(data), weakref.ref(encoded)
+    del data, encoded
+    gc.collect()
+    assert [ref() for ref in freed] == [None, None]
+
+
+def test_set_nthreads_stops_the_helpers_of_the_pool_it_replaces(split_pool: numcodecs_bytes._threads._Pool) -> None:
+    assert len(split_pool.threads) == 1 and split_pool.threads[0].is_alive()
+    set_nthreads(3)
+    for thread in split_pool.threads:
+        thread.join(timeout=10)
+        assert not thread.is_alive()
 
 
 @pytest.mark.parametrize(("alone", "split", "kept"), [(2.0, 1.0, True), (1.0, 2.0, False)])
