@@ -37,7 +37,7 @@ from machine import describe
 
 import numcodecs_bytes
 from numcodecs_bytes import BytesCodec
-from numcodecs_bytes._threads import split_choice
+from numcodecs_bytes._threads import SAMPLES, split_choice
 
 MiB = 1 << 20
 SIZES = [16, 32, 64, 256]
@@ -99,7 +99,7 @@ def lines(sizes: list[int]) -> dict[str, float]:
             target[...] = 2
             way()
             assert np.array_equal(target, source), name
-        for _ in range(7):  # warm-up: pages, threads, and ours learns whether to split (three calls each way)
+        for _ in range(2 * SAMPLES + 1):  # warm-up: pages, threads, and ours learning (SAMPLES calls each way)
             for way in ways.values():
                 way()
         medians = median_times(ways, max(15, 960 // mib))  # medians of a few rounds swing by 0.1 below 64 MiB

@@ -41,7 +41,7 @@ from machine import describe
 
 import numcodecs_bytes
 from numcodecs_bytes import BytesCodec
-from numcodecs_bytes._threads import Kind, split_choice
+from numcodecs_bytes._threads import SAMPLES, Kind, split_choice
 
 MiB = 1 << 20
 SIZES = [1, 4, 16, 64, 256]
@@ -107,7 +107,7 @@ def copy_lines() -> dict[str, float]:
     for mib in SIZES:
         rounds = max(7, 240 // mib)
         for operation, ways in _cases(mib, codec).items():
-            for _ in range(6):  # warm-up: pages, the pool's threads
+            for _ in range(2 * SAMPLES):  # warm-up: pages, the pool's threads, ours learning (SAMPLES each way)
                 for way in ways.values():
                     way()
             medians = median_times(ways, rounds)
