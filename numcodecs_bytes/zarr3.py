@@ -83,6 +83,7 @@ from . import swap
 from .data_types import any_byte_order, needs_endian
 from .names import CODEC_ID, CODEC_IDS, LEGACY_CODEC_ID, parse_v3_entry, v3_entry
 from .swap import ENDIANS, Endian
+from .zarr_versions import REFUSES_MISSING_ENDIAN, STRUCT_FIELDS_BY_ENDIAN, release, zarr_has
 
 if TYPE_CHECKING:
     from zarr.abc.store import ByteGetter
@@ -183,7 +184,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
                     UserWarning,
                     stacklevel=2,
                 )
-            elif _ZARR_VERSION < (3, 3):
+            elif not zarr_has(REFUSES_MISSING_ENDIAN):
                 endian, guessed = sys.byteorder, True  # the warning comes with the first chunk read or written
         resolved = swap.layout(dtype, endian)  # the spec's rule, for arrays created and opened
         if self.name == CODEC_ID and not multi_byte:
@@ -217,8 +218,8 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
             warnings.warn(
                 f"the bytes codec of this {chunk_spec.dtype.to_native_dtype()} array has no endian, which the "
                 f"spec requires for multi-byte types: reading and writing it as {self.endian} endian, this "
-                f"machine's byte order, as zarr-python {zarr.__version__}'s own codec does (zarr-python 3.3+ "
-                "refuses such metadata)",
+                f"machine's byte order, as zarr-python {zarr.__version__}'s own codec does (zarr-python "
+                f"{release(REFUSES_MISSING_ENDIAN)}+ refuses such metadata)",
                 UserWarning,
                 stacklevel=3,
             )
@@ -425,21 +426,17 @@ def _host(array: Any) -> np.ndarray[Any, Any]:
 
 
 def _warn_if_zarr_reads_big_endian_structs_wrong(dtype: np.dtype[Any]) -> None:
-    if _ZARR_VERSION < (3, 3):
+    if not zarr_has(STRUCT_FIELDS_BY_ENDIAN):
         warnings.warn(
-            f"struct data type {dtype} with endian='big': zarr-python before 3.3 (installed: {zarr.__version__}) "
-            "reads the fields of such arrays with its own bytes codec as little endian, wrong values without "
-            "an error; readers on zarr < 3.3 need numcodecs_bytes.zarr3.enable() (or write endian='little')",
+            f"struct data type {dtype} with endian='big': zarr-python before {release(STRUCT_FIELDS_BY_ENDIAN)} "
+            f"(installed: {zarr.__version__}) reads the fields of such arrays with its own bytes codec as little "
+            f"endian, wrong values without an error; readers on zarr < {release(STRUCT_FIELDS_BY_ENDIAN)} need "
+            "numcodecs_bytes.zarr3.enable() (or write endian='little')",
             UserWarning,
             stacklevel=3,
         )
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(".")[:2] if part.isdigit())
-
-
-_ZARR_VERSION = _version(zarr.__version__)
 _THIS_CLASS = f"{BytesCodec.__module__}.{BytesCodec.__qualname__}"
 
 

@@ -7,7 +7,6 @@ upstream change, and the tests state each version's behaviour.
 from __future__ import annotations
 
 import importlib.util
-import re
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -15,33 +14,25 @@ from types import ModuleType
 
 import pytest
 
+from numcodecs_bytes import zarr_versions
+from numcodecs_bytes.zarr_versions import version_numbers
+
 
 def version_of(distribution: str) -> tuple[int, ...] | None:
     """The installed version of ``distribution`` as numbers, or None if it is not installed."""
     try:
-        text = version(distribution)
+        return version_numbers(version(distribution))
     except PackageNotFoundError:
         return None
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
-ZARR = version_of("zarr")
+ZARR = zarr_versions.installed_zarr()
 NUMPY = version_of("numpy") or (0,)
 
-ZARR_REFUSES_MISSING_ENDIAN = ZARR is not None and ZARR >= (3, 3)
-"""zarr-python 3.3: a multi-byte type whose bytes codec has no ``endian`` is refused when read.
-
-Before 3.3, zarr-python's ``BytesCodec.from_dict`` filled a missing ``endian``
-with ``sys.byteorder``: such metadata (which the spec does not allow) opened
-as the machine's byte order, without a warning.
-"""
-
-ZARR_SWAPS_STRUCT_FIELDS = ZARR is not None and ZARR >= (3, 3)
-"""zarr-python PR #4142 (released in 3.3): struct fields are written in the configured byte order.
-
-Before 3.3, zarr-python dropped ``endian`` for structured data: it wrote
-``{"name": "bytes"}`` and the fields in native (little endian) order.
-"""
+# The package's own facts about zarr releases (numcodecs_bytes.zarr_versions), as the tests ask them.
+ZARR_REFUSES_MISSING_ENDIAN = zarr_versions.zarr_has(zarr_versions.REFUSES_MISSING_ENDIAN)
+ZARR_SWAPS_STRUCT_FIELDS = zarr_versions.zarr_has(zarr_versions.STRUCT_FIELDS_BY_ENDIAN)
+ZARR_HANDS_FILTERS_NATIVE_ARRAYS = zarr_versions.zarr_has(zarr_versions.FILTERS_GET_NATIVE_ARRAYS)
 
 ZARR_DROPS_AXES_OF_PARTIAL_READS = ZARR is not None and ZARR >= (3, 1, 6)
 """zarr-python 3.1.6 squeezes the axes an integer index drops (orthogonal selections) on the
