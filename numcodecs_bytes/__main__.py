@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -10,7 +11,7 @@ import textwrap
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import numcodecs
 import numpy as np
@@ -18,9 +19,10 @@ import numpy as np
 from . import BytesCodec, __version__
 from .data_types import DATA_TYPES, ML_DTYPES_NAMES, example_dtype
 from .migrate import METADATA_FILES, RENAME, Change, migrate_store
-from .stores import JOBS, NotAStoreError, StoreBusyError
+from .stores import JOBS, REQUEST_TIMEOUT, NotAStoreError, RunTimeoutError, StoreBusyError
+from .zarr_versions import release
 
-__all__ = ["main"]
+__all__ = ["EXIT_CODES", "main"]
 
 _Report = TypeVar("_Report")
 
@@ -71,10 +73,10 @@ def _dtypes() -> int:
     return 0
 
 
-def _shown(text: str) -> str:
+def _printable(text: str) -> str:
     """Text as one line any terminal takes: bytes that are not UTF-8 (in names) and control characters escaped.
 
-    >>> _shown("a\nb\x1b[2Jc\u2028d")
+    >>> _printable("a\nb\x1b[2Jc\u2028d")
     'a\\nb\\x1b[2Jc\\u2028d'
     """
     text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
@@ -83,22 +85,34 @@ def _shown(text: str) -> str:
     return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
 
 
+EXIT_CODES = {
+    0: "done, or nothing to do",
+    1: "some paths could not be worked (each is named; the rest was done), or the run's time limit passed",
+    2: "a usage error: no such store, a URL that cannot be opened, the store busy with another run",
+    130: "interrupted (Ctrl-C): a rerun finishes the work",
+}
+"""The store tools' exit codes: every ``--help`` of theirs prints them."""
+
+_SHOWN_PER_NOTE = 3
+"""Paths named on a note's line before "and N more" (``--verbose`` names every one)."""
+
+
 class _Progress:
     """One live line on stderr while a store tool runs (folders walked of found, rate, time left), cleared at
     the end and before any other line; shown on a terminal, or when asked (``--progress``)."""
 
     def __init__(self, tool: str, enabled: bool) -> None:
         self.tool, self.enabled = tool, enabled
-        self.started = self.shown_at = time.monotonic()
+        self.started = self.drawn_at = time.monotonic()
         self.done = self.found = 0
         self.visible = False
 
     def update(self, done: int, found: int) -> None:
         self.done, self.found = done, found
         now = time.monotonic()
-        if not self.enabled or now - self.shown_at < 0.2:
+        if not self.enabled or now - self.drawn_at < 0.2:
             return
-        self.shown_at = now
+        self.drawn_at = now
         rate = done / (now - self.started)
         line = f"{self.tool}: {done:,} of {found:,} folders, {rate:,.0f}/s"
         if 0 < done < found:
@@ -113,11 +127,14 @@ class _Progress:
             sys.stderr.flush()
             self.visible = False
 
-    def interrupted(self) -> int:
-        """Ctrl-C: one line, exit code 130."""
+    def stopped(self, why: str, code: int) -> int:
+        """One line saying how far the run came, and its exit code."""
         self.clear()
-        print(f"interrupted: {self.done:,} of {self.found:,} folders done; run again to finish", file=sys.stderr)
-        return 130
+        print(f"{why}: {self.done:,} of {self.found:,} folders done; run again to finish", file=sys.stderr)
+        return code
+
+    def elapsed(self) -> str:
+        return f"{time.monotonic() - self.started:.1f} s"
 
 
 def _duration(seconds: float) -> str:
@@ -127,21 +144,40 @@ def _duration(seconds: float) -> str:
 def _say(progress: _Progress, line: str, error: bool = False) -> None:
     """A report line, never mixed into the progress line."""
     progress.clear()
-    print(line, file=sys.stderr if error else sys.stdout, flush=True)  # a closed pipe raises here
+    print(line, file=sys.stderr if error else sys.stdout, flush=True)
 
 
-def _run_tool(shown: _Progress, run: Callable[[], _Report], *usage_errors: type[Exception]) -> _Report | int:
-    """A store tool's report; or, after one line, the exit code of a usage error (2) or of Ctrl-C (130)."""
+def _run_tool(progress: _Progress, run: Callable[[], _Report], *usage_errors: type[Exception]) -> _Report | int:
+    """A store tool's report; or, after one line, the exit code of a usage error (2), of the run's time limit
+    (1), or of Ctrl-C (130)."""
     refused: tuple[type[Exception], ...] = (NotAStoreError, StoreBusyError, *usage_errors)
     try:
         report = run()
     except refused as exc:
-        _say(shown, f"numcodecs-bytes {shown.tool}: error: {_shown(str(exc))}", error=True)
+        _say(progress, f"numcodecs-bytes {progress.tool}: error: {_printable(str(exc))}", error=True)
         return 2
+    except RunTimeoutError:
+        return progress.stopped("stopped at the run's time limit (--run-timeout)", 1)
     except KeyboardInterrupt:
-        return shown.interrupted()
-    shown.clear()
+        return progress.stopped("interrupted", 130)
+    progress.clear()
     return report
+
+
+def _grouped(lines: list[tuple[str, str]], verbose: bool) -> list[str]:
+    """(path, text) pairs as report lines: one per text with its paths (a few, and how many more), or with
+    ``verbose`` one per path."""
+    if verbose:
+        return [f"{_printable(path)}: {_printable(text)}" for path, text in lines]
+    paths: dict[str, list[str]] = {}
+    for path, text in lines:
+        paths.setdefault(text, []).append(path)
+    grouped = []
+    for text, where in paths.items():
+        named = ", ".join(_printable(path) for path in where[:_SHOWN_PER_NOTE])
+        more = f" and {len(where) - _SHOWN_PER_NOTE:,} more" if len(where) > _SHOWN_PER_NOTE else ""
+        grouped.append(f"{named}{more}: {_printable(text)}")
+    return grouped
 
 
 def run_migrate(
@@ -150,53 +186,43 @@ def run_migrate(
     backup: bool,
     verbose: bool = False,
     progress: bool | None = None,
-    jobs: int = JOBS,
-    storage_options: dict[str, Any] | None = None,
+    **store_options: Any,
 ) -> int:
-    """``numcodecs-bytes migrate``: a summary (each change too, with ``verbose``); return the exit code.
-
-    Exit codes: 0 done or nothing to do; 1 some files could not be migrated or
-    some folders were not visited (each is named; the rest was migrated); 2 a
-    usage error (no such store, a URL that cannot be opened, a store busy with
-    another run); 130 interrupted (Ctrl-C). A closed output (``| head``) stops the
-    run between two batches.
-    """
+    """``numcodecs-bytes migrate``: a summary (each change too, with ``verbose``); return the exit code
+    (`EXIT_CODES`). ``store_options``: `migrate_store`'s ``jobs``, ``storage_options``, ``request_timeout``,
+    ``run_timeout``."""
     verb = "would change" if dry_run else "changed"
     shown = _Progress("migrate", sys.stderr.isatty() if progress is None else progress)
 
     def on_change(relative: str, changes: list[Change]) -> None:
         if verbose:
-            lines = [f"{verb} {_shown(relative)}:", *(f"  {change.location}: {RENAME}" for change in changes)]
+            lines = [f"{verb} {_printable(relative)}:", *(f"  {change.location}: {RENAME}" for change in changes)]
             _say(shown, "\n".join(lines))
 
-    report = _run_tool(
-        shown,
-        partial(
-            migrate_store,
-            location,
-            dry_run=dry_run,
-            backup=backup,
-            on_change=on_change,
-            on_progress=shown.update,
-            jobs=jobs,
-            storage_options=storage_options,
-        ),
-    )
+    run = partial(
+        migrate_store, location, dry_run=dry_run, backup=backup, on_change=on_change, on_progress=shown.update,
+        **store_options,
+    )  # fmt: skip
+    report = _run_tool(shown, run)
     if isinstance(report, int):
         return report
     for leftover in report.leftovers_removed:
         if verbose:
-            print(f"{'would remove' if dry_run else 'removed'} {_shown(leftover)} (left by an interrupted run)")
-    for relative, reason in report.failures:
-        print(f"failed {_shown(relative)}: {_shown(reason)}", file=sys.stderr)
+            print(f"{'would remove' if dry_run else 'removed'} {_printable(leftover)} (left by an interrupted run)")
+    for relative, why in report.failures:
+        print(f"failed {_printable(relative or '.')}: {_printable(why)}", file=sys.stderr)
+    prefix = "dry run: " if dry_run else ""
+    if not report.files_changed and not report.failures:
+        print(f"{prefix}nothing to do: no legacy codec in {_count(report.nodes, 'node')} ({shown.elapsed()})")
+        return 0
     summary = (
-        f"{'dry run: ' if dry_run else ''}{_count(len(report.files_changed), 'file')} {verb} "
+        f"{prefix}{_count(len(report.files_changed), 'file')} {verb} "
         f"({_count(len(report.changes), 'codec')}) in {_count(report.nodes, 'node')}"
     )
     if report.failures:
         files_only = all(relative.rsplit("/", 1)[-1] in METADATA_FILES for relative, _ in report.failures)
         summary += f"; {_count(len(report.failures), 'file' if files_only else 'path')} could not be migrated"
-    print(f"{summary} ({_elapsed(shown)})")
+    print(f"{summary} ({shown.elapsed()})")
     return 1 if report.failures else 0
 
 
@@ -207,75 +233,87 @@ def run_to_v3(
     verify: bool = True,
     verbose: bool = False,
     progress: bool | None = None,
-    jobs: int = JOBS,
-    storage_options: dict[str, Any] | None = None,
+    show_documents: bool = False,
+    oldest_zarr: str | None = None,
+    **store_options: Any,
 ) -> int:
-    """``numcodecs-bytes to-v3``: a summary (each node too, with ``verbose``); return the exit code (as migrate's)."""
+    """``numcodecs-bytes to-v3``: a summary (each node too, with ``verbose``); return the exit code
+    (`EXIT_CODES`). ``store_options``: `convert_store`'s ``jobs``, ``storage_options``, ``request_timeout``,
+    ``run_timeout``."""
     from .to_v3 import NodeResult, convert_store  # imports zarr when run: only this command needs it
 
-    verb = "would write" if dry_run else "wrote"
     shown = _Progress("to-v3", sys.stderr.isatty() if progress is None else progress)
+    verbs = {"written": "would write" if dry_run else "wrote", "updated": "would update" if dry_run else "updated"}
 
     def on_node(node: NodeResult) -> None:
-        if not verbose:
+        if not (verbose or show_documents) or (node.action == "kept" and not verbose):
             return
         where = f"{node.path}/zarr.json".lstrip("/")
-        done = f"kept {where} (already converted)" if node.unchanged else f"{verb} {where}"
-        folded = f": {node.folded} folded into the bytes serializer" if node.folded else ""
         kind = "group, implicit in v2" if node.implicit else node.kind
-        line = f"{_shown(done)} ({kind}){folded}"
-        if dry_run and not node.unchanged and node.document is not None:
+        if node.action == "kept":
+            line = f"kept {_printable(where)} ({kind}, already converted)"
+        else:
+            folded = f"; {node.folded} folded" if node.folded else ""
+            consolidated = "; its consolidated metadata" if node.action == "updated" else ""
+            line = f"{verbs[node.action]} {_printable(where)} ({kind}{folded}{consolidated})"
+        if show_documents and node.action != "kept" and node.document is not None:
             line += "\n" + textwrap.indent(json.dumps(node.document, indent=2, allow_nan=True), "  ")
         _say(shown, line)
 
-    report = _run_tool(
-        shown,
-        partial(
-            convert_store,
-            location,
-            dry_run=dry_run,
-            remove_v2_metadata=remove_v2_metadata,
-            verify=verify,
-            on_node=on_node,
-            on_progress=shown.update,
-            jobs=jobs,
-            storage_options=storage_options,
-        ),
-        ImportError,  # zarr not installed
-    )
+    run = partial(
+        convert_store, location, dry_run=dry_run, remove_v2_metadata=remove_v2_metadata, verify=verify,
+        oldest_zarr=oldest_zarr, on_node=on_node, on_progress=shown.update, **store_options,
+    )  # fmt: skip
+    report = _run_tool(shown, run, ImportError)  # ImportError: zarr is not installed
     if isinstance(report, int):
         return report
     if verbose:
         for removed in report.removed:
-            print(f"{'would remove' if dry_run else 'removed'} {_shown(removed)}")
+            print(f"{'would remove' if dry_run else 'removed'} {_printable(removed)}")
         for leftover in report.leftovers_removed:
-            print(f"{'would remove' if dry_run else 'removed'} {_shown(leftover)} (left by an interrupted run)")
-    for node, note in report.notes:  # zarr-python's warnings (their first sentence) and what was assumed
-        print(f"note {_shown(node)}: {_shown(note.split('. ')[0])}", file=sys.stderr)
-    for node, reason in report.failures:
-        print(f"failed {_shown(node)}: {_shown(reason)}", file=sys.stderr)
-    folded = sum(node.folded is not None for node in report.converted)
-    summary = (
-        f"{'dry run: ' if dry_run else ''}{_count(len(report.converted), 'node')} "
-        f"{'would convert' if dry_run else 'converted'} ({_count(folded, 'bytes filter')} folded"
-    )
-    if report.removed:
-        summary += f", {_count(len(report.removed), 'v2 metadata file')} {'to remove' if dry_run else 'removed'}"
-    summary += ")"
-    if report.consolidated:
-        summary += ", consolidated"
-    if report.failures:
-        summary += f"; {_count(len(report.failures), 'path')} could not be converted"
-    print(f"{summary} ({_elapsed(shown)})")
+            print(f"{'would remove' if dry_run else 'removed'} {_printable(leftover)} (left by an interrupted run)")
+    # zarr-python's warnings (their first sentence), what was assumed, and what readers need
+    notes = [(node, note.split(". ")[0]) for node, note in report.notes]
+    notes += [
+        (node, f"readers need zarr-python {release(need.since)} or later: {need.why}") for node, need in report.readers
+    ]
+    for line in _grouped(notes, verbose):
+        print(f"note {line}", file=sys.stderr)
+    for node, why in report.failures:
+        print(f"failed {_printable(node)}: {_printable(why)}", file=sys.stderr)
+    print(f"{'dry run: ' if dry_run else ''}{_conversion_summary(report, dry_run)} ({shown.elapsed()})")
     return 1 if report.failures else 0
 
 
-def _elapsed(progress: _Progress) -> str:
-    return f"{time.monotonic() - progress.started:.1f} s"
+def _conversion_summary(report: Any, dry_run: bool) -> str:
+    """What a to-v3 run did, counted: zarr.json written, brought up to date, kept; files removed; failures."""
+    written = [node for node in report.converted if node.action == "written"]
+    updated = [node for node in report.converted if node.action == "updated"]
+    kept = len(report.converted) - len(written) - len(updated)
+    if not written and not updated and not report.removed and not report.failures:
+        return f"nothing to do: {_count(kept, 'node')} already converted"
+    parts = []
+    if written:
+        folded = sum(node.folded is not None for node in written)
+        filters = f" ({_count(folded, 'bytes filter')} folded)" if folded else ""
+        parts.append(f"{_count(len(written), 'zarr.json')} {'to write' if dry_run else 'written'}{filters}")
+    if updated:
+        parts.append(f"{_count(len(updated), 'consolidation')} {'to bring' if dry_run else 'brought'} up to date")
+    if kept:
+        parts.append(f"{_count(kept, 'node')} already converted")
+    if report.removed:
+        parts.append(f"{_count(len(report.removed), 'v2 metadata file')} {'to remove' if dry_run else 'removed'}")
+    if report.consolidated and any(node.path == "" for node in (*written, *updated)):
+        parts.append("consolidated")
+    summary = ", ".join(parts)
+    if report.failures:
+        summary += f"{'; ' if parts else ''}{_count(len(report.failures), 'path')} could not be converted"
+    return summary
 
 
 def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
+    plural = noun if noun.endswith(".json") else f"{noun}s"
+    return f"{number:,} {noun if number == 1 else plural}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -285,46 +323,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="show the codec on sample data", description=demo.__doc__)
     commands.add_parser("dtypes", help="print the data type table", description="Print the data type table.")
-    migrate = commands.add_parser(
+    migrate = _store_command(
+        commands,
         "migrate",
         help="upgrade a store written with the legacy endian codec",
         description=(
             "Rename every legacy 'endian' codec to 'bytes' in the metadata of a Zarr store (v2 .zarray, "
-            ".zmetadata; v3 zarr.json, sharding, consolidated metadata). Each file is replaced atomically; "
-            "chunks are never touched. Exit codes: 0 done or nothing to do, 1 some files could not be "
-            "migrated (the others were), 2 usage error."
+            ".zmetadata; v3 zarr.json, sharding, consolidated metadata). Each file is replaced atomically, only "
+            "if it still holds what was read; chunks are never touched."
         ),
     )
-    migrate.add_argument("path", help="a local Zarr store (group or array), or an fsspec URL")
     migrate.add_argument("--dry-run", action="store_true", help="say what would change; change nothing")
     migrate.add_argument("--backup", action="store_true", help="keep each original beside it as <name>.bak")
     _store_options(migrate, "each file changed")
-    to_v3 = commands.add_parser(
+    to_v3 = _store_command(
+        commands,
         "to-v3",
         help="convert a Zarr v2 store (with or without the bytes filter) to Zarr v3",
         description=(
             "Write a Zarr v3 zarr.json beside each node's v2 metadata; chunks are never written. An array "
             "whose last filter is the bytes codec (id 'bytes' or legacy 'endian') gets the standard v3 'bytes' "
-            "serializer with the filter's endian, everything else maps as zarr-python maps it. Needs zarr-python 3. "
-            "Each array is checked first: chunk 0 and the fill value read as v2 and as v3 must be the same (one "
-            "array whose chunk 0 shows the mapping right stands for those with the same .zarray). A group "
-            "is written only when every node below it converted. Exit codes: 0 every node converted, 1 some nodes "
-            "could not be converted (each is named; the rest was), 2 usage error, 130 interrupted."
+            "serializer with the filter's endian; arrays xarray wrote get its v3 dimension names and fill "
+            "attribute; everything else maps as zarr-python maps it. Needs zarr-python 3. Each array is checked "
+            "first: chunk 0 and the fill value read as v2 and as v3 must be the same (one array whose chunk 0 "
+            "shows the mapping right stands for those with the same .zarray). A group is written only when "
+            "every node below it converted."
         ),
     )
-    to_v3.add_argument("path", help="a local Zarr v2 store (group or array), or an fsspec URL")
     to_v3.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
     to_v3.add_argument(
         "--remove-v2-metadata",
         action="store_true",
-        help="once every node converted, remove the .zarray, .zgroup, .zattrs and .zmetadata files; never chunks",
+        help="once every node converted, remove the .zarray, .zgroup, .zattrs and .zmetadata files read (each "
+        "only if unchanged since); never chunks",
     )
     to_v3.add_argument(
         "--no-verify",
         action="store_true",
         help="skip reading chunk 0 and the fill value as v2 and as v3 before writing an array's zarr.json",
     )
-    _store_options(to_v3, "each node written (with --dry-run, the zarr.json it would write)")
+    to_v3.add_argument(
+        "--oldest-zarr",
+        metavar="VERSION",
+        help="the oldest zarr-python the store's readers use (e.g. 3.1): arrays it would read wrong stay v2 "
+        "(by default they convert, and a note names the release they need)",
+    )
+    to_v3.add_argument(
+        "--show-documents", action="store_true", help="print each zarr.json written (or, in a dry run, to write)"
+    )
+    _store_options(to_v3, "each node (kept ones too) and each file removed")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
@@ -335,6 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "progress": args.progress,
         "jobs": args.jobs,
         "storage_options": dict(args.storage_option) or None,
+        "request_timeout": args.request_timeout,
+        "run_timeout": args.run_timeout,
     }
     if args.command == "migrate":
         return run_migrate(args.path, dry_run=args.dry_run, backup=args.backup, **options)
@@ -343,8 +392,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         dry_run=args.dry_run,
         remove_v2_metadata=args.remove_v2_metadata,
         verify=not args.no_verify,
+        show_documents=args.show_documents,
+        oldest_zarr=args.oldest_zarr,
         **options,
     )
+
+
+def _store_command(commands: Any, name: str, **texts: str) -> argparse.ArgumentParser:
+    """A store tool's subcommand: its path argument, and the exit codes in its help."""
+    epilog = "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
+    command: argparse.ArgumentParser = commands.add_parser(
+        name, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter, **texts
+    )
+    command.add_argument("path", help="a local Zarr store (group or array), or an fsspec URL (s3://...)")
+    return command
 
 
 def _store_options(command: argparse.ArgumentParser, listed: str) -> None:
@@ -372,6 +433,31 @@ def _store_options(command: argparse.ArgumentParser, listed: str) -> None:
         help="passed to fsspec with a URL, e.g. endpoint_url=http://localhost:9000, profile=name, anon=true "
         "(a VALUE that is JSON is parsed: true, 3, {...}); repeat for more",
     )
+    command.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=REQUEST_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long one request to an object store may take, retries included (default {REQUEST_TIMEOUT:g}); "
+        "a file whose request takes longer is reported",
+    )
+    command.add_argument(
+        "--run-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="how long the whole run may take (default: no limit); it then stops between two batches, exit code 1",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return seconds
 
 
 def _positive(text: str) -> int:
@@ -395,26 +481,49 @@ def _storage_option(text: str) -> tuple[str, Any]:
         return key.strip(), value
 
 
-def _console() -> int:
-    """The console script: `main`, plus a quiet end when the reader of the output goes away.
+class _Output(io.TextIOBase):
+    """sys.stdout or sys.stderr as the console script writes them: once the reader goes away (a pipe into
+    ``head``), the rest is dropped without a word, and the run goes on to its end."""
 
-    With its output closed (``>&-``), the command works without output: the
-    store's result alone decides the exit code.
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def _reader_gone(self) -> None:
+        # Python must not complain again when it flushes the stream at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+        self.stream = open(os.devnull, "w")  # open for the rest of the process
+
+
+def _console() -> int:
+    """The console script: `main`, with outputs that may close under it.
+
+    With its output closed (``>&-``), or closed while it runs (``| head``),
+    the command works on without output: the store's result alone decides
+    the exit code.
     """
     for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:  # Python's stream for a closed descriptor
-            setattr(sys, name, open(os.devnull, "w"))
+        stream = getattr(sys, name)
+        setattr(sys, name, _Output(open(os.devnull, "w") if stream is None else stream))  # None: closed at start
     try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Output closed (a pipe into `head`): stop quietly. Files already replaced are
-        # whole; Python must not complain again when it flushes stdout on exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return main()
     except KeyboardInterrupt:
         return 130
-    return code
 
 
 if __name__ == "__main__":

@@ -88,14 +88,15 @@ from .names import CODEC_ID, LEGACY_CODEC_ID, named, v2_id, v3_name
 from .stores import (
     JOBS,
     NODE_FILES,
+    REQUEST_TIMEOUT,
     Files,
     Replacement,
-    Walked,
     open_store,
     prune_array_folder,
+    reason,
     relative_path,
-    remove_leftovers,
     store_lock,
+    walk_store,
 )
 
 __all__ = [
@@ -349,6 +350,8 @@ def migrate_store(
     on_progress: Callable[[int, int], None] | None = None,
     jobs: int = JOBS,
     storage_options: dict[str, Any] | None = None,
+    request_timeout: float = REQUEST_TIMEOUT,
+    run_timeout: float | None = None,
 ) -> MigrationReport:
     """Rename every legacy ``endian`` codec in a Zarr store's metadata to ``bytes``.
 
@@ -369,6 +372,12 @@ def migrate_store(
         Requests in flight at most on an object store.
     storage_options : dict, optional
         Passed to fsspec with a URL (``endpoint_url``, ``profile``, ``anon``, ...).
+    request_timeout : float
+        Seconds each request to an object store may take, retries included
+        (60 by default); a file whose request takes longer is reported.
+    run_timeout : float, optional
+        Seconds the whole run may take (no limit by default): it then stops
+        between two batches with `stores.RunTimeoutError`; a rerun finishes it.
 
     Returns
     -------
@@ -384,7 +393,9 @@ def migrate_store(
     StoreBusyError
         If another run is migrating the same local store.
     """
-    files, root = open_store(location, jobs=jobs, storage_options=storage_options)
+    files, root = open_store(
+        location, jobs=jobs, storage_options=storage_options, request_timeout=request_timeout, run_timeout=run_timeout
+    )
     with nullcontext() if dry_run else store_lock(files, root):
         return _migrate_files(files, root, dry_run, backup, on_change, on_progress)
 
@@ -398,14 +409,11 @@ def _migrate_files(
     on_progress: Callable[[int, int], None] | None,
 ) -> MigrationReport:
     report = MigrationReport()
-    skipped: list[tuple[str, str]] = []
-    walked = Walked()
-    for batch in files.walk(skipped):
-        leftovers, removal_failures = remove_leftovers(files, batch, dry_run)
-        report.leftovers_removed += [relative_path(path, root) for path in leftovers if path not in removal_failures]
-        report.failures += [(relative_path(path, root), _reason(exc)) for path, exc in removal_failures.items()]
-        report.nodes += sum(any(name in folder.files for name in NODE_FILES) for folder in batch)
-        metadata = {f"{f.path}/{name}": (f, name) for f in batch for name in f.files if name in METADATA_FILES}
+    for batch in walk_store(files, root, dry_run=dry_run, on_progress=on_progress):
+        report.leftovers_removed += batch.leftovers_removed
+        report.failures += batch.problems
+        report.nodes += sum(any(name in folder.files for name in NODE_FILES) for folder in batch.folders)
+        metadata = {f"{f.path}/{name}": (f, name) for f in batch.folders for name in f.files if name in METADATA_FILES}
         changed: dict[str, tuple[Replacement, list[Change]]] = {}
         for path, data in files.read(metadata).items():
             folder, name = metadata[path]
@@ -413,42 +421,25 @@ def _migrate_files(
             try:
                 document, found, replacement = _migrated_file(path, name, data, backup)
             except Exception as exc:
-                report.failures.append((relative, _reason(exc)))
+                report.failures.append((relative, reason(exc)))
                 continue
             if name == ".zarray":
-                prune_array_folder(folder.subfolders, 2)
+                prune_array_folder(folder, document)
             elif name == "zarr.json" and isinstance(document, dict) and document.get("node_type") == "array":
-                prune_array_folder(folder.subfolders, 3)
+                folder.subfolders[:] = []  # a Zarr v3 array holds chunks only
             if found:
                 changed[path] = (replacement, [Change(relative, location) for location, _ in found])
         write_failures = {} if dry_run else files.replace(replacement for replacement, _ in changed.values())
         for path, (_, changes) in changed.items():
             relative = relative_path(path, root)
             if path in write_failures:
-                report.failures.append((relative, _reason(write_failures[path])))
+                report.failures.append((relative, reason(write_failures[path])))
                 continue
             report.changes += changes
             report.files_changed.append(relative)
             if on_change is not None:
                 on_change(relative, changes)
-        walked.add(batch)
-        if on_progress is not None:
-            on_progress(walked.done, walked.found)
-    report.failures += [(relative_path(path, root) or ".", reason) for path, reason in skipped]
     return report
-
-
-def _reason(exc: Exception) -> str:
-    """One file's problem in words."""
-    if isinstance(exc, UnicodeDecodeError):
-        return "not UTF-8 text"
-    if isinstance(exc, RecursionError):
-        return "nested too deeply to parse"
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not valid JSON ({exc})"
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _migrated_file(

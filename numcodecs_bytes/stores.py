@@ -1,34 +1,55 @@
 """Store access for the store tools: local folders and fsspec URLs, batched, concurrent, atomic writes.
 
-The tools say which files to read and write, a batch at a time; this module does
-it. `open_store` checks a location and returns its `Files`: on an fsspec file
-system with async support (s3fs, gcsfs, adlfs, http) each batch runs with up to
+The tools say which files to read and write, a batch at a time; this module
+does it. `open_store` checks a location and returns its `Files`, and
+`walk_store` is the walk both tools make over it. On an fsspec file system
+with async support (s3fs, gcsfs, adlfs, http) each batch runs with up to
 ``jobs`` requests in flight, and the walk lists the folders of one level
-together. On S3 the walk first lists the whole store instead, a thousand keys a
-request, as long as that pays: each thousand keys name at least ``jobs`` nodes
-(else one folder at a time, ``jobs`` at once, is quicker: arrays of many
-chunks), and `LISTING_LIMIT` keys bound it. A local folder is worked one file
-after another (a disk answers in microseconds: threads would not pay).
-`store_lock` keeps a second run off a local store. Every write is whole or
-absent at every moment: a local file is written to a temporary file beside it,
-flushed, and renamed over the target; an object store replaces an object in one
-PUT. On S3 a new file is written only if none exists (``If-None-Match``) and a
-replaced one only if it is still the version that was listed (``If-Match``),
-where the server honours them (AWS S3, MinIO, moto); elsewhere the file is
-checked just before the write. A metadata file the listing shows to hold
-``{}`` (its ETag, the MD5 of those bytes) is not read again. Nothing here
-prints or knows about codecs.
+together; on S3 it first lists the whole store instead, a thousand keys a
+request, as long as that pays (each thousand keys name at least ``jobs``
+nodes; else one folder at a time, ``jobs`` at once, is quicker: arrays of
+many chunks), and `LISTING_LIMIT` keys bound it. A local folder is worked one
+file after another (a disk answers in microseconds: threads would not pay).
+
+What holds:
+
+- Every write is whole or absent at every moment. A local file is written to
+  a temporary file beside it and renamed (or linked, to create) into place;
+  a batch's temporary files reach the disk together before the renames, and
+  the renames together after (one ``syncfs`` each on Linux; one ``fsync`` per
+  file and per folder elsewhere). An object store replaces an object in one PUT.
+- Nothing is replaced or removed that changed since it was read. Locally a
+  file is compared with what was read just before its rename, and a file to
+  remove is first renamed aside, compared, and put back if it changed. On S3
+  a replace or removal holds only while the object is the version the walk
+  listed (``If-Match``), and a new file is written only where none exists
+  (``If-None-Match``), where the server honours these (AWS S3, MinIO, moto);
+  on other file systems the file is checked just before (a window of one
+  request to a second writer).
+- A write whose answer was lost (the server acted, then the retry was
+  refused) is read back before it is called a conflict: a file that holds
+  what was written was written.
+- No request waits for ever: each has ``request_timeout`` seconds (retries
+  included), and a run as a whole ``run_timeout`` if set. A metadata file that
+  is not a regular file (a FIFO, a device) is refused, never read.
+
+`store_lock` keeps a second run off a local store. Nothing here prints or
+knows about codecs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import inspect
+import json
 import os
 import re
 import stat
+import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
@@ -47,22 +68,33 @@ __all__ = [
     "JOBS",
     "LISTING_LIMIT",
     "NODE_FILES",
+    "REQUEST_TIMEOUT",
     "TEMP_SUFFIX",
     "Files",
     "Folder",
+    "Listed",
     "NotAStoreError",
+    "Problem",
+    "Removal",
     "Replacement",
+    "RunTimeoutError",
+    "StoreBatch",
     "StoreBusyError",
-    "Walked",
+    "chunk_folders",
+    "digest",
+    "nested_layout",
     "open_store",
     "prune_array_folder",
+    "reason",
     "relative_path",
-    "remove_leftovers",
     "store_lock",
+    "walk_store",
 ]
 
 NODE_FILES = ("zarr.json", ".zarray", ".zgroup", ".zmetadata")
 """Any of these makes a folder a Zarr node."""
+METADATA_NAMES = (*NODE_FILES, ".zattrs")
+"""The metadata files of a node: the files the tools read, replace or remove (never a chunk)."""
 TEMP_SUFFIX = ".numcodecs-bytes-tmp"
 """The suffix of temporary files: only a killed run leaves one behind."""
 JOBS = 64
@@ -71,22 +103,58 @@ BATCH = 1000
 """Folders listed, or files read or written, per batch: what bounds the memory a run needs."""
 LISTING_LIMIT = 100 * BATCH
 """Keys a listing of a whole object store holds at most: what bounds the memory of that listing."""
-_EMPTY_OBJECT = b"{}"
-_EMPTY_OBJECT_ETAG = f'"{hashlib.md5(_EMPTY_OBJECT, usedforsecurity=False).hexdigest()}"'
-"""S3's ETag of an object uploaded whole is the MD5 of its bytes: a listed ``{}`` (zarr's .zattrs without
-attributes) needs no read. Any other ETag (encrypted or multipart uploads) is read as usual."""
-_BACKUP_SUFFIX = ".bak"
-_CHUNK_FOLDER = re.compile(r"[0-9]+")
+REQUEST_TIMEOUT = 60.0
+"""Seconds a request to an object store may take, its retries included, by default."""
+BACKUP_SUFFIX = ".bak"
+_DIGITS = re.compile(r"[0-9]+")
+_DOTTED_DIGITS = re.compile(r"[0-9]+(\.[0-9]+)+")
 
 
-def prune_array_folder(subfolders: list[str], zarr_format: int) -> None:
-    """Keep in a walk only the subfolders of an array that may hold nodes: chunk folders never do.
+def digest(data: bytes) -> bytes:
+    """What a removal compares a file with: the SHA-256 of the bytes read."""
+    return hashlib.sha256(data).digest()
 
-    A Zarr v2 array's chunk folders are named by digits (``/``-separated chunk
-    keys); another folder may hold an array zarr 2 opens by its path. A Zarr v3
-    array holds chunks only (under ``c/`` by default).
+
+def chunk_folders(subfolders: list[str], files: list[str], rank: int, separator: str | None) -> list[str]:
+    """The subfolders of a Zarr v2 array folder that hold its chunks: the walk never enters them.
+
+    Chunks lie in folders only with two axes or more and the separator ``/``
+    (chunk keys ``0/0``), named by digits. ``separator`` is the
+    ``dimension_separator`` of the ``.zarray``, None where it says none: then
+    the layout is the one the store shows (zarr before 2.8 wrote ``0/0``
+    under such metadata, with NestedDirectoryStore). Any other folder may hold
+    a node zarr 2 opens by its path: the walk enters it.
     """
-    subfolders[:] = [name for name in subfolders if zarr_format == 2 and not _CHUNK_FOLDER.fullmatch(name)]
+    if rank < 2 or separator == "." or (separator is None and nested_layout(subfolders, files, rank) is False):
+        return []
+    return [name for name in subfolders if _DIGITS.fullmatch(name)]
+
+
+def prune_array_folder(folder: Folder, zarray: Any) -> None:
+    """Keep in a walk only the subfolders of a Zarr v2 array (``zarray``: its parsed ``.zarray``) that may hold
+    nodes: its `chunk_folders` are left out (digit folders, where the metadata does not say)."""
+    shape = zarray.get("shape") if isinstance(zarray, dict) else None
+    rank = len(shape) if isinstance(shape, list) else 2
+    separator = zarray.get("dimension_separator") if isinstance(zarray, dict) else None
+    try:
+        chunks = set(chunk_folders(folder.subfolders, folder.files, rank, separator))
+    except ValueError:  # both layouts: the tool reports the array; no digit folder holds a node it reads
+        chunks = {name for name in folder.subfolders if _DIGITS.fullmatch(name)}
+    folder.subfolders[:] = [name for name in folder.subfolders if name not in chunks]
+
+
+def nested_layout(subfolders: list[str], files: list[str], rank: int) -> bool | None:
+    """Whether an array folder holds nested chunks (``0/0``): True, False, or None where it holds no chunks.
+
+    Raises ValueError where it holds both layouts (``0.0`` files and digit folders).
+    """
+    if rank < 2:
+        return False
+    nested = any(_DIGITS.fullmatch(name) for name in subfolders)
+    flat = any(_DOTTED_DIGITS.fullmatch(name) for name in files)
+    if nested and flat:
+        raise ValueError("its folder holds chunks in both layouts ('0.0' files and '0/0' folders)")
+    return True if nested else False if flat else None
 
 
 class NotAStoreError(ValueError):
@@ -95,6 +163,10 @@ class NotAStoreError(ValueError):
 
 class StoreBusyError(RuntimeError):
     """Another run of the store tools holds the store's lock."""
+
+
+class RunTimeoutError(TimeoutError):
+    """The run's time limit passed: it stopped between two batches (a rerun finishes it)."""
 
 
 @dataclass
@@ -106,17 +178,11 @@ class Folder:
     files: list[str]  # sorted names
 
 
-@dataclass
-class Walked:
-    """How far a walk has come, for progress: folders listed, and folders known (listed or still to list)."""
+class Listed(NamedTuple):
+    """One batch of a walk: the folders listed, and the paths that could not be visited, with the reason."""
 
-    done: int = 0
-    found: int = 1  # the root
-
-    def add(self, batch: list[Folder]) -> None:
-        """Count a batch whose subfolders are pruned to those the walk enters."""
-        self.done += len(batch)
-        self.found += sum(len(folder.subfolders) for folder in batch)
+    folders: list[Folder]
+    unvisited: list[tuple[str, str]]
 
 
 class Replacement(NamedTuple):
@@ -125,7 +191,14 @@ class Replacement(NamedTuple):
     path: str
     data: bytes
     expected: bytes
-    backup: bool = False  # keep ``expected`` beside it as ``<name>.bak`` (never over an existing one)
+    backup: bool = False  # keep ``expected`` beside it as ``<name>.bak`` (an existing one only if it holds that)
+
+
+class Removal(NamedTuple):
+    """A file to remove, only if it still holds what was read (its `digest`); None: whatever it holds."""
+
+    path: str
+    read: bytes | None
 
 
 class Files(Protocol):
@@ -136,17 +209,16 @@ class Files(Protocol):
     file's problem never stops the others.
     """
 
-    def walk(self, failures: list[tuple[str, str]]) -> Iterator[list[Folder]]:
-        """Breadth first, a batch of folders at a time; before taking the next batch, prune each folder's
-        ``subfolders`` to those the walk must enter.
+    deadline: float | None  # time.monotonic() at which the run stops; None: no limit
 
-        What cannot be visited (an unreadable folder, a link among the
-        subfolders left after pruning) is added to ``failures``.
-        """
+    def walk(self) -> Iterator[Listed]:
+        """Breadth first, a batch of folders at a time; before taking the next batch, prune each folder's
+        ``subfolders`` to those the walk must enter."""
         ...
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
-        """Metadata files (never through a symbolic link: it could not be replaced)."""
+        """Metadata files (never through a symbolic link: it could not be replaced); a missing one is a
+        FileNotFoundError. Replacements and removals are conditional on what these reads saw."""
         ...
 
     def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
@@ -158,11 +230,12 @@ class Files(Protocol):
         ...
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
-        """Write new files; the failures (an existing file is never overwritten)."""
+        """Write new files; the failures (an existing file is never overwritten: one that holds the same
+        bytes is no failure)."""
         ...
 
-    def remove(self, paths: Iterable[str]) -> dict[str, Exception]:
-        """Remove files (a missing one is no failure); the failures."""
+    def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
+        """Remove files that still hold what was read (a missing one is no failure); the failures."""
         ...
 
 
@@ -170,18 +243,28 @@ _T = TypeVar("_T")
 
 
 def _breadth_first(
-    root: str, listed: Callable[[list[str]], list[Folder]], entered: Callable[[Folder, str], str | None]
-) -> Iterator[list[Folder]]:
+    root: str,
+    listed: Callable[[list[str]], Listed],
+    entered: Callable[[Folder, str], str | tuple[str, str]],
+    unvisited: list[tuple[str, str]] | None = None,
+) -> Iterator[Listed]:
     """The walk of both file systems: the folders of one level ``listed`` a batch at a time; once the caller
-    has pruned a batch, the subfolders it kept are ``entered`` (a path, or None where not followed)."""
-    level = [root]
+    has pruned a batch, the subfolders it kept are ``entered``: a path, or (path, reason) where not followed
+    (reported with the next batch). ``unvisited``: paths known before the walk not to be reachable."""
+    level, refused = [root], list(unvisited or ())
     while level:
         below: list[str] = []
         for start in range(0, len(level), BATCH):
-            folders = listed(level[start : start + BATCH])
-            yield folders
-            below += [path for folder in folders for name in folder.subfolders if (path := entered(folder, name))]
+            batch = listed(level[start : start + BATCH])
+            yield Listed(batch.folders, refused + batch.unvisited)
+            refused = []
+            for folder in batch.folders:
+                for name in folder.subfolders:
+                    path = entered(folder, name)
+                    (below if isinstance(path, str) else refused).append(path)  # type: ignore[arg-type]
         level = below
+    if refused:
+        yield Listed([], refused)
 
 
 def _joined(folder: Folder, name: str) -> str:
@@ -204,49 +287,55 @@ def _failures(results: Mapping[str, object]) -> dict[str, Exception]:
     return {path: result for path, result in results.items() if isinstance(result, Exception)}
 
 
+def _changed(what: str = "") -> OSError:
+    return OSError(f"changed by someone else since it was read{what}: left as it is")
+
+
 class _LocalFiles:
     """A local folder. Files are replaced atomically (rename), keeping mode, owner and group."""
+
+    deadline: float | None = None
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def walk(self, failures: list[tuple[str, str]]) -> Iterator[list[Folder]]:
-        def listed(paths: list[str]) -> list[Folder]:
-            return [folder for path in paths if (folder := _listed(path, failures))]
+    def walk(self) -> Iterator[Listed]:
+        def listed(paths: list[str]) -> Listed:
+            unvisited: list[tuple[str, str]] = []
+            folders = [folder for path in paths if (folder := _listed(path, unvisited))]
+            return Listed(folders, unvisited)
 
-        def entered(folder: Folder, name: str) -> str | None:
+        def entered(folder: Folder, name: str) -> str | tuple[str, str]:
             path = os.path.join(folder.path, name)
             if os.path.islink(path):  # never followed: it may lead out of the store, or in a loop
-                failures.append((path, "symbolic link to a folder: not followed"))
-                return None
+                return path, "symbolic link to a folder: not followed"
             return path
 
         return _breadth_first(str(self.root), listed, entered)
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
-        return _each({path: partial(self._read, path) for path in paths})
-
-    def _read(self, path: str) -> bytes:
-        info = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode):
-            raise OSError(f"symbolic link (to {os.readlink(path)}): not replaced by a file; use its target")
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError("not a regular file")  # a FIFO or a device would block or never end
-        return Path(path).read_bytes()
+        return _each({path: partial(_read_regular_file, path) for path in paths})
 
     def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
         def read(path: str) -> bytes | None:
             try:
-                return Path(path).read_bytes()
+                info = os.stat(path)  # links followed: chunk folders may be deduplicated by links
             except FileNotFoundError:
                 return None
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError("not a regular file: not read")  # a FIFO or a device would block or never end
+            return Path(path).read_bytes()
 
         return _each({path: partial(read, path) for path in paths})
 
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
-        return _failures(_each({r.path: partial(self._replace, *r) for r in replacements}))
+        replacements = list(replacements)
+        staged = self._staged({r.path: r.data for r in replacements}, {r.path + BACKUP_SUFFIX: r for r in replacements})
+        return self._placed(staged, {r.path: partial(self._replace, r, staged[r.path]) for r in replacements})
 
-    def _replace(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
+    def _replace(self, replacement: Replacement, temporaries: Any) -> None:
+        path, _, expected, backup = replacement
+        temporary, backup_temporary = temporaries
         folder, name = os.path.split(path)
         info = os.stat(path)
         if info.st_nlink > 1:
@@ -257,26 +346,94 @@ class _LocalFiles:
             )
         if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK):
             raise OSError(f"not writable: {path}")
+        for staged_file in (temporary, backup_temporary):
+            if staged_file is not None:
+                os.chmod(staged_file, stat.S_IMODE(info.st_mode))
+                _keep_owner(staged_file, info)
         if backup:
-            if os.path.lexists(path + _BACKUP_SUFFIX):
-                raise OSError(f"{name}{_BACKUP_SUFFIX} exists already: not overwritten")
-            _write_then_rename(path + _BACKUP_SUFFIX, expected, info)
-        _write_then_rename(path, data, info, expected)
+            _link_or_same(backup_temporary, path + BACKUP_SUFFIX, expected, f"{name}{BACKUP_SUFFIX} exists already")
+        if Path(path).read_bytes() != expected:
+            raise _changed()
+        os.replace(temporary, path)
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
-        return _failures(_each({path: partial(self._create, path, data) for path, data in files.items()}))
+        staged = self._staged(dict(files), {})
+        create = {path: partial(self._create, path, staged[path], data) for path, data in files.items()}
+        return self._placed(staged, create)
 
-    def _create(self, path: str, data: bytes) -> None:
-        _write_then_rename(path, data, None)
+    def _create(self, path: str, temporaries: Any, data: bytes) -> None:
+        temporary, _ = temporaries
+        os.chmod(temporary, 0o666 & ~_umask())
+        _link_or_same(temporary, path, data, f"{os.path.basename(path)} exists already")
 
-    def remove(self, paths: Iterable[str]) -> dict[str, Exception]:
-        return _failures(_each({path: partial(self._remove, path) for path in paths}))
+    def _staged(self, files: dict[str, bytes], backups: dict[str, Replacement]) -> dict[str, Any]:
+        """Each file's data (and its backup's, for a replacement that keeps one) in a temporary file beside it,
+        written but not yet in place; per path (temporary, backup's temporary) or the OSError met."""
 
-    def _remove(self, path: str) -> None:
-        Path(path).unlink(missing_ok=True)
+        def stage(path: str, data: bytes) -> tuple[str, str | None]:
+            backup = backups.get(path + BACKUP_SUFFIX)
+            temporary = _temporary(path, data)
+            try:
+                return temporary, _temporary(backup.path + BACKUP_SUFFIX, backup.expected) if backup else None
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
+
+        staged: dict[str, Any] = _each({path: partial(stage, path, data) for path, data in files.items()})
+        _durable([t for pair in staged.values() if isinstance(pair, tuple) for t in pair if t is not None], self.root)
+        return staged
+
+    def _placed(self, staged: dict[str, Any], place: Mapping[str, Callable[[], None]]) -> dict[str, Exception]:
+        """Each staged file put in place (``place``), its leftover temporary files removed, the renames made
+        durable; the failures."""
+        failures = _failures(staged)
+        try:
+            failures |= _failures(_each({path: job for path, job in place.items() if path not in failures}))
+        finally:
+            for pair in staged.values():
+                if isinstance(pair, tuple):
+                    for temporary in pair:
+                        if temporary is not None:
+                            Path(temporary).unlink(missing_ok=True)
+        placed = {os.path.dirname(path) for path in place if path not in failures}
+        _durable(sorted(placed), self.root)
+        return failures
+
+    def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
+        return _failures(_each({removal.path: partial(self._remove, removal) for removal in removals}))
+
+    def _remove(self, removal: Removal) -> None:
+        path, read = removal
+        if read is None:
+            Path(path).unlink(missing_ok=True)
+            return
+        folder, name = os.path.split(path)
+        aside = os.path.join(folder, f".{name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
+        try:
+            os.rename(path, aside)  # from here, a writer of ``path`` makes a new file, which stays
+        except FileNotFoundError:
+            return
+        if digest(_read_regular_file(aside)) == read:
+            os.unlink(aside)
+            return
+        try:
+            os.link(aside, path)  # back, unless a writer has made a new one meanwhile: theirs is newer
+        except FileExistsError:
+            pass
+        os.unlink(aside)
+        raise _changed(": not removed")
 
 
-def _listed(path: str, failures: list[tuple[str, str]]) -> Folder | None:
+def _read_regular_file(path: str) -> bytes:
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(f"symbolic link (to {os.readlink(path)}): not replaced by a file; use its target")
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError("not a regular file")  # a FIFO or a device would block or never end
+    return Path(path).read_bytes()
+
+
+def _listed(path: str, unvisited: list[tuple[str, str]]) -> Folder | None:
     """A local folder's subfolders (links to folders among them, as ``os.walk`` lists them) and files."""
     try:
         with os.scandir(path) as entries:
@@ -289,48 +446,71 @@ def _listed(path: str, failures: list[tuple[str, str]]) -> Folder | None:
                     is_folder = False
                 (subfolders if is_folder else files).append(entry.name)
     except OSError as error:
-        failures.append((path, f"folder not read: {error.strerror or error}"))
+        unvisited.append((path, f"folder not read: {error.strerror or error}"))
         return None
     return Folder(path, sorted(subfolders), sorted(files))
 
 
-def _write_then_rename(target: str, data: bytes, like: os.stat_result | None, expected: bytes | None = None) -> None:
-    """Write ``target`` whole or not at all: a temporary file beside it, flushed, then renamed into place.
-
-    ``like``: the file replaced, whose mode, owner and group the new one keeps;
-    None to create ``target``, which must not exist (a hard link, not a rename,
-    puts it in place: it fails rather than overwrite).
-    """
+def _temporary(target: str, data: bytes) -> str:
+    """A temporary file beside ``target`` holding ``data`` (not yet durable: see `_durable`)."""
     folder, name = os.path.split(target)
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
+    descriptor, temporary = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if like is None:
-            os.chmod(temporary, 0o666 & ~_umask())
-            os.link(temporary, target)  # FileExistsError if it exists
-            os.unlink(temporary)
-        else:
-            os.chmod(temporary, stat.S_IMODE(like.st_mode))
-            _keep_owner(temporary, like)
-            _check_unchanged(target, expected)
-            os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    directory = os.open(folder or ".", os.O_RDONLY)
+    return temporary
+
+
+def _link_or_same(temporary: str, target: str, data: bytes, exists: str) -> None:
+    """``temporary`` linked into place as ``target``, which must not exist: an existing one is no failure
+    where it holds ``data`` already (an earlier run's, or another writer's same bytes)."""
     try:
-        os.fsync(directory)  # the rename itself reaches the disk
-    finally:
-        os.close(directory)
+        os.link(temporary, target)
+    except FileExistsError:
+        try:
+            same = _read_regular_file(target) == data
+        except OSError:
+            same = False
+        if not same:
+            raise FileExistsError(f"{exists}: not overwritten") from None
 
 
-def _check_unchanged(path: str, expected: bytes | None) -> None:
-    """Just before a replace: the file still holds what was read (a concurrent writer's change is kept)."""
-    if expected is not None and Path(path).read_bytes() != expected:
-        raise OSError("changed by someone else meanwhile: left as it is")
+def _syncfs() -> Callable[[int], int] | None:
+    """Linux's ``syncfs``: every file of one file system on disk in one call; None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int]
+    return function
+
+
+_SYNCFS = _syncfs()
+
+
+def _durable(paths: list[str], root: Path) -> None:
+    """Files written, or folders whose names changed, on disk: one ``syncfs`` of the store's file system on
+    Linux (where a folder of many small files would take a ``fsync`` each), else a ``fsync`` per path."""
+    if not paths:
+        return
+    if _SYNCFS is not None:
+        descriptor = os.open(root, os.O_RDONLY)
+        try:
+            if _SYNCFS(descriptor) == 0:
+                return
+        finally:
+            os.close(descriptor)
+    for path in paths:
+        descriptor = os.open(path or ".", os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
 
 def _keep_owner(path: str, like: os.stat_result) -> None:
@@ -363,20 +543,23 @@ class _FsspecFiles:
     """Any fsspec file system; an async one (s3fs) with up to ``jobs`` requests in flight.
 
     An object store replaces an object in one PUT: readers see the old or the
-    new one. On S3, writes are conditional (``If-None-Match: *`` to create,
-    ``If-Match`` on the version listed to replace); on other file systems the
-    file is checked just before it is written.
+    new one. On S3, writes and removals are conditional (``If-None-Match: *``
+    to create, ``If-Match`` on the version read to replace or remove); on
+    other file systems the file is checked just before.
     """
 
-    def __init__(self, fs: Any, root: str, jobs: int) -> None:
+    def __init__(self, fs: Any, root: str, jobs: int, request_timeout: float, deadline: float | None) -> None:
         import fsspec.asyn
 
         self.fs, self.root, self.jobs = fs, root.rstrip("/"), jobs
+        self.request_timeout, self.deadline = request_timeout, deadline
         self._loop = fs.loop if fs.async_impl else fsspec.asyn.get_loop()
         self._sync = fsspec.asyn.sync
         protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-        self._conditional = "s3" in protocols  # s3fs passes If-None-Match and If-Match on to the PUT
-        self._listed: dict[str, str] = {}  # the ETags the walk listed in its last batch, by path
+        self._conditional = "s3" in protocols  # s3fs passes If-None-Match and If-Match on
+        # The version (ETag) of each metadata file as the walk listed it, or as read where not listed: what a
+        # replacement or removal holds on.
+        self._versions: dict[str, str] = {}
         # s3fs 2026.9 (not 2024.6) asks an object's size, one more request, before reading it whole (to read a
         # large one in parts) unless told to read it in one.
         reader = getattr(fs, "_cat_file" if fs.async_impl else "cat_file")
@@ -388,9 +571,24 @@ class _FsspecFiles:
             return await getattr(self.fs, f"_{method}")(*args, **kwargs)
         return getattr(self.fs, method)(*args, **kwargs)
 
+    def _timeout(self) -> float:
+        """The seconds the next request may take: its own limit, or what is left of the run's."""
+        if self.deadline is None:
+            return self.request_timeout
+        return max(0.0, min(self.request_timeout, self.deadline - time.monotonic()))
+
+    async def _in_time(self, job: Awaitable[_T]) -> _T:
+        timeout = self._timeout()
+        try:
+            return await asyncio.wait_for(job, timeout)
+        except TimeoutError:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise TimeoutError("no answer before the run's time limit (--run-timeout)") from None
+            raise TimeoutError(f"no answer within {timeout:g} s (--request-timeout)") from None
+
     def _run(self, work: Mapping[str, Awaitable[_T]]) -> dict[str, _T | Exception]:
-        """Each path's work (a coroutine not started yet), at most ``jobs`` at a time, on fsspec's event loop;
-        what each returned or raised."""
+        """Each path's work (a coroutine not started yet), at most ``jobs`` at a time, each in its time, on
+        fsspec's event loop; what each returned or raised."""
 
         async def run_all() -> dict[str, _T | Exception]:
             limit = asyncio.Semaphore(self.jobs)
@@ -398,7 +596,7 @@ class _FsspecFiles:
             async def one(path: str, job: Awaitable[_T]) -> tuple[str, _T | Exception]:
                 async with limit:
                     try:
-                        return path, await job
+                        return path, await self._in_time(job)
                     except Exception as exc:  # each file system fails in its own words: reported per path
                         return path, exc
 
@@ -407,54 +605,63 @@ class _FsspecFiles:
         result: dict[str, _T | Exception] = self._sync(self._loop, run_all)
         return result
 
-    def walk(self, failures: list[tuple[str, str]]) -> Iterator[list[Folder]]:
-        whole = self._whole_store(failures) if self._conditional else None
+    def walk(self) -> Iterator[Listed]:
+        whole, unreachable = self._whole_store() if self._conditional else (None, [])
         if whole is None:
-            return _breadth_first(self.root, lambda paths: self._listed_batch(paths, failures), _joined)
+            return _breadth_first(self.root, self._listed_batch, _joined)
 
-        return _breadth_first(self.root, lambda paths: self._batch({path: whole.pop(path) for path in paths}), _joined)
+        def listed(paths: list[str]) -> Listed:
+            return Listed(self._batch({path: whole.pop(path) for path in paths}), [])
+
+        return _breadth_first(self.root, listed, _joined, unreachable)
 
     def _batch(self, listings: dict[str, _Listing]) -> list[Folder]:
-        """The folders of one batch of the walk, by path; the ETags of their files kept for `replace`."""
-        self._listed = {
-            f"{path}/{name}": tag for path, listing in listings.items() for name, tag in listing.etags.items() if tag
-        }
+        """The folders of one batch of the walk, by path; the ETags of their metadata files kept."""
+        for path, listing in listings.items():
+            self._versions.update(
+                (f"{path}/{name}", tag) for name, tag in listing.etags.items() if tag and name in METADATA_NAMES
+            )
         return [listing.folder(path) for path, listing in listings.items()]
 
-    def _whole_store(self, failures: list[tuple[str, str]]) -> dict[str, _Listing] | None:
-        """Every folder of an S3 store from one listing of all its keys, a page after another. None where that
-        does not pay, and the walk lists folder by folder: a thousand keys (a page) that name fewer nodes than
-        ``jobs`` (one request each, at once), or more than `LISTING_LIMIT` keys."""
+    def _whole_store(self) -> tuple[dict[str, _Listing] | None, list[tuple[str, str]]]:
+        """Every folder of an S3 store from one listing of all its keys, a page after another, and the paths no
+        key reaches. None where that does not pay, and the walk lists folder by folder: a thousand keys (a page)
+        that name fewer nodes than ``jobs`` (one request each, at once), or more than `LISTING_LIMIT` keys."""
         bucket, _, key = self.root.partition("/")
         prefix = f"{key}/" if key else ""
+        problems: list[tuple[str, str]] = []
 
         async def listing() -> dict[str, _Listing] | None:
             folders = {self.root: _Listing()}
             keys = nodes = 0
             async with aclosing(self.fs._iterdir(bucket, delimiter="", prefix=prefix)) as entries:
-                async for entry in entries:
+                while True:
+                    try:
+                        entry = await self._in_time(anext(entries))
+                    except StopAsyncIteration:
+                        return folders
                     keys += 1
-                    nodes += _add_key(folders, self.root, entry, failures)
+                    nodes += _add_key(folders, self.root, entry, problems)
                     if keys % BATCH == 0:
                         if nodes < self.jobs or keys >= LISTING_LIMIT:
                             return None
                         nodes = 0
-            return folders
 
         try:
             result: dict[str, _Listing] | None = self._sync(self._loop, listing)
         except Exception:  # whatever stops the whole listing, listing folder by folder reports per folder
-            return None
-        return result
+            return None, []
+        return result, problems
 
-    def _listed_batch(self, paths: list[str], failures: list[tuple[str, str]]) -> list[Folder]:
+    def _listed_batch(self, paths: list[str]) -> Listed:
         """The folders at ``paths``, listed together (see `_batch`)."""
         listings = self._run({path: self._call("ls", path, detail=True) for path in paths})
         found: dict[str, _Listing] = {}
+        unvisited: list[tuple[str, str]] = []
         for path in paths:
             listing = listings[path]
             if isinstance(listing, Exception):
-                failures.append((path, f"folder not read: {listing}"))
+                unvisited.append((path, f"folder not read: {listing}"))
                 continue
             found[path] = folder = _Listing()
             for entry in listing:
@@ -465,12 +672,26 @@ class _FsspecFiles:
                     folder.subfolders.add(name)
                 else:
                     folder.etags[name] = entry.get("ETag") if self._conditional else None
-        return self._batch(found)
+        return Listed(self._batch(found), unvisited)
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
-        paths = list(paths)
-        empty = {path: _EMPTY_OBJECT for path in paths if self._listed.get(path) == _EMPTY_OBJECT_ETAG}
-        return {**self._run({path: self._bytes(path) for path in paths if path not in empty}), **empty}
+        return self._run({path: self._versioned_bytes(path) for path in paths})
+
+    async def _versioned_bytes(self, path: str) -> bytes:
+        """A metadata file's bytes; where the walk did not list its version, the version first (S3)."""
+        if self._conditional and path not in self._versions:
+            self._versions[path] = (await self._call("info", path))["ETag"]
+        return await self._bytes(path)
+
+    async def _version(self, path: str, expected: bytes | None) -> str:
+        """The version of ``path`` that was read; for a file not read through this object, its version now,
+        provided it holds ``expected`` (where given)."""
+        version = self._versions.get(path)
+        if version is None:
+            version = (await self._call("info", path))["ETag"]
+            if expected is not None and await self._bytes(path) != expected:
+                raise _changed()
+        return version
 
     async def _bytes(self, path: str) -> bytes:
         return bytes(await self._call("cat_file", path, **self._whole_read))
@@ -489,50 +710,76 @@ class _FsspecFiles:
 
     async def _replace(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
         condition: dict[str, str] = {}
-        listed = self._listed.get(path)
-        if listed is not None:
-            # The version listed before the caller read it: the PUT holds only if the object is that version
-            # still, so what was read is what is replaced (no second read needed).
-            condition = {"IfMatch": listed}
-        else:
-            if self._conditional:  # the version now, then its bytes: the PUT holds only if it is still there
-                condition = {"IfMatch": (await self._call("info", path))["ETag"]}
-            if await self._bytes(path) != expected:
-                raise OSError("changed by someone else meanwhile: left as it is")
+        if self._conditional:
+            # The version read: the PUT holds only if the object is that version still (no second read).
+            condition = {"IfMatch": await self._version(path, expected)}
+        elif await self._bytes(path) != expected:
+            raise _changed()
         if backup:
-            await self._create(path + _BACKUP_SUFFIX, expected)
+            await self._create(path + BACKUP_SUFFIX, expected)
         try:
             await self._call("pipe_file", path, data, **condition)
         except OSError as exc:
-            if condition and _refused_condition(exc):
-                raise OSError("changed by someone else meanwhile: left as it is") from None
-            raise
+            if not (condition and _refused_condition(exc)):
+                raise
+            if await self._bytes(path) != data:  # a retry refused after the server acted: ours is there
+                raise _changed() from None
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
         return _failures(self._run({path: self._create(path, data) for path, data in files.items()}))
 
     async def _create(self, path: str, data: bytes) -> None:
         exists = FileExistsError(f"{path.rsplit('/', 1)[-1]} exists already: not overwritten")
-        if not self._conditional:
-            if await self._call("exists", path):
-                raise exists
-            await self._call("pipe_file", path, data)
-            return
         try:
+            if not self._conditional:
+                if await self._call("exists", path):
+                    raise exists
+                await self._call("pipe_file", path, data)
+                return
             await self._call("pipe_file", path, data, IfNoneMatch="*")
         except OSError as exc:
-            if isinstance(exc, FileExistsError) or _refused_condition(exc):
-                raise exists from None
-            raise
-
-    def remove(self, paths: Iterable[str]) -> dict[str, Exception]:
-        async def remove(path: str) -> None:
+            refused = exc is exists or isinstance(exc, FileExistsError) or _refused_condition(exc)
+            if not refused:
+                raise
             try:
-                await self._call("rm_file", path)
-            except FileNotFoundError:
-                pass
+                same = await self._bytes(path) == data  # an earlier run's, or a retry after the server acted
+            except OSError:
+                same = False
+            if not same:
+                raise exists from None
 
-        return _failures(self._run({path: remove(path) for path in paths}))
+    def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
+        return _failures(self._run({removal.path: self._remove(*removal) for removal in removals}))
+
+    async def _remove(self, path: str, read: bytes | None) -> None:
+        if read is not None and self._conditional:
+            await self._delete_if_unchanged(path)
+            return
+        if read is not None:
+            try:
+                unchanged = digest(await self._bytes(path)) == read
+            except FileNotFoundError:
+                return
+            if not unchanged:
+                raise _changed(": not removed")
+        try:
+            await self._call("rm_file", path)
+        except FileNotFoundError:
+            pass
+
+    async def _delete_if_unchanged(self, path: str) -> None:
+        """One DELETE that holds only while the object is the version read (s3fs's rm_file passes no condition)."""
+        bucket, key, _ = self.fs.split_path(path)
+        self.fs.invalidate_cache(path)
+        try:
+            version = await self._version(path, None)
+            await self.fs._call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=version)
+        except FileNotFoundError:
+            pass  # gone already (or removed by a retry whose answer was lost)
+        except OSError as exc:
+            if _refused_condition(exc):
+                raise _changed(": not removed") from None
+            raise
 
 
 @dataclass
@@ -546,15 +793,15 @@ class _Listing:
         return Folder(path, sorted(self.subfolders), sorted(self.etags))
 
 
-def _add_key(folders: dict[str, _Listing], root: str, entry: Mapping[str, Any], failures: list[tuple[str, str]]) -> int:
+def _add_key(folders: dict[str, _Listing], root: str, entry: Mapping[str, Any], problems: list[tuple[str, str]]) -> int:
     """One key of a whole-store listing added to ``folders`` (by path), its folders with it; 1 if it names a
     node's metadata file."""
     relative = entry["name"][len(root) + 1 :]
     *names, file = relative.split("/")
     if "" in names:  # "a//b": no path reaches it (the keys below one such folder come together: one line)
         where = f"{root}/{'/'.join(names[: names.index('') + 1])}"
-        if not failures or failures[-1][0] != where:
-            failures.append((where, "a folder with an empty name: not visited"))
+        if not problems or problems[-1][0] != where:
+            problems.append((where, "a folder with an empty name: not visited"))
         return 0
     path = root
     for name in names:
@@ -567,16 +814,9 @@ def _add_key(folders: dict[str, _Listing], root: str, entry: Mapping[str, Any], 
 
 
 def _refused_condition(exc: OSError) -> bool:
-    """Whether S3 refused a conditional write (412 Precondition Failed), from the error s3fs raises."""
+    """Whether S3 refused a conditional write or removal (412 Precondition Failed), from the error s3fs raises."""
     response = getattr(exc.__cause__, "response", None)
     return isinstance(response, dict) and response.get("Error", {}).get("Code") == "PreconditionFailed"
-
-
-def remove_leftovers(files: Files, batch: list[Folder], dry_run: bool) -> tuple[list[str], dict[str, Exception]]:
-    """The temporary files killed runs left in ``batch``, removed (not in a dry run): those found and the
-    removals that failed. Only with the store's lock held: no live run is writing them."""
-    leftovers = [f"{folder.path}/{name}" for folder in batch for name in folder.files if name.endswith(TEMP_SUFFIX)]
-    return leftovers, {} if dry_run else files.remove(leftovers)
 
 
 def _local_path(text: str) -> str:
@@ -590,7 +830,12 @@ def _local_path(text: str) -> str:
 
 
 def open_store(
-    location: str | os.PathLike[str], *, jobs: int = JOBS, storage_options: Mapping[str, Any] | None = None
+    location: str | os.PathLike[str],
+    *,
+    jobs: int = JOBS,
+    storage_options: Mapping[str, Any] | None = None,
+    request_timeout: float = REQUEST_TIMEOUT,
+    run_timeout: float | None = None,
 ) -> tuple[Files, str]:
     """The files of the store at ``location`` and its root, after checking it is a Zarr store.
 
@@ -604,6 +849,11 @@ def open_store(
         sets ``config_kwargs``).
     storage_options : mapping, optional
         Passed to fsspec with the URL (``endpoint_url``, ``profile``, ``anon``, ...).
+    request_timeout : float
+        Seconds each request to an fsspec file system may take, retries included.
+    run_timeout : float, optional
+        Seconds the whole run may take: `walk_store` raises `RunTimeoutError`
+        between two batches once they have passed, and requests end by then.
 
     Raises
     ------
@@ -614,8 +864,12 @@ def open_store(
     text = os.fspath(location)
     if jobs < 1:
         raise ValueError(f"jobs must be 1 or more, got {jobs}")
+    for name, seconds in (("request_timeout", request_timeout), ("run_timeout", run_timeout)):
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"{name} must be more than 0 seconds, got {seconds}")
     if not text.strip():
         raise NotAStoreError("the store path is empty")
+    deadline = None if run_timeout is None else time.monotonic() + run_timeout
     if "://" in text and not text.startswith("file:"):
         options = dict(storage_options or {})
         if urlsplit(text).scheme in ("s3", "s3a") and "config_kwargs" not in options:
@@ -633,16 +887,38 @@ def open_store(
         # changed since (by another writer, or by the caller) must be seen as it is now. A path's
         # invalidation keeps the listings below it: all go.
         fs.invalidate_cache()
-        files: Files = _FsspecFiles(fs, root, jobs)
+        remote = _FsspecFiles(fs, root, jobs, request_timeout, deadline)
+        files: Files = remote
 
         def names_in(folder: str) -> set[str]:
-            return {entry.rstrip("/").rsplit("/", 1)[-1] for entry in fs.ls(folder, detail=False)}
+            listing = remote._run({folder: remote._call("ls", folder, detail=False)})[folder]
+            if isinstance(listing, Exception):
+                raise listing
+            return {entry.rstrip("/").rsplit("/", 1)[-1] for entry in listing}
 
-        is_dir, exists = fs.isdir, fs.exists
+        def is_dir(path: str) -> bool:
+            found = remote._run({path: remote._call("isdir", path)})[path]
+            if isinstance(found, Exception):
+                raise found
+            return bool(found)
+
+        def exists(path: str) -> bool:
+            found = remote._run({path: remote._call("exists", path)})[path]
+            if isinstance(found, Exception):
+                raise found
+            return bool(found)
+
     else:
         root = str(Path(_local_path(text)))
-        files = _LocalFiles(Path(root))
-        is_dir, exists = os.path.isdir, os.path.lexists
+        local = _LocalFiles(Path(root))
+        local.deadline = deadline
+        files = local
+
+        def is_dir(path: str) -> bool:
+            return os.path.isdir(path)
+
+        def exists(path: str) -> bool:
+            return os.path.lexists(path)
 
         def names_in(folder: str) -> set[str]:
             return {name for name in os.listdir(folder) if os.path.isfile(os.path.join(folder, name))}
@@ -691,3 +967,61 @@ def store_lock(files: Files, root: str) -> Iterator[None]:
 def relative_path(path: str, root: str) -> str:
     """``path`` relative to the store's root (walks yield paths below it)."""
     return path[len(root) :].lstrip("/\\").replace(os.sep, "/")
+
+
+# -- the walk both tools make ---------------------------------------------------------------------------------
+
+
+class StoreBatch(NamedTuple):
+    """One batch of `walk_store`: its folders (prune each one's ``subfolders`` before the next batch), the
+    paths it could not work (relative to the store, with the reason), and the temporary files of killed runs
+    it removed (relative)."""
+
+    folders: list[Folder]
+    problems: list[tuple[str, str]]
+    leftovers_removed: list[str]
+
+
+def walk_store(
+    files: Files, root: str, *, dry_run: bool, on_progress: Callable[[int, int], None] | None = None
+) -> Iterator[StoreBatch]:
+    """The walk over a store that both tools make, a batch at a time.
+
+    Removes the temporary files that killed runs left (only with the store's
+    lock held, or on an object store: no live run is writing them; not in a dry
+    run), reports progress after each batch as (folders walked, folders found so
+    far), and stops with `RunTimeoutError` between two batches once the run's
+    time limit has passed.
+    """
+    done, found = 0, 1  # the root
+    for listed in files.walk():
+        leftovers = [f"{f.path}/{name}" for f in listed.folders for name in f.files if name.endswith(TEMP_SUFFIX)]
+        failed = {} if dry_run else files.remove(Removal(path, None) for path in leftovers)
+        problems = [(relative_path(path, root) or ".", why) for path, why in listed.unvisited]
+        problems += [(relative_path(path, root), reason(exc)) for path, exc in failed.items()]
+        yield StoreBatch(listed.folders, problems, [relative_path(p, root) for p in leftovers if p not in failed])
+        done += len(listed.folders)
+        found += sum(len(folder.subfolders) for folder in listed.folders)
+        if on_progress is not None:
+            on_progress(done, found)
+        if files.deadline is not None and time.monotonic() >= files.deadline:
+            raise RunTimeoutError(f"the run's time limit passed: {done:,} of {found:,} folders done")
+
+
+class Problem(ValueError):
+    """An error whose message is the whole reason, as the tools report it (e.g. a node that cannot be converted)."""
+
+
+def reason(exc: BaseException) -> str:
+    """A file's or a node's problem in one line of words, whatever raised it: what both tools report."""
+    if isinstance(exc, Problem):
+        return str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to parse"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc})"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"{type(exc).__name__}: {exc}"

@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 # Doctests that need an extra, by node id: without it they skip, with the reason.
 DOCTESTS_NEED = {
     "README.md::README.md": ("zarr", "xarray"),
-    "numcodecs_bytes/to_v3.py::numcodecs_bytes.to_v3.v3_encoding": ("zarr",),
+    "numcodecs_bytes/v3_metadata.py::numcodecs_bytes.v3_metadata.v3_encoding": ("zarr",),
+    "numcodecs_bytes/v3_metadata.py::numcodecs_bytes.v3_metadata.array_document": ("zarr",),
 }
 
 

@@ -30,7 +30,8 @@ from stack import benchmark, has_module  # noqa: E402
 
 from numcodecs_bytes import BytesCodec  # noqa: E402
 from numcodecs_bytes.__main__ import main  # noqa: E402
-from numcodecs_bytes.to_v3 import convert_store, v3_document  # noqa: E402
+from numcodecs_bytes.to_v3 import convert_store  # noqa: E402
+from numcodecs_bytes.v3_metadata import array_document  # noqa: E402
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "zarr218"
 SHAPE, CHUNKS = (3, 5), (2, 3)  # edge chunks on both axes
@@ -152,7 +153,8 @@ def test_the_serializer_says_the_filters_endian_and_f_order_is_a_transpose(
     for name, endian, order in [("i4_big_F", "big", "F"), ("f8_little_C", "little", "C"), ("b1_big_C", None, "C")]:
         zarray = json.loads((source / name / ".zarray").read_text())
         assert zarray["order"] == order
-        document, folded = v3_document(zarray, {})
+        conversion = array_document(zarray, {})
+        document, folded = conversion.document, conversion.folded
         assert folded is not None and f"endian {endian or 'big'}" in folded
         codecs = document["codecs"]
         serializer = next(c for c in codecs if c["name"] == "bytes")
@@ -234,7 +236,7 @@ def test_an_existing_zarr_json_is_never_overwritten_and_a_rerun_is_quiet(
         group.create_array(name, shape=(2,), dtype="<i2", filters=[BytesCodec(endian="big", dtype="<i2")])
     assert main(["to-v3", str(root)]) == 0
     assert main(["to-v3", str(root), "--verbose"]) == 0  # the same documents: kept, nothing written
-    assert "kept a/zarr.json (already converted)" in capsys.readouterr().out
+    assert "kept a/zarr.json (array, already converted)" in capsys.readouterr().out
     (root / "b" / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group", "attributes": {"mine": 1}}')
     assert main(["to-v3", str(root)]) == 1
     err = capsys.readouterr().err
@@ -286,12 +288,13 @@ def test_zarr_pythons_private_converter_is_still_there() -> None:
     from zarr.metadata.migrate_v3 import _convert_array_metadata
 
     assert callable(_convert_array_metadata)
-    document, folded = v3_document(
+    conversion = array_document(
         {"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i4", "compressor": None, "fill_value": 0,
          "order": "C", "filters": [{"id": "bytes", "endian": "big", "dtype": "<i4"}]},
         {},
     )  # fmt: skip
-    assert folded == "filters[0] 'bytes' (endian big)"
+    document = conversion.document
+    assert conversion.folded == "filters[0] 'bytes' (endian big)"
     assert document["codecs"] == [{"name": "bytes", "configuration": {"endian": "big"}}]
     assert document["data_type"] == "int32"
 

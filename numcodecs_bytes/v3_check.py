@@ -1,0 +1,176 @@
+"""The check before a ``zarr.json`` is written: a sample of the array read as Zarr v2 and as Zarr v3.
+
+Both reads go through zarr-python, with its own codecs (whatever codec the
+process has configured), on the bytes given: chunk 0 where it is stored, and
+the fill value of a missing chunk. They must agree exactly: bytes of each
+element (NaNs and -0.0 too), or Python values for strings and objects.
+
+A sample read alike also vouches for the other arrays read by the same two
+pipelines (`pipelines_of`) where it `shows_the_mapping`: where a wrong
+mapping could not show in it (zeros, one value throughout, one element), it
+vouches for no other array.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._zarr_api import zarr_api
+from .codec import _same_type
+from .data_types import needs_endian
+from .names import CODEC_IDS, v2_id
+from .v3_metadata import UnconvertibleError
+
+__all__ = ["check_conversion", "first_chunk_key", "pipelines_of", "shows_the_mapping"]
+
+
+def first_chunk_key(zarray: dict[str, Any]) -> str | None:
+    """The key of an array's first chunk (``0.0``, ``0/0``, ``0`` for 0-d), None where the array has no element."""
+    shape = zarray["shape"]
+    if not all(shape):
+        return None
+    return (zarray.get("dimension_separator") or ".").join("0" for _ in shape) or "0"
+
+
+def pipelines_of(zarray: dict[str, Any]) -> str | None:
+    """What decides how an array is read, as v2 and as v3: its whole ``.zarray`` (arrays whose ``.zarray`` says
+    the same are read by the same two pipelines). None for data types holding objects, whose reads depend on
+    the data as well."""
+    return None if "|O" in json.dumps(zarray.get("dtype")) else json.dumps(zarray, sort_keys=True)
+
+
+def shows_the_mapping(sample: np.ndarray[Any, Any]) -> bool:
+    """Whether a sample read alike as v2 and as v3 shows the mapping between them right.
+
+    Only a sample in which a wrong mapping would show: two elements or more,
+    not all alike (equal elements read alike whatever the order of axes, the
+    filters' arithmetic or the chunk layout); and where byte order applies,
+    an element that changes when swapped (else a byte order mistake reads
+    alike).
+    """
+    if sample.size < 2:
+        return False
+    if needs_endian(sample.dtype) and sample.tobytes() == sample.byteswap().tobytes():
+        return False
+    elements = _element_bytes(sample)
+    return bool((elements != elements[:1]).any())
+
+
+def check_conversion(zarray: dict[str, Any], document: dict[str, Any], chunk: bytes | Exception | None) -> bool:
+    """Read chunk 0 (``chunk``: what reading it gave, None where not stored) and a missing chunk's fill value as
+    v2 and as v3; raise `UnconvertibleError` if they differ. Whether chunk 0 was read and shows the mapping.
+
+    ``zarray`` is the array's v2 metadata as v2 readers take it (a chunk layout found in the store included).
+    """
+    if isinstance(chunk, Exception):
+        raise chunk
+    zarr = zarr_api()
+    shape, chunks = zarray["shape"], zarray["chunks"]
+    region = tuple(slice(0, min(extent, size)) for extent, size in zip(shape, chunks, strict=True))
+    key = first_chunk_key(zarray)
+    samples: list[tuple[str, dict[str, bytes]]] = []
+    if chunk is not None and key is not None:
+        samples.append(("chunk 0", {key: chunk}))
+    chunk_read = bool(samples)
+    if _comparable_fill_value(zarray):
+        samples.append(("the fill value of a missing chunk", {}))
+    v2_files, v3_files = {".zarray": _json(_v2_readable(zarray))}, {"zarr.json": _json(document)}
+    reads: list[tuple[dict[str, bytes], int]] = []
+    for _, chunk_files in samples:
+        reads += [({**v2_files, **chunk_files}, 2), ({**v3_files, **chunk_files}, 3)]
+    results = _read_samples(reads, region)
+    for index, (what, _) in enumerate(samples):
+        expected, got = results[2 * index], results[2 * index + 1]
+        if isinstance(expected, Exception):
+            raise UnconvertibleError(
+                f"its conversion cannot be checked: reading {what} as Zarr v2 fails "
+                f"({type(expected).__name__}: {expected}); --no-verify converts without the check"
+            )
+        if isinstance(got, Exception):
+            raise UnconvertibleError(
+                f"zarr-python {zarr.version} cannot read {what} through the converted metadata "
+                f"({type(got).__name__}: {got})"
+            )
+        difference = _difference(expected, got)
+        if difference is not None:
+            raise UnconvertibleError(f"the converted metadata reads {what} otherwise than v2: {difference}")
+    return chunk_read and shows_the_mapping(results[0])
+
+
+def _comparable_fill_value(zarray: dict[str, Any]) -> bool:
+    """Whether v2 readers agree on what a missing chunk holds: not where the fill value is null (undefined),
+    nor a number for strings (zarr 2 reads the number, zarr 3 its text; v3 gets the empty string)."""
+    fill_value = zarray.get("fill_value")
+    return fill_value is not None and not (zarray.get("dtype") == "|O" and not isinstance(fill_value, str))
+
+
+def _json(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, allow_nan=True).encode("utf-8")
+
+
+async def _read_sample(files: dict[str, bytes], zarr_format: int, region: tuple[slice, ...]) -> np.ndarray[Any, Any]:
+    """``region`` of the array whose metadata and chunks are ``files``, read by zarr-python."""
+    zarr = zarr_api()
+    store = zarr.memory_store({key: zarr.prototype.buffer.from_bytes(data) for key, data in files.items()})
+    array = await zarr.open_array_async(store=store, mode="r", zarr_format=zarr_format)
+    return np.asarray(await array.getitem(region))
+
+
+def _read_samples(reads: list[tuple[dict[str, bytes], int]], region: tuple[slice, ...]) -> list[Any]:
+    """Each read of `_read_sample` (a value, or the exception it raised), in one trip to zarr's event loop."""
+    zarr = zarr_api()
+
+    async def all_reads() -> list[Any]:
+        results: list[Any] = []
+        for files, zarr_format in reads:  # in memory: nothing to wait for, so one after another
+            try:
+                results.append(await _read_sample(files, zarr_format, region))
+            except Exception as exc:
+                results.append(exc)
+        return results
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. zarr 3.4 on a struct without endian: what it assumes is compared
+        with zarr.config.set({"codecs.bytes": "zarr.codecs.bytes.BytesCodec"}):  # zarr's own codec, whatever is set
+            return list(zarr.sync(all_reads()))
+
+
+def _element_bytes(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Each element's bytes in native order, one row per element (no row for an empty array)."""
+    native = np.ascontiguousarray(array, array.dtype.newbyteorder("="))
+    return native.reshape(-1).view(np.uint8).reshape(array.size, array.dtype.itemsize)
+
+
+def _difference(v2: np.ndarray[Any, Any], v3: np.ndarray[Any, Any]) -> str | None:
+    """How two reads of one sample differ (None if they do not): compared by the bytes of each element."""
+    if v2.shape != v3.shape:
+        return f"shape {v2.shape} in v2, {v3.shape} in v3"
+    if v2.dtype.kind in "OT" or v3.dtype.kind in "OT":  # strings of any length: compared as Python values
+        left, right = v2.ravel().tolist(), v3.ravel().tolist()
+        differing = [i for i, (a, b) in enumerate(zip(left, right, strict=True)) if type(a) is not type(b) or a != b]
+    else:
+        if not _same_type(v2.dtype, v3.dtype):
+            return f"dtype {v2.dtype} in v2, {v3.dtype} in v3"
+        differing = np.flatnonzero((_element_bytes(v2) != _element_bytes(v3)).any(axis=1)).tolist()
+    if not differing:
+        return None
+    first = np.unravel_index(differing[0], v2.shape) if v2.ndim else ()
+    index = tuple(int(i) for i in first)
+    return f"{len(differing)} of {v2.size} elements differ, first at {index}: v2 reads {v2[index]!r}, v3 {v3[index]!r}"
+
+
+def _v2_readable(zarray: dict[str, Any]) -> dict[str, Any]:
+    """``zarray`` with the array's dtype given to a filter of ours without one, as the fold reads it.
+
+    Such a filter writes, but zarr cannot read through it (it passes no ``out``): v3 is
+    what makes the array readable, and it is checked against what the filter means.
+    """
+    filters = [
+        {**f, "dtype": zarray.get("dtype")} if v2_id(f) in CODEC_IDS and f.get("dtype") is None else f
+        for f in zarray.get("filters") or ()
+    ]
+    return {**zarray, "filters": filters or None}
