@@ -54,6 +54,9 @@ def shows_the_mapping(sample: np.ndarray[Any, Any]) -> bool:
     """
     if sample.size < 2:
         return False
+    if sample.dtype.kind in "OT":  # strings of any length: no byte order; Python values
+        values = sample.ravel().tolist()
+        return any(type(value) is not type(values[0]) or value != values[0] for value in values)
     if needs_endian(sample.dtype) and sample.tobytes() == sample.byteswap().tobytes():
         return False
     elements = _element_bytes(sample)

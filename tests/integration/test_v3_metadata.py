@@ -1,0 +1,259 @@
+"""The v2 -> v3 metadata rules (numcodecs_bytes.v3_metadata), metadata in, document out.
+
+Each rule against an oracle where one exists: xarray's own ``FillValueCoder``
+for the ``_FillValue`` it masks with in v3, zarr-python reading the v2 chunks
+through the document for strings; per zarr version where zarr's reading
+differs (the version named in numcodecs_bytes.zarr_versions).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import numcodecs
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+zarr = pytest.importorskip("zarr")
+if int(zarr.__version__.split(".")[0]) < 3:
+    pytest.skip("the rules need zarr 3", allow_module_level=True)
+
+from stack import ZARR_HANDS_FILTERS_NATIVE_ARRAYS, ZARR_SWAPS_STRUCT_FIELDS, has_module  # noqa: E402
+
+from numcodecs_bytes import BytesCodec  # noqa: E402
+from numcodecs_bytes.__main__ import main  # noqa: E402
+from numcodecs_bytes.to_v3 import convert_store  # noqa: E402
+from numcodecs_bytes.v3_metadata import UnconvertibleError, array_document, group_document, xarray_fill_value  # noqa: E402
+
+
+def zarray(dtype: Any = "<i2", fill_value: Any = 0, shape: list[int] | None = None, **more: Any) -> dict[str, Any]:
+    shape = [3] if shape is None else shape
+    return {"zarr_format": 2, "shape": shape, "chunks": [max(1, n) for n in shape], "dtype": dtype,
+            "fill_value": fill_value, "order": "C", "compressor": None, "filters": None, **more}  # fmt: skip
+
+
+# -- xarray's conventions -------------------------------------------------------------------------------------
+
+
+def test_an_xarray_array_gets_dimension_names_and_its_fill_value_as_xarray_writes_them() -> None:
+    conversion = array_document(zarray("<i2", -9999, [2, 3]), {"_ARRAY_DIMENSIONS": ["t", "x"], "units": "K"})
+    document = conversion.document
+    assert document["dimension_names"] == ["t", "x"]
+    assert document["attributes"] == {"units": "K", "_FillValue": -9999}  # _ARRAY_DIMENSIONS gone
+    assert document["fill_value"] == -9999 and conversion.notes == ()
+    assert list(document).index("dimension_names") == list(document).index("attributes") + 1  # where zarr puts it
+
+
+def test_arrays_no_xarray_wrote_keep_their_attributes_as_they_are() -> None:
+    attributes = {"units": "K", "_FillValue": 3}
+    assert array_document(zarray("<f8", "NaN"), attributes).document["attributes"] == attributes
+    assert "dimension_names" not in array_document(zarray("<f8", "NaN"), {}).document
+
+
+def test_an_existing_fill_value_attribute_and_a_null_fill_value_add_nothing() -> None:
+    dims = {"_ARRAY_DIMENSIONS": ["x"]}
+    assert array_document(zarray("<f8", 1.5), {**dims, "_FillValue": "mine"}).document["attributes"] == {
+        "_FillValue": "mine"
+    }
+    assert array_document(zarray("<i8", None), dims).document["attributes"] == {}  # xarray's ints and times
+
+
+@pytest.mark.parametrize(
+    ("names", "why"),
+    [(["t"], "not a list of 2 names"), ("t x", "not a list of 2 names"), (["t", 3], "not a list of 2 names")],
+)
+def test_dimension_names_that_do_not_fit_the_array_stay_an_attribute_with_a_note(names: Any, why: str) -> None:
+    conversion = array_document(zarray("<i2", 0, [2, 3]), {"_ARRAY_DIMENSIONS": names})
+    assert "dimension_names" not in conversion.document
+    assert conversion.document["attributes"] == {"_ARRAY_DIMENSIONS": names}
+    assert any(why in note and "kept as an attribute" in note for note in conversion.notes), conversion.notes
+
+
+def test_a_0_d_array_gets_no_dimension_names_as_zarr_writes_it() -> None:
+    document = array_document(zarray("<i4", 0, []), {"_ARRAY_DIMENSIONS": []}).document
+    assert "dimension_names" not in document and document["attributes"] == {"_FillValue": 0}
+
+
+def test_data_types_xarray_has_no_fill_value_for_get_a_note_and_no_attribute() -> None:
+    conversion = array_document(zarray("<M8[s]", 0), {"_ARRAY_DIMENSIONS": ["t"]})
+    assert "_FillValue" not in conversion.document["attributes"]
+    assert any("xarray writes no v3 _FillValue for data type '<M8[s]'" in note for note in conversion.notes)
+
+
+FLOAT_WIDTHS: dict[int, Literal[16, 32, 64]] = {2: 16, 4: 32, 8: 64}
+FILL_DTYPES = ["<f2", "<f4", ">f8", "<i2", ">i4", "<u8", "|i1", "|b1", "<c8", ">c16", "|S3", "<U2", ">U3"]
+
+
+@st.composite
+def fill_values(draw: st.DrawFn) -> tuple[str, Any]:
+    dtype = np.dtype(draw(st.sampled_from(FILL_DTYPES)))
+    if dtype.kind == "f":
+        value: Any = draw(st.floats(width=FLOAT_WIDTHS[dtype.itemsize], allow_nan=True, allow_infinity=True))
+    elif dtype.kind == "c":
+        part = st.floats(width=FLOAT_WIDTHS[dtype.itemsize // 2], allow_nan=True, allow_infinity=True)
+        value = complex(draw(part), draw(part))
+    elif dtype.kind in "iu":
+        info = np.iinfo(dtype.str)
+        value = draw(st.integers(int(info.min), int(info.max)))
+    elif dtype.kind == "b":
+        value = draw(st.booleans())
+    elif dtype.kind == "S":
+        value = draw(st.binary(max_size=dtype.itemsize)).rstrip(b"\0")
+    else:
+        value = draw(st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=dtype.itemsize // 4))
+    return dtype.str, value
+
+
+@pytest.mark.skipif(not has_module("xarray"), reason="xarray is the oracle (the test extra)")
+@given(fill_values())
+@settings(max_examples=300, deadline=None)
+def test_the_fill_value_attribute_is_what_xarrays_fill_value_coder_writes(case: tuple[str, Any]) -> None:
+    """The oracle: what xarray writes for v3 given the fill value as zarr reads the v2 metadata (what xarray masks
+    with on a v2 open)."""
+    from xarray.backends.zarr import FillValueCoder
+    from zarr.core.dtype import get_data_type_from_native_dtype
+
+    dtype_text, value = case
+    data_type = get_data_type_from_native_dtype(np.dtype(dtype_text))
+    v2_json = data_type.to_json_scalar(data_type.cast_scalar(value), zarr_format=2)
+    as_zarr_reads_it = data_type.from_json_scalar(v2_json, zarr_format=2)
+    expected = FillValueCoder.encode(cast(Any, as_zarr_reads_it), np.dtype(dtype_text))
+    assert xarray_fill_value(json.loads(json.dumps(v2_json)), dtype_text) == expected
+
+
+# -- strings of any length ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", ["vlen-utf8", "vlen-bytes"])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_object_arrays_of_strings_become_v3_string_arrays_with_the_codec_as_serializer(
+    tmp_path: Path, codec: str, order: str
+) -> None:
+    strings = ["x", "yy", "", "zzz"] if codec == "vlen-utf8" else [b"x", b"yy", b"", b"zzz"]
+    data = np.array(strings, dtype=object).reshape(2, 2)
+    root = tmp_path / "s.zarr"
+    from zarr.core.dtype import VariableLengthBytes
+
+    dtype = str if codec == "vlen-utf8" else VariableLengthBytes()
+    array = zarr.create_array(str(root), shape=(2, 2), chunks=(2, 2), dtype=dtype, zarr_format=2, order=order,
+                              compressors=numcodecs.Zstd(level=1))  # fmt: skip
+    array[...] = data
+    v2 = json.loads((root / ".zarray").read_text())
+    assert v2["filters"] == [{"id": codec}]
+    document = array_document(v2, {}).document
+    assert document["data_type"] == ("string" if codec == "vlen-utf8" else "variable_length_bytes")
+    names = [c["name"] for c in document["codecs"]]
+    assert names == ["transpose", codec, "zstd"] if order == "F" else names == [codec, "zstd"]
+    report = convert_store(root)  # checked: chunk 0 read as v2 and as v3, values compared
+    assert report.failures == []
+    assert zarr.open_array(str(root), zarr_format=3)[...].tolist() == data.tolist()
+
+
+def test_a_string_arrays_fill_value_of_zarr_2_is_made_a_string_with_a_note() -> None:
+    """zarr 2.18 gave object arrays of strings the fill value 0 (its default for every data type)."""
+    for fill, note in [(0, "is no string"), (None, "fill_value null")]:
+        conversion = array_document(zarray("|O", fill, filters=[{"id": "vlen-utf8"}]), {})
+        assert conversion.document["fill_value"] == ""
+        assert any(note in text for text in conversion.notes), conversion.notes
+
+
+def test_filters_after_the_object_codec_are_refused() -> None:
+    with pytest.raises(UnconvertibleError, match="filters after the object codec 'vlen-utf8'"):
+        array_document(zarray("|O", "", filters=[{"id": "vlen-utf8"}, {"id": "zlib", "level": 1}]), {})
+
+
+def test_other_object_codecs_are_refused_with_zarrs_reason() -> None:
+    with pytest.raises(UnconvertibleError, match="cannot convert it"):
+        array_document(zarray("|O", None, filters=[{"id": "json2", "encoding": "utf-8"}]), {})
+
+
+# -- what readers on older zarr need --------------------------------------------------------------------------
+
+
+def test_filters_before_a_swapped_serializer_need_zarr_3_4_to_read_right() -> None:
+    metadata = zarray("<i4", 0, filters=[{"id": "delta", "dtype": "<i4"}, {"id": "bytes", "endian": "big"}])
+    if not ZARR_HANDS_FILTERS_NATIVE_ARRAYS:
+        with pytest.raises(UnconvertibleError, match=r"zarr-python 3\.4 reads it right"):
+            array_document(metadata, {})
+        return
+    readers = array_document(metadata, {}).readers
+    assert readers is not None and readers.since == (3, 4) and "wrong values, no error" in readers.why
+
+
+def test_big_endian_struct_fields_need_zarr_3_3_to_read_right() -> None:
+    metadata = zarray([["a", ">i4"], ["b", ">f8"]], None)
+    if not ZARR_SWAPS_STRUCT_FIELDS:
+        with pytest.raises(UnconvertibleError, match="reads struct fields in native order"):
+            array_document(metadata, {})
+        return
+    conversion = array_document(metadata, {})
+    assert conversion.readers is not None and conversion.readers.since == (3, 3)
+    assert array_document(zarray([["a", "<i4"]], None), {}).readers is None
+
+
+@pytest.mark.skipif(not ZARR_HANDS_FILTERS_NATIVE_ARRAYS, reason="zarr < 3.4 refuses such arrays already")
+def test_the_report_names_what_older_readers_read_wrong_and_oldest_zarr_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "s.zarr"
+    zarr.open_group(str(root), mode="w", zarr_format=2)
+    filters = [numcodecs.Delta(dtype="<i4"), BytesCodec(endian="big", dtype="<i4")]
+    for name in ("a", "b"):
+        zarr.create_array(str(root / name), data=np.arange(4, dtype="<i4"), zarr_format=2, filters=filters)
+    zarr.create_array(str(root / "plain"), data=np.arange(4, dtype="<i4"), zarr_format=2)
+    refusing = tmp_path / "refusing.zarr"
+    shutil.copytree(root, refusing)
+    assert main(["to-v3", str(root)]) == 0
+    err = capsys.readouterr().err
+    assert "note a, b: readers need zarr-python 3.4 or later: zarr-python before 3.4 hands its filters" in err
+    assert main(["to-v3", str(refusing), "--oldest-zarr", "3.1"]) == 1
+    err = capsys.readouterr().err
+    assert "failed a: zarr-python 3.1 would read it wrong" in err and "failed b:" in err
+    assert (refusing / "plain" / "zarr.json").exists() and not (refusing / "a" / "zarr.json").exists()
+    assert main(["to-v3", str(refusing), "--oldest-zarr", "3.4"]) == 0
+
+
+def test_groups_keep_their_attributes() -> None:
+    assert group_document({"title": "t", "nested": {"a": [1, 2]}}).document == {
+        "attributes": {"title": "t", "nested": {"a": [1, 2]}}, "zarr_format": 3, "node_type": "group"
+    }  # fmt: skip
+
+
+# -- empty and one-element arrays, and the check's sampling ---------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (3, 0)])
+def test_zero_size_arrays_convert(tmp_path: Path, shape: tuple[int, ...]) -> None:
+    root = tmp_path / "s.zarr"
+    zarr.create_array(str(root), shape=shape, chunks=tuple(max(1, n) for n in shape), dtype="<f8", zarr_format=2,
+                      filters=[BytesCodec(endian="big", dtype="<f8")], fill_value=1.5)  # fmt: skip
+    report = convert_store(root)
+    assert report.failures == [] and zarr.open_array(str(root), zarr_format=3).shape == shape
+
+
+def test_one_element_arrays_vouch_for_no_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two arrays with one .zarray, one element each: a single element shows no mapping, so both are read."""
+    from numcodecs_bytes import stores
+
+    root = tmp_path / "s.zarr"
+    zarr.open_group(str(root), mode="w", zarr_format=2)
+    for name, value in (("a", 7), ("b", 1234)):
+        zarr.create_array(str(root / name), data=np.array([value], "<i4"), zarr_format=2,
+                          filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+    read: list[str] = []
+    original = stores._LocalFiles.read_data
+
+    def recorded(self: Any, paths: Any) -> Any:
+        paths = list(paths)
+        read.extend(paths)
+        return original(self, paths)
+
+    monkeypatch.setattr(stores._LocalFiles, "read_data", recorded)
+    report = convert_store(root)
+    assert report.failures == []
+    assert sorted(Path(path).parent.name for path in read) == ["a", "b"]
