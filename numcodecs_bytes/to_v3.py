@@ -728,7 +728,10 @@ def _update(node: _Node, target: str, document: dict[str, Any]) -> Replacement |
     if not (node.consolidates and isinstance(existing, dict) and _same_document(
         {**existing, "consolidated_metadata": None}, {**wanted, "consolidated_metadata": None}
     )):  # fmt: skip
-        raise UnconvertibleError("zarr.json exists already and says something else: not overwritten")
+        raise UnconvertibleError(
+            "zarr.json exists already and says something else than its v2 metadata (which changed since it was "
+            "converted, or another tool wrote it): not overwritten; remove zarr.json to convert the node again"
+        )
     return Replacement(target, _encoded(document), node.existing)
 
 
