@@ -240,7 +240,6 @@ class _Node(NamedTuple):
     folded: str | None = None
     consolidates: bool = False  # a group whose consolidated metadata lists the nodes below it
     readers: ReadersNeed | None = None  # where older zarr-python releases read it wrong
-    own: bytes | None = None  # a digest of its own .zarray and .zattrs as parsed, to compare with .zmetadata's
 
 
 class _Listed(NamedTuple):
@@ -349,12 +348,13 @@ class _Run:
         if ".zarray" not in read:
             if not isinstance(parsed(".zgroup"), dict):
                 raise UnconvertibleError(".zgroup is not Zarr v2 group metadata")
-            return self._converted(folder, path, None, zattrs, digests, existing)._replace(own=_own(None, zattrs))
+            self._compare_with_consolidation(path, None, zattrs)
+            return self._converted(folder, path, None, zattrs, digests, existing)
         self.arrays.add(path)
         zarray = parsed(".zarray")
+        self._compare_with_consolidation(path, zarray, zattrs)
         v2_array = self._as_stored(folder, path, zarray)
-        node = self._converted(folder, path, v2_array, zattrs, digests, existing)
-        return node._replace(own=_own(zarray, zattrs))
+        return self._converted(folder, path, v2_array, zattrs, digests, existing)
 
     def _as_stored(self, folder: Folder, path: str, zarray: Any) -> Any:
         """``zarray`` with the chunk layout the store shows where it says none; the walk pruned of its chunks."""
@@ -475,11 +475,9 @@ class _Run:
         ``.zmetadata`` alone) or left out of a v3 consolidation (their ``zarr.json`` is gone)."""
         missing: dict[str, tuple[str, _Listed]] = {}
         for group, listed in self.listed.items():
-            for below, entry in listed.entries.items():
+            for below in listed.entries:
                 path = posixpath.join(group, below).strip("/") if below else group
                 if path in self.nodes or self._unreachable(path):
-                    if listed.zarr_format == 2 and path in self.nodes:
-                        self._compare_with_own_files(path, entry)
                     continue
                 missing.setdefault(path, (group, listed))
         for start in range(0, len(missing), BATCH):
@@ -503,14 +501,19 @@ class _Run:
         """Whether ``path`` lies in an array, or below a path that failed (not visited, not converted)."""
         return any(parent in self.arrays or parent in self.failed for parent in _parents(path)) or path in self.failed
 
-    def _compare_with_own_files(self, path: str, entry: dict[str, Any]) -> None:
-        node = self.nodes[path]
-        if node.own is not None and node.own != _own(entry.get(".zarray"), entry.get(".zattrs", {})):
-            self.note(
-                path,
-                "its entry in .zmetadata differs from its own files (a consolidation older than a change): "
-                "converted from its own files, as zarr opens it without the consolidation",
-            )
+    def _compare_with_consolidation(self, path: str, zarray: Any, zattrs: dict[str, Any]) -> None:
+        """A note where a ``.zmetadata`` above the node lists other metadata than its own files hold (the walk
+        is breadth first: a group's .zmetadata is read before the nodes below it)."""
+        for group, listed in self.listed.items():
+            if listed.zarr_format != 2 or not (group == "" or path == group or path.startswith(f"{group}/")):
+                continue
+            entry = listed.entries.get(path[len(group) :].lstrip("/"))
+            if entry is not None and (entry.get(".zarray") != zarray or entry.get(".zattrs", {}) != zattrs):
+                self.note(
+                    path,
+                    "its entry in .zmetadata differs from its own files (a consolidation older than a change): "
+                    "converted from its own files, as zarr opens it without the consolidation",
+                )
 
     def _from_consolidation(self, path: str, group: str, listed: _Listed) -> None:
         below = path[len(group) :].strip("/") if group else path
@@ -682,12 +685,6 @@ def _relative(path: str, root: str) -> str:
 def _v3_entries(consolidated: dict[str, Any]) -> dict[str, dict[str, Any]]:
     metadata = consolidated.get("metadata")
     return {path: {"zarr.json": document} for path, document in (metadata or {}).items() if isinstance(path, str)}
-
-
-def _own(zarray: Any, zattrs: Any) -> bytes:
-    """A digest of a node's v2 metadata as parsed: equal for a node's own files and an entry in .zmetadata that
-    say the same."""
-    return digest(json.dumps([zarray, zattrs], sort_keys=True, allow_nan=True).encode("utf-8"))
 
 
 def _consolidates(existing: bytes | None) -> bool:
