@@ -17,14 +17,18 @@ loads this module for that name, the module points zarr's config key
 written with the draft's name then open as they are, with nothing to import or
 configure, and writing to them keeps their metadata as it was. To opt out, set
 that key yourself (``zarr.config.set({"codecs.endian":
-"zarr.codecs.bytes.BytesCodec"})`` or ``ZARR_CODECS__ENDIAN``). For ``bytes``,
-zarr's own class stays the default; `enable` makes this one zarr's ``bytes``
-codec for arrays created, opened and sharded, and
+"zarr.codecs.bytes.BytesCodec"})`` or ``ZARR_CODECS__ENDIAN``). That is all
+importing this module does: for ``bytes``, zarr's own class stays the
+default, and none of zarr's functions change. `enable` makes this one zarr's
+``bytes`` codec for arrays created, opened and sharded, and
 ``serializer=BytesCodec(endian=...)`` chooses it for one array.
 
 An evolved codec (the one an array holds) is also of zarr's own class where
-the data type has no bytes to check, so that zarr's fast paths take it (3.4's
-whole-shard decode); for bool and int2/int4 it is of this class only.
+the data type has no bytes to check: zarr 3.4 decodes a whole uncompressed
+shard in one pass only for a codec of its own class (``isinstance``), and
+that path reads such shards several times faster than chunk by chunk
+(benchmarks/zarr_chunks.py). For bool and int2/int4, whose bytes this codec
+checks, it is of this class only.
 
 Examples
 --------
@@ -68,9 +72,9 @@ import functools
 import math
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import zarr
@@ -125,8 +129,10 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
 
     endian: Endian | None
     name: str
-    _from_metadata: ClassVar[bool] = False  # True on codecs read from zarr.json (see evolve_from_array_spec)
-    _endian_guessed: ClassVar[bool] = False  # True where endian is zarr < 3.3's guess for metadata without one
+    # How the codec came to be, which decides how it evolves for an array: fields, so that two codecs that
+    # compare equal evolve alike. Made by the class itself (from_dict, evolve_from_array_spec), not by callers.
+    _from_metadata: bool = field(default=False, init=False, repr=False)  # read from zarr.json
+    _endian_guessed: bool = field(default=False, init=False, repr=False)  # endian is zarr < 3.3's guess
 
     def __init__(self, *, endian: Endian | None = None, name: str = CODEC_ID) -> None:
         if endian is not None and (not isinstance(endian, str) or endian not in ENDIANS):
@@ -135,14 +141,22 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
             raise ValueError(f"name must be {CODEC_ID!r} or the legacy {LEGACY_CODEC_ID!r}, got {name!r}")
         object.__setattr__(self, "endian", endian)
         object.__setattr__(self, "name", name)
+        object.__setattr__(self, "_from_metadata", False)
+        object.__setattr__(self, "_endian_guessed", False)
+
+    @classmethod
+    def _made(cls, endian: Endian | None, name: str, *, from_metadata: bool = False, guessed: bool = False) -> Any:
+        codec = cls(endian=endian, name=name)
+        object.__setattr__(codec, "_from_metadata", from_metadata)
+        object.__setattr__(codec, "_endian_guessed", guessed)
+        return codec
 
     @classmethod
     def from_dict(cls, data: Any) -> BytesCodec:
         """Read a ``zarr.json`` codec entry: ``bytes`` or ``endian``, short or object form."""
         name, endian = parse_v3_entry(data)
-        codec = cls(endian=endian, name=name)
-        object.__setattr__(codec, "_from_metadata", True)  # not a field: codecs compare by what they write
-        return codec
+        made: BytesCodec = cls._made(endian, name, from_metadata=True)
+        return made
 
     def to_dict(self) -> dict[str, Any]:
         """The entry written to ``zarr.json``, under the name the codec was read with."""
@@ -196,11 +210,9 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         # pass, zarr 3.4) take it. Bool and int2/int4 stay of this class only: their bytes are checked.
         # The two classes compare unequal, as dataclasses do: zarr (3.4) tells by "!=" that a codec evolved.
         kind = BytesCodec if resolved.checks is not None else _ZarrKindBytesCodec
-        if type(self) is kind and endian == self.endian:
+        if type(self) is kind and endian == self.endian and not self._from_metadata and guessed == self._endian_guessed:
             return self
-        evolved = kind(endian=endian, name=self.name)
-        if guessed:
-            object.__setattr__(evolved, "_endian_guessed", True)
+        evolved: BytesCodec = kind._made(endian, self.name, guessed=guessed)
         return evolved
 
     def __repr__(self) -> str:
@@ -446,10 +458,10 @@ def enable() -> Any:
     Sets zarr's config key ``codecs.bytes`` to this class. zarr reads that
     key only where it parses metadata; where zarr builds the codec itself
     (the default serializer of a new array, the inner and index codecs of
-    a sharding codec made without them), this module makes it follow the
-    same key. So setting the key by other means (``zarr.config.set``, the
-    environment variable ``ZARR_CODECS__BYTES``) works as well once this
-    module is imported; ``enable()`` does both.
+    a sharding codec made without them), the first call of ``enable()``
+    makes it follow the same key from then on (and do as before wherever the
+    key names zarr's own class). Importing this module changes nothing in
+    zarr: only ``enable()`` does.
 
     Returns
     -------
@@ -469,6 +481,7 @@ def enable() -> Any:
     >>> [isinstance(codec, zarr3.BytesCodec) for codec in (*sharding.codecs, *sharding.index_codecs)]
     [True, False, True, False]
     """
+    _follow_the_config_where_zarr_builds_its_codec()
     return zarr.config.set({f"codecs.{CODEC_ID}": _THIS_CLASS})
 
 
@@ -479,7 +492,7 @@ def _selected() -> bool:
 def _follow_the_config_where_zarr_builds_its_codec() -> None:
     # zarr builds its own class where it makes the codec itself, whatever the config says
     # (zarr.core.array.default_serializer_v3; ShardingCodec's default codecs and index codecs).
-    # Each is wrapped once, and does as before unless the config key names this class.
+    # Each is wrapped once, by the first enable(), and does as before unless the config key names this class.
     import zarr.core.array
     from zarr.codecs.sharding import ShardingCodec
 
@@ -488,7 +501,7 @@ def _follow_the_config_where_zarr_builds_its_codec() -> None:
 
     zarr_default_serializer = zarr.core.array.default_serializer_v3
     if getattr(zarr_default_serializer, "__wrapped__", None) is not None:
-        return  # this module was imported again (reload)
+        return  # wrapped already (an earlier enable(), or this module imported again)
 
     @functools.wraps(zarr_default_serializer)
     def default_serializer_v3(dtype: Any) -> Any:
@@ -521,5 +534,4 @@ def _point_zarr_at_this_class_for_the_legacy_name() -> None:
         zarr.config.set({f"codecs.{LEGACY_CODEC_ID}": _THIS_CLASS})
 
 
-_follow_the_config_where_zarr_builds_its_codec()
 _point_zarr_at_this_class_for_the_legacy_name()

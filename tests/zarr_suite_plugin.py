@@ -1,9 +1,10 @@
 """A pytest plugin for runs of zarr-python's own test suite (see integration/test_zarr_suite.py).
 
 Loaded with ``-p zarr_suite_plugin``. Where ``ZARR_CODECS__BYTES`` names this
-package's class, it imports ``numcodecs_bytes.zarr3``, which makes zarr build
-that class wherever it builds a ``bytes`` codec (the environment variable
-survives the ``config.reset()`` zarr's tests run around each test). It
+package's class, it calls ``numcodecs_bytes.zarr3.enable()``, which makes zarr
+build that class wherever it builds a ``bytes`` codec, as the config key says
+(the environment variable survives the ``config.reset()`` zarr's tests run
+around each test, which undoes the key ``enable()`` sets). It
 records each test's outcome by node id in the JSON file that
 ``NUMCODECS_BYTES_OUTCOMES`` names: "failed" if any phase failed, else
 "skipped" or "passed".
@@ -18,7 +19,9 @@ from typing import Any
 OURS = "numcodecs_bytes.zarr3.BytesCodec"
 
 if os.environ.get("ZARR_CODECS__BYTES") == OURS:
-    import numcodecs_bytes.zarr3  # noqa: F401
+    import numcodecs_bytes.zarr3
+
+    numcodecs_bytes.zarr3.enable()
 
 _outcomes: dict[str, str] = {}
 

@@ -149,7 +149,15 @@ def test_chunks_are_byte_identical_to_zarr_native(dtype: Any, endian: str, order
 
 
 def test_metadata_forms_and_the_legacy_name() -> None:
-    assert BytesCodec.from_dict({"name": "bytes", "configuration": {"endian": "big"}}) == BytesCodec(endian="big")
+    read = BytesCodec.from_dict({"name": "bytes", "configuration": {"endian": "big"}})
+    assert read.to_dict() == BytesCodec(endian="big").to_dict()
+    # Read from metadata, it evolves as metadata is read (a missing endian is zarr's to guess): another codec
+    # until it has evolved for an array, then the same.
+    assert read != BytesCodec(endian="big")
+    assert (
+        zarr.create_array(store={}, shape=(2,), dtype="<i4", serializer=read).serializer
+        == zarr.create_array(store={}, shape=(2,), dtype="<i4", serializer=BytesCodec(endian="big")).serializer
+    )
     assert BytesCodec.from_dict("bytes").to_dict() == {"name": "bytes"}
     legacy = BytesCodec.from_dict({"name": "endian", "configuration": {"endian": "little"}, "must_understand": True})
     assert legacy.to_dict() == {"name": "endian", "configuration": {"endian": "little"}}
@@ -545,9 +553,11 @@ def test_enable_selects_this_codec_for_created_opened_and_sharded_arrays_and_the
     assert {k: v.to_bytes() for k, v in stores["ours"].items()} == {k: v.to_bytes() for k, v in stores["zarr"].items()}
 
 
-def test_the_config_key_set_by_the_environment_selects_it_once_the_module_is_imported(tmp_path: Path) -> None:
+def test_the_config_key_set_by_the_environment_selects_it_once_enable_is_called(tmp_path: Path) -> None:
     code = """
 import zarr, numcodecs_bytes.zarr3
+numcodecs_bytes.zarr3.enable()
+zarr.config.reset()  # as zarr's own tests do around each test: the environment's key stays
 z = zarr.create_array(store={}, shape=(4,), dtype="<f8", shards=(4,), chunks=(2,))
 sharding = z.metadata.codecs[0]
 print({type(c).__module__ for c in (sharding.codecs[0], sharding.index_codecs[0])})
@@ -555,6 +565,28 @@ print({type(c).__module__ for c in (sharding.codecs[0], sharding.index_codecs[0]
     env = {**os.environ, "ZARR_CODECS__BYTES": "numcodecs_bytes.zarr3.BytesCodec"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert result.stdout.strip() == "{'numcodecs_bytes.zarr3'}"
+
+
+def test_installing_the_package_changes_nothing_in_zarr_until_enable(tmp_path: Path) -> None:
+    """zarr loads this package's module through its entry points whenever it resolves the name bytes (or
+    endian): that registers the codec, and changes none of zarr's functions."""
+    store = tmp_path / "a.zarr"
+    zarr.create_array(str(store), data=np.arange(4, dtype=">i4"), chunks=(2,), shards=(4,))
+    code = f"""
+import sys, zarr, zarr.core.array as array
+from zarr.codecs.sharding import ShardingCodec
+before = (array.default_serializer_v3, ShardingCodec.__init__)
+opened = zarr.open_array({str(store)!r}, mode="r")[...]
+zarr.create_array(store={{}}, shape=(4,), dtype="<i2", shards=(4,), chunks=(2,))
+assert "numcodecs_bytes.zarr3" in sys.modules  # loaded by zarr, through the entry point
+assert (array.default_serializer_v3, ShardingCodec.__init__) == before, "changed without enable()"
+import numcodecs_bytes.zarr3
+with numcodecs_bytes.zarr3.enable():
+    pass
+print((array.default_serializer_v3, ShardingCodec.__init__) != before)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
 
 
 # -- corrupt shards: the values of zarr-python's own codec, or an error where it finds one -----------------
