@@ -192,18 +192,18 @@ def run_migrate(
     (`EXIT_CODES`). ``store_options``: `migrate_store`'s ``jobs``, ``storage_options``, ``request_timeout``,
     ``run_timeout``."""
     verb = "would change" if dry_run else "changed"
-    shown = _Progress("migrate", sys.stderr.isatty() if progress is None else progress)
+    status = _Progress("migrate", sys.stderr.isatty() if progress is None else progress)
 
     def on_change(relative: str, changes: list[Change]) -> None:
         if verbose:
             lines = [f"{verb} {_printable(relative)}:", *(f"  {change.location}: {RENAME}" for change in changes)]
-            _say(shown, "\n".join(lines))
+            _say(status, "\n".join(lines))
 
     run = partial(
-        migrate_store, location, dry_run=dry_run, backup=backup, on_change=on_change, on_progress=shown.update,
+        migrate_store, location, dry_run=dry_run, backup=backup, on_change=on_change, on_progress=status.update,
         **store_options,
     )  # fmt: skip
-    report = _run_tool(shown, run)
+    report = _run_tool(status, run)
     if isinstance(report, int):
         return report
     for leftover in report.leftovers_removed:
@@ -213,7 +213,7 @@ def run_migrate(
         print(f"failed {_printable(relative or '.')}: {_printable(why)}", file=sys.stderr)
     prefix = "dry run: " if dry_run else ""
     if not report.files_changed and not report.failures:
-        print(f"{prefix}nothing to do: no legacy codec in {_count(report.nodes, 'node')} ({shown.elapsed()})")
+        print(f"{prefix}nothing to do: no legacy codec in {_count(report.nodes, 'node')} ({status.elapsed()})")
         return 0
     summary = (
         f"{prefix}{_count(len(report.files_changed), 'file')} {verb} "
@@ -222,7 +222,7 @@ def run_migrate(
     if report.failures:
         files_only = all(relative.rsplit("/", 1)[-1] in METADATA_FILES for relative, _ in report.failures)
         summary += f"; {_count(len(report.failures), 'file' if files_only else 'path')} could not be migrated"
-    print(f"{summary} ({shown.elapsed()})")
+    print(f"{summary} ({status.elapsed()})")
     return 1 if report.failures else 0
 
 
@@ -242,7 +242,7 @@ def run_to_v3(
     ``run_timeout``."""
     from .to_v3 import NodeResult, convert_store  # imports zarr when run: only this command needs it
 
-    shown = _Progress("to-v3", sys.stderr.isatty() if progress is None else progress)
+    status = _Progress("to-v3", sys.stderr.isatty() if progress is None else progress)
     verbs = {"written": "would write" if dry_run else "wrote", "updated": "would update" if dry_run else "updated"}
 
     def on_node(node: NodeResult) -> None:
@@ -258,13 +258,13 @@ def run_to_v3(
             line = f"{verbs[node.action]} {_printable(where)} ({kind}{folded}{consolidated})"
         if show_documents and node.action != "kept" and node.document is not None:
             line += "\n" + textwrap.indent(json.dumps(node.document, indent=2, allow_nan=True), "  ")
-        _say(shown, line)
+        _say(status, line)
 
     run = partial(
         convert_store, location, dry_run=dry_run, remove_v2_metadata=remove_v2_metadata, verify=verify,
-        oldest_zarr=oldest_zarr, on_node=on_node, on_progress=shown.update, **store_options,
+        oldest_zarr=oldest_zarr, on_node=on_node, on_progress=status.update, **store_options,
     )  # fmt: skip
-    report = _run_tool(shown, run, ImportError)  # ImportError: zarr is not installed
+    report = _run_tool(status, run, ImportError)  # ImportError: zarr is not installed
     if isinstance(report, int):
         return report
     if verbose:
@@ -281,7 +281,7 @@ def run_to_v3(
         print(f"note {line}", file=sys.stderr)
     for node, why in report.failures:
         print(f"failed {_printable(node)}: {_printable(why)}", file=sys.stderr)
-    print(f"{'dry run: ' if dry_run else ''}{_conversion_summary(report, dry_run)} ({shown.elapsed()})")
+    print(f"{'dry run: ' if dry_run else ''}{_conversion_summary(report, dry_run)} ({status.elapsed()})")
     return 1 if report.failures else 0
 
 

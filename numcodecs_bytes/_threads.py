@@ -64,7 +64,7 @@ _ENV_VAR = "NUMCODECS_BYTES_NTHREADS"
 _CORES = os.cpu_count() or 1
 
 
-def _checked(n: Any) -> int:
+def _thread_count(n: Any) -> int:
     try:
         value = operator.index(n)
     except TypeError:
@@ -80,7 +80,7 @@ def _nthreads_from_env() -> int:
     if not value:
         return default
     try:
-        return _checked(int(value))
+        return _thread_count(int(value))
     except ValueError:
         # A bad setting must not stop `import numcodecs_bytes` (or the program importing it).
         warnings.warn(
@@ -215,7 +215,7 @@ def set_nthreads(n: SupportsIndex) -> int:
     threads copies may be split (None: the main thread only; True; False).
     """
     global _nthreads, _pool
-    n = _checked(n)
+    n = _thread_count(n)
     with _lock:
         previous, _nthreads = _nthreads, n
         if _pool is not None and n != previous:
@@ -267,7 +267,7 @@ def _size_class(nbytes: int) -> int:
     return nbytes.bit_length()  # [2**(k-1), 2**k)
 
 
-def _plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, bool] | None:
+def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, bool] | None:
     """None where the work is done on the calling thread and not timed (the common case: cheap).
 
     Else the pool, what the work's kind and size have shown, whether to split
@@ -316,7 +316,7 @@ def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]
 
     ``nbytes`` is the size of the work (the bytes read); parts must be independent.
     """
-    plan = _plan(kind, nbytes)
+    plan = _split_plan(kind, nbytes)
     return [part(0, length)] if plan is None else _run(plan, nbytes, length, part)
 
 
@@ -370,7 +370,7 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
         None
         if src.nbytes < MIN_SPLIT_BYTES
         or not (_plain(src) and _plain(dst) and dst.shape == src.shape and not np.may_share_memory(dst, src))
-        else _plan("copy into", src.nbytes)
+        else _split_plan("copy into", src.nbytes)
     )
     if plan is None:  # (the common case in one plain call: a part of the whole costs microseconds more)
         dst[...] = src
@@ -380,7 +380,7 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
 
 def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """A new array of ``dtype`` holding ``src``: ``src.astype(dtype)``, or the same made by several threads."""
-    plan = None if src.nbytes < MIN_SPLIT_BYTES or not _plain(src) else _plan("copy to new", src.nbytes)
+    plan = None if src.nbytes < MIN_SPLIT_BYTES or not _plain(src) else _split_plan("copy to new", src.nbytes)
     if plan is None:
         return src.astype(dtype)
     out = np.empty(src.shape, dtype)

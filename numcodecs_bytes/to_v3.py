@@ -80,7 +80,7 @@ from .stores import (
     store_lock,
     walk_store,
 )
-from .v3_check import check_conversion, first_chunk_key, pipelines_of
+from .v3_check import check_conversion, first_chunk_key, pipelines_key
 from .v3_metadata import (
     Conversion,
     ReadersNeed,
@@ -258,7 +258,7 @@ class _Run:
         self.nodes: dict[str, _Node] = {}  # every node that converts (or was converted), by path
         self.arrays: set[str] = set()  # paths of arrays: a node below one is not part of the hierarchy
         self.failed: set[str] = set()  # paths that stay as they are
-        self.proven: set[str] = set()  # the pipelines (`pipelines_of`) a check has shown right
+        self.proven: set[str] = set()  # the pipelines (`pipelines_key`) a check has shown right
         self.listed: dict[str, _Listed] = {}  # what each consolidated group's consolidated metadata lists
         self.notes: dict[str, list[str]] = {}  # each node's notes, reported once its zarr.json is written
 
@@ -303,7 +303,7 @@ class _Run:
                     folder.subfolders[:] = [name for name in folder.subfolders if not name.isdigit()]
                 continue
             built.append(node)
-        arrays = self._checked([node for node in built if node.kind == "array"])
+        arrays = self._passing_the_check([node for node in built if node.kind == "array"])
         self.failed |= self._write([(node, node.document) for node in arrays])
         for node in [*arrays, *(node for node in built if node.kind == "group")]:
             # kept to the end for the groups and the consolidation: what those need only
@@ -427,10 +427,10 @@ class _Run:
 
     # -- the check ---------------------------------------------------------------------------------------------
 
-    def _checked(self, arrays: list[_Node]) -> list[_Node]:
+    def _passing_the_check(self, arrays: list[_Node]) -> list[_Node]:
         """The arrays whose check passes (`check_conversion`); the others fail.
 
-        An array read by the same pipelines as one whose chunk 0 has shown the mapping right (`pipelines_of`, kept
+        An array read by the same pipelines as one whose chunk 0 has shown the mapping right (`pipelines_key`, kept
         in ``proven``) passes unread. The others are checked in rounds, each round's chunks read in one batch:
         per pipelines one array, then two, four, ... until one shows them right (few rounds where samples of zeros
         come first; every array read where none shows anything).
@@ -438,7 +438,7 @@ class _Run:
         if not self.options.verify:
             return arrays
         failed: set[str] = set()
-        waiting = [(node, pipelines_of(node.v2_array)) for node in arrays if node.v2_array is not None]
+        waiting = [(node, pipelines_key(node.v2_array)) for node in arrays if node.v2_array is not None]
         size = 1
         while waiting := [(node, pipelines) for node, pipelines in waiting if pipelines not in self.proven]:
             taken: dict[str, int] = {}
@@ -535,7 +535,7 @@ class _Run:
         self.note(path, "known only from .zmetadata (its own v2 files are gone): converted from its entry there")
         if node.kind == "array":
             self.arrays.add(path)
-            checked = self._checked([node])
+            checked = self._passing_the_check([node])
             self.failed |= self._write([(n, n.document) for n in checked])
             if checked and path not in self.failed:
                 self.nodes[path] = node._replace(v2_array=None)

@@ -6,7 +6,7 @@ the fill value of a missing chunk. They must agree exactly: bytes of each
 element (NaNs and -0.0 too), or Python values for strings and objects.
 
 A sample read alike also vouches for the other arrays read by the same two
-pipelines (`pipelines_of`) where it `shows_the_mapping`: where a wrong
+pipelines (`pipelines_key`) where it `shows_the_mapping`: where a wrong
 mapping could not show in it (zeros, one value throughout, one element), it
 vouches for no other array.
 """
@@ -25,7 +25,7 @@ from .data_types import needs_endian
 from .names import CODEC_IDS, v2_id
 from .v3_metadata import UnconvertibleError
 
-__all__ = ["check_conversion", "first_chunk_key", "pipelines_of", "shows_the_mapping"]
+__all__ = ["check_conversion", "first_chunk_key", "pipelines_key", "shows_the_mapping"]
 
 
 def first_chunk_key(zarray: dict[str, Any]) -> str | None:
@@ -36,7 +36,7 @@ def first_chunk_key(zarray: dict[str, Any]) -> str | None:
     return (zarray.get("dimension_separator") or ".").join("0" for _ in shape) or "0"
 
 
-def pipelines_of(zarray: dict[str, Any]) -> str | None:
+def pipelines_key(zarray: dict[str, Any]) -> str | None:
     """What decides how an array is read, as v2 and as v3: its whole ``.zarray`` (arrays whose ``.zarray`` says
     the same are read by the same two pipelines). None for data types holding objects, whose reads depend on
     the data as well."""

@@ -175,12 +175,12 @@ def _with_attributes(
 # -- this codec's filter -------------------------------------------------------------------------------------
 
 
-class _Fold(NamedTuple):
+class _FoldedFilter(NamedTuple):
     description: str  # e.g. "filters[0] 'bytes' (endian big)"
     endian: Endian | None  # what the v3 serializer must say: None where nothing is ordered
 
 
-def _folded(zarray: dict[str, Any]) -> tuple[dict[str, Any], _Fold | None]:
+def _folded(zarray: dict[str, Any]) -> tuple[dict[str, Any], _FoldedFilter | None]:
     """``zarray`` with this codec's filter folded into its data type, and what was folded."""
     filters = zarray.get("filters") or []
     if not isinstance(filters, list):
@@ -205,7 +205,7 @@ def _folded(zarray: dict[str, Any]) -> tuple[dict[str, Any], _Fold | None]:
     if codec.endian is None and ordered:
         raise UnconvertibleError(f"filters[{position}] has no endian, which data type {dtype} needs")
     stored = dtype if codec.endian is None else dtype.newbyteorder(ENDIANS[codec.endian])
-    fold = _Fold(
+    fold = _FoldedFilter(
         f"filters[{position}] {filters[position]['id']!r} (endian {codec.endian or 'none'})",
         codec.endian if ordered else None,
     )

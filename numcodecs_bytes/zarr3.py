@@ -246,7 +246,9 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
 
     def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> NDBuffer:
         self._warn_if_endian_guessed(chunk_spec)
-        return _nd_buffer(chunk_spec, _whole_chunk(chunk_bytes, _plan(chunk_spec.dtype, chunk_spec.shape, self.endian)))
+        return _nd_buffer(
+            chunk_spec, _whole_chunk(chunk_bytes, _chunk_plan(chunk_spec.dtype, chunk_spec.shape, self.endian))
+        )
 
     async def _encode_single(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
         return self._encode_sync(chunk_array, chunk_spec)
@@ -267,7 +269,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         truncated chunk is an error, never other elements.
         """
         self._warn_if_endian_guessed(chunk_spec)
-        plan = _plan(chunk_spec.dtype, chunk_spec.shape, self.endian)
+        plan = _chunk_plan(chunk_spec.dtype, chunk_spec.shape, self.endian)
         block = _block(plan.shape, selection) if isinstance(byte_getter, StorePath) else None
         # Other byte getters hold the chunk in memory already (sharding's inner ones, which
         # refuse byte ranges before zarr 3.1.6), and a block of the whole chunk gains nothing.
@@ -302,7 +304,7 @@ class _ZarrKindBytesCodec(BytesCodec, ZarrBytesCodec):  # type: ignore[misc]
     """
 
 
-class _Plan(NamedTuple):
+class _ChunkPlan(NamedTuple):
     """What a chunk's decode needs, resolved once per data type, chunk shape and endian."""
 
     dtype: np.dtype[Any]  # the array's (native) dtype
@@ -314,18 +316,18 @@ class _Plan(NamedTuple):
 
 
 @lru_cache(maxsize=256)
-def _plan(zarr_dtype: Any, shape: tuple[int, ...], endian: Endian | None) -> _Plan:
+def _chunk_plan(zarr_dtype: Any, shape: tuple[int, ...], endian: Endian | None) -> _ChunkPlan:
     dtype = zarr_dtype.to_native_dtype()
     resolved = swap.layout(dtype, endian)
     count = math.prod(shape)
     swapped_view = None
     if resolved.checks is None and endian is not None and any_byte_order(dtype):
         swapped_view = dtype.newbyteorder(ENDIANS[endian])  # zarr copies the chunk into its output: that copy swaps
-    return _Plan(dtype, shape, count, count * dtype.itemsize, resolved, swapped_view)
+    return _ChunkPlan(dtype, shape, count, count * dtype.itemsize, resolved, swapped_view)
 
 
 def _decoded(
-    data: np.ndarray[Any, Any], plan: _Plan, nbytes: int, shape: tuple[int, ...], start: int = 0
+    data: np.ndarray[Any, Any], plan: _ChunkPlan, nbytes: int, shape: tuple[int, ...], start: int = 0
 ) -> np.ndarray[Any, Any]:
     """Stored bytes (exactly ``nbytes``, from byte ``start`` of the chunk) as an array of ``shape``.
 
@@ -339,12 +341,12 @@ def _decoded(
     return (decoded if decoded.dtype == plan.dtype else decoded.view(plan.dtype)).reshape(shape)
 
 
-def _whole_chunk(chunk_bytes: Buffer, plan: _Plan) -> np.ndarray[Any, Any]:
+def _whole_chunk(chunk_bytes: Buffer, plan: _ChunkPlan) -> np.ndarray[Any, Any]:
     """A whole stored chunk, its exact length checked, as an array of the chunk's shape."""
     return _decoded(_host(chunk_bytes.as_array_like()), plan, plan.nbytes, plan.shape)
 
 
-def _check_length(data: np.ndarray[Any, Any], plan: _Plan, nbytes: int, start: int) -> None:
+def _check_length(data: np.ndarray[Any, Any], plan: _ChunkPlan, nbytes: int, start: int) -> None:
     if data.nbytes != nbytes:
         expected = f"{nbytes} bytes expected" + (f" from byte {start}" if start else "")
         raise ValueError(

@@ -18,6 +18,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 # Doctests that need an extra, by node id: without it they skip, with the reason.
 DOCTESTS_NEED = {
     "README.md::README.md": ("zarr", "xarray"),
+    "docs/getting-started.md::getting-started.md": ("zarr", "xarray"),
+    "docs/guides/zarr-v2-filter.md::zarr-v2-filter.md": ("zarr", "xarray"),
+    "docs/guides/zarr-v3-codec.md::zarr-v3-codec.md": ("zarr",),
+    "docs/guides/v2-to-v3.md::v2-to-v3.md": ("zarr", "xarray"),
     "numcodecs_bytes/v3_metadata.py::numcodecs_bytes.v3_metadata.v3_encoding": ("zarr",),
     "numcodecs_bytes/v3_metadata.py::numcodecs_bytes.v3_metadata.array_document": ("zarr",),
 }
@@ -39,4 +43,4 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     data_types.unit_dtype.cache_clear()
     zarr3 = sys.modules.get("numcodecs_bytes.zarr3")
     if zarr3 is not None:
-        zarr3._plan.cache_clear()
+        zarr3._chunk_plan.cache_clear()
