@@ -16,40 +16,43 @@ What `migrate_store` (and ``numcodecs-bytes migrate``) guarantees:
   written with escapes (`"\\u0065ndian"`) becomes a plain `"bytes"`. Chunks are
   never read.
 - Local folders: atomic replace. Each file is written to a temporary file in
-  the same folder, fsynced, given the original's permission bits, owner and
-  group, and renamed over the original. A run that is killed leaves every file
-  either old or new; the next run finishes the job and removes the temporary
-  files of dead runs. One run at a time per store (an advisory lock on the
-  store's folder, released when the process ends): a second run exits with
-  code 2 and touches nothing. Just before each replace, the file is read again:
-  if someone else changed it meanwhile, it is left as it is and reported.
+  the same folder, given the original's permission bits, owner and group, and
+  renamed over the original once a batch of them is on the disk. A run that is
+  killed leaves every file either old or new; the next run finishes the job
+  and removes the temporary files of dead runs. One run at a time per store
+  (an advisory lock on the store's folder, released when the process ends): a
+  second run is refused and touches nothing. Just before each rename the file
+  is compared with what was read: if someone else changed it meanwhile, it is
+  left as it is and reported.
 - Object stores (`s3://bucket/store`, or any fsspec URL): an object is
   replaced in one PUT, so readers see the old or the new object, never a mix;
-  there is no rename and no lock. Folders are listed a level at a time and
-  files read and written in batches, up to `jobs` requests in flight. Each
-  object is read again just before it is written and left alone if it
-  changed; on S3 the PUT holds only while the object is the version the walk
-  listed (`If-Match`), so two runs at once change each file once; on other
-  file systems two writers racing in between are not excluded. Credentials
-  come from the usual environment (`AWS_*` variables, `~/.aws`); another
-  endpoint from `storage_options` (`--storage-option endpoint_url=...`) or
-  `FSSPEC_S3_ENDPOINT_URL`. Tested on an S3 API server (moto) through s3fs.
+  there is no rename and no lock. Folders are listed a level at a time (on S3
+  the whole store in one listing, where that pays) and files read and written
+  in batches, up to `jobs` requests in flight. On S3 a PUT holds only while
+  the object is the version read (`If-Match`), so two runs at once change each
+  file once, and a PUT whose answer was lost is read back, not reported as a
+  conflict; on other file systems the object is read again just before the
+  write (two writers racing in between are not excluded). Credentials come
+  from the usual environment (`AWS_*` variables, `~/.aws`); another endpoint
+  from `storage_options` (`--storage-option endpoint_url=...`) or
+  `FSSPEC_S3_ENDPOINT_URL`. Each request has `request_timeout` seconds, the
+  run `run_timeout` if given. Tested on an S3 API server (moto) through s3fs,
+  behind a proxy that injects faults.
+- Backups (`backup=True`): each original is kept beside it as `<name>.bak`,
+  written before the file is replaced. A `.bak` that exists already is never
+  overwritten: where it holds exactly the original (a run killed between the
+  backup and the replace), the rerun takes it as its own and goes on; where
+  it holds anything else, the file is reported and left as it is.
 - Nothing is skipped in silence. A file that cannot be migrated (not JSON,
-  not UTF-8, not a regular file, not writable, a `.bak` that exists already with
-  `--backup`) and a folder that is not visited (unreadable; a symbolic link,
-  which is never followed, and a linked metadata file, which is never replaced
-  by a copy) are named with the reason; everything else is migrated. A
+  not UTF-8, not a regular file, not writable, a `.bak` that holds something
+  else) and a folder that is not visited (unreadable; a symbolic link, which
+  is never followed, and a linked metadata file, which is never replaced by a
+  copy) are named with the reason; everything else is migrated. A
   hard-linked file is reported and left as it is (a replace would split it
   from its other names). Only the files' owner (or root) can migrate them: a
   group member who does not own a file is told that its owner could not be
-  kept, and the file stays as it is. Names are printed with control
-  characters escaped, one report line each.
-- Exit codes: 0 done or nothing to do; 1 something was reported as above;
-  2 a usage error (no such store, a file, an empty path, a URL fsspec cannot
-  open, the store busy with another run); 130 interrupted (Ctrl-C), with one
-  line saying how far it came. When the output is a pipe closed early
-  (`| head`), the run stops quietly between two batches; when it is closed
-  from the start (`>&-`), the run works without output.
+  kept, and the file stays as it is. The command line's output and exit codes
+  are those of `numcodecs_bytes.__main__` (``numcodecs-bytes migrate --help``).
 
 Examples
 --------
@@ -68,6 +71,9 @@ Examples
 changed zarr.json:
   codecs[0]: 'endian' -> 'bytes'
 1 file changed (1 codec) in 1 node (... s)
+0
+>>> main(["migrate", str(store)])  # a rerun: nothing left to do
+nothing to do: no legacy codec in 1 node (... s)
 0
 >>> json.loads((store / "zarr.json").read_text())["codecs"]
 [{'name': 'bytes', 'configuration': {'endian': 'big'}}]

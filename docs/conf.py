@@ -1,0 +1,55 @@
+"""Sphinx configuration for the numcodecs-bytes documentation site.
+
+``pip install ".[docs]"`` then ``sphinx-build -W --keep-going docs docs/_build/html``. The command-line
+reference and the data type table are generated from the code at build time (``_generated/``), so
+they say what the installed package does.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import numcodecs_bytes
+
+project = "numcodecs-bytes"
+copyright = "numcodecs-bytes contributors"
+release = version = numcodecs_bytes.__version__
+
+extensions = ["myst_parser", "sphinx.ext.autodoc", "numpydoc"]
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}  # numpydoc loads autosummary, which asks for .rst
+exclude_patterns = ["_build", "README.md"]
+myst_enable_extensions = ["colon_fence"]
+myst_heading_anchors = 3
+html_theme = "pydata_sphinx_theme"
+html_title = "numcodecs-bytes"
+html_theme_options = {"navigation_depth": 2, "show_toc_level": 2}
+autodoc_member_order = "bysource"
+autodoc_typehints = "none"  # numpydoc's Parameters sections say the types
+numpydoc_show_class_members = False
+numpydoc_xref_param_type = False
+nitpicky = False
+
+
+def _generate(folder: Path) -> None:
+    """The command line's --help of each command, its exit codes, and the data type table, from the package."""
+    from numcodecs_bytes.__main__ import EXIT_CODES, data_type_table, main
+
+    folder.mkdir(exist_ok=True)
+    for command in ("migrate", "to-v3"):
+        text = io.StringIO()
+        with redirect_stdout(text):
+            try:
+                main([command, "--help"])
+            except SystemExit:
+                pass
+        (folder / f"{command}-help.txt").write_text(text.getvalue())
+    (folder / "dtypes.txt").write_text(data_type_table() + "\n")
+    rows = "".join(f"| {code} | {meaning} |\n" for code, meaning in EXIT_CODES.items())
+    (folder / "exit-codes.md").write_text(f"| code | meaning |\n| --- | --- |\n{rows}")
+
+
+sys.path.insert(0, str(Path(__file__).parent))
+_generate(Path(__file__).parent / "_generated")
