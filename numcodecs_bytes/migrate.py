@@ -374,16 +374,11 @@ def migrate_store(
         Called with each file (relative to the store) and its changes, as it goes.
     on_progress : callable, optional
         Called after each batch with (folders walked, folders found so far).
-    jobs : int
-        Requests in flight at most on an object store.
-    storage_options : dict, optional
-        Passed to fsspec with a URL (``endpoint_url``, ``profile``, ``anon``, ...).
-    request_timeout : float
-        Seconds each request to an object store may take, retries included
-        (60 by default); a file whose request takes longer is reported.
-    run_timeout : float, optional
-        Seconds the whole run may take (no limit by default): it then stops
-        between two batches with `stores.RunTimeoutError`; a rerun finishes it.
+    jobs, storage_options, request_timeout, run_timeout
+        How the store is reached, as `stores.open_store` takes them: requests
+        in flight on an object store, fsspec's options for a URL, seconds per
+        request (60; a file whose request takes longer is reported), seconds
+        for the whole run (no limit; past it, `stores.RunTimeoutError`).
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""A fault-injecting HTTP proxy in front of moto's S3 server, for the store tools' fault tests.
+"""The S3 tests' helpers: an empty bucket on moto's server, and a fault-injecting HTTP proxy in front of it.
 
     with fault_proxy(moto_endpoint) as proxy:
         proxy.add(Fault("lost", method="PUT", key=r"zarr\\.json$"))
@@ -18,6 +18,7 @@ fault does to the request it matches, ``times`` times (then it is spent):
 - ``before``: call ``hook()``, then forward (another writer acting at that moment).
 
 ``proxy.requests`` records (method, key) of every request seen, faulted or not.
+`empty_bucket` gives a test an empty bucket on the server, seen through s3fs directly.
 """
 
 from __future__ import annotations
@@ -30,6 +31,36 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+"""What moto takes, in the environment (of the test process and of the tools the tests run)."""
+
+
+def moto_endpoint() -> Iterator[str]:
+    """For a fixture: moto's S3 API server on a loopback port (the one the store tools' benchmark starts)."""
+    from stack import benchmark
+
+    with benchmark("store_tools").moto_server() as url:
+        yield url
+
+
+def empty_bucket(endpoint: str, monkeypatch: Any, bucket: str) -> Iterator[Any]:
+    """For a fixture: ``bucket`` made empty on the server at ``endpoint``, seen through s3fs directly; fsspec's
+    s3 settings point at the server and the credentials are in the environment, for the test's length."""
+    import fsspec
+    import s3fs
+
+    for key, value in CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": endpoint})
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
+    if fs.exists(bucket):
+        fs.rm(bucket, recursive=True)
+    fs.mkdir(bucket)
+    fs.invalidate_cache()
+    yield fs
+    fs.rm(bucket, recursive=True)
+
 
 _ERROR_BODY = b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>injected</Message></Error>'
 

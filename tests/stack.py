@@ -47,6 +47,17 @@ def has_module(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+def skip_module_without_an_s3_server() -> None:
+    """For a test module of the store tools on S3: skipped, with the reason, without zarr 3 (which writes its
+    stores), s3fs, or moto's server (the interop extra). Found, not imported: s3fs is imported where a test
+    runs, and moto runs as its own process."""
+    if ZARR is None or ZARR < (3,):
+        pytest.skip("these stores are written with zarr 3", allow_module_level=True)
+    for needed in ("s3fs", "moto", "flask"):
+        if not has_module(needed):
+            pytest.skip(f"{needed} is not installed (the interop extra has it)", allow_module_level=True)
+
+
 needs_ml_dtypes = pytest.mark.skipif(
     not has_module("ml_dtypes"), reason="needs ml_dtypes (the ml_dtypes extra): its data types exist only with it"
 )

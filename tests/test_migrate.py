@@ -253,6 +253,15 @@ def test_help_for_every_subcommand() -> None:
     assert "--dry-run" in cli("migrate", "--help").stdout
 
 
+def test_every_store_tool_prints_the_exit_codes_in_its_help() -> None:
+    from numcodecs_bytes.__main__ import EXIT_CODES
+
+    for command in ("migrate", "to-v3"):
+        text = " ".join(cli(command, "--help").stdout.split())
+        for code, meaning in EXIT_CODES.items():
+            assert f"{code} {' '.join(meaning.split())}" in text, (command, code)
+
+
 def test_console_script_is_the_module() -> None:
     script = Path(sys.executable).parent / "numcodecs-bytes"
     if not script.exists():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,15 +13,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from stack import skip_module_without_an_s3_server
+
+skip_module_without_an_s3_server()
+import fsspec  # noqa: E402
 
 zarr = pytest.importorskip("zarr")
-if int(zarr.__version__.split(".")[0]) < 3:
-    pytest.skip("these stores are written with zarr 3", allow_module_level=True)
-# Found, not imported: s3fs is imported where a test runs, and moto runs as its own process.
-for _needed in ("s3fs", "moto", "flask"):
-    if importlib.util.find_spec(_needed) is None:
-        pytest.skip(f"{_needed} is not installed (the interop extra has it)", allow_module_level=True)
-import fsspec  # noqa: E402
+from s3_faults import empty_bucket, moto_endpoint  # noqa: E402
 from stack import benchmark  # noqa: E402
 from zarr.codecs import BytesCodec as ZarrBytesCodec  # noqa: E402
 
@@ -35,30 +32,13 @@ BUCKET = "legacy"
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    """moto's S3 API server on a loopback port (the one the store tools' benchmark starts)."""
-    with benchmark("store_tools").moto_server() as url:
-        yield url
+    yield from moto_endpoint()
 
 
 @pytest.fixture
 def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """An empty bucket; fsspec's s3 settings point at the local server, credentials from the environment."""
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": endpoint})
-    import s3fs
-
-    fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
-    if fs.exists(BUCKET):
-        fs.rm(BUCKET, recursive=True)
-    fs.mkdir(BUCKET)
-    fs.invalidate_cache()
-    yield fs
-    fs.rm(BUCKET, recursive=True)
+    yield from empty_bucket(endpoint, monkeypatch, BUCKET)
 
 
 VALUES = {

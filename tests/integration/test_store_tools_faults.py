@@ -10,7 +10,6 @@ the v3 store after, or the run reports why not.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -22,15 +21,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from stack import skip_module_without_an_s3_server
 
+skip_module_without_an_s3_server()
 zarr = pytest.importorskip("zarr")
-if int(zarr.__version__.split(".")[0]) < 3:
-    pytest.skip("these stores are written with zarr 3", allow_module_level=True)
-for _needed in ("s3fs", "moto", "flask"):
-    if importlib.util.find_spec(_needed) is None:
-        pytest.skip(f"{_needed} is not installed (the interop extra has it)", allow_module_level=True)
-from s3_faults import Fault, FaultProxy, fault_proxy  # noqa: E402
-from stack import benchmark  # noqa: E402
+from s3_faults import CREDENTIALS, Fault, FaultProxy, empty_bucket, fault_proxy, moto_endpoint  # noqa: E402
 from zarr_read import in_a_fresh_interpreter as zarr_reads  # noqa: E402
 
 from numcodecs_bytes import BytesCodec  # noqa: E402
@@ -38,29 +33,17 @@ from numcodecs_bytes.__main__ import main  # noqa: E402
 
 BUCKET = "faults"
 URL = f"s3://{BUCKET}/s"
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    with benchmark("store_tools").moto_server() as url:
-        yield url
+    yield from moto_endpoint()
 
 
 @pytest.fixture
 def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """An empty bucket on moto, seen directly (not through the proxy)."""
-    for key, value in CREDENTIALS.items():
-        monkeypatch.setenv(key, value)
-    import s3fs
-
-    fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
-    if fs.exists(BUCKET):
-        fs.rm(BUCKET, recursive=True)
-    fs.mkdir(BUCKET)
-    fs.invalidate_cache()
-    yield fs
-    fs.rm(BUCKET, recursive=True)
+    yield from empty_bucket(endpoint, monkeypatch, BUCKET)
 
 
 @pytest.fixture

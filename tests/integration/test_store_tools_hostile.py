@@ -310,3 +310,23 @@ def test_the_local_disk_sees_one_syncfs_per_batch_step_not_one_fsync_per_file(
     assert convert_store(root).failures == []
     assert fsyncs == [] and len(calls) == 4  # the arrays' batch and the root's, each before and after renames
     shutil.rmtree(root)
+
+
+def test_verbose_is_one_line_per_node_and_the_documents_only_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``to-v3 --dry-run -v`` on 6 nodes: 6 lines and the summary; ``--show-documents`` adds each zarr.json."""
+    root = tmp_path / "s.zarr"
+    consolidated_store(root, arrays=5)
+    assert main(["to-v3", str(root), "--dry-run", "-v"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 7 and all(line.startswith("would write ") for line in out[:6]), out
+    assert out[6].startswith("dry run: 6 zarr.json to write (5 bytes filters folded), consolidated (")
+    assert main(["to-v3", str(root), "--dry-run", "--show-documents"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.count('"zarr_format": 3') == 6 + 5  # each document, and the root's consolidated copies
+    assert main(["to-v3", str(root)]) == 0 and main(["to-v3", str(root), "-v"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in out[-7:-1]][:1] == ["kept a000/zarr.json"] and out[-1].startswith(
+        "nothing to do: 6 nodes already converted ("
+    )

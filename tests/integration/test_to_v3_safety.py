@@ -31,6 +31,7 @@ zarr = pytest.importorskip("zarr")
 if int(zarr.__version__.split(".")[0]) < 3:
     pytest.skip("to-v3 needs zarr 3", allow_module_level=True)
 
+from recorded import chunks_read  # noqa: E402
 from stack import ZARR, ZARR_HANDS_FILTERS_NATIVE_ARRAYS, ZARR_SWAPS_STRUCT_FIELDS  # noqa: E402
 
 from numcodecs_bytes import BytesCodec  # noqa: E402
@@ -442,22 +443,6 @@ def test_the_check_compares_the_fill_value_of_a_missing_chunk(tmp_path: Path, mo
     zarr.create_array(str(root), shape=(4,), chunks=(2,), dtype="<f8", zarr_format=2, fill_value=0.0)
     report = convert_store(root)
     assert "reads the fill value of a missing chunk otherwise than v2" in failures(report)["."]
-
-
-def chunks_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The chunks the check reads from a local store, in order (the store's own reads, recorded)."""
-    from numcodecs_bytes import stores
-
-    read: list[str] = []
-    original = stores._LocalFiles.read_data
-
-    def recorded(self: Any, paths: Any) -> Any:
-        paths = list(paths)
-        read.extend(paths)
-        return original(self, paths)
-
-    monkeypatch.setattr(stores._LocalFiles, "read_data", recorded)
-    return read
 
 
 def test_arrays_read_by_the_same_pipelines_are_checked_by_one_chunk(

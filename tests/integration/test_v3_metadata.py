@@ -23,6 +23,7 @@ zarr = pytest.importorskip("zarr")
 if int(zarr.__version__.split(".")[0]) < 3:
     pytest.skip("the rules need zarr 3", allow_module_level=True)
 
+from recorded import chunks_read  # noqa: E402
 from stack import ZARR_HANDS_FILTERS_NATIVE_ARRAYS, ZARR_SWAPS_STRUCT_FIELDS, has_module  # noqa: E402
 
 from numcodecs_bytes import BytesCodec  # noqa: E402
@@ -238,22 +239,12 @@ def test_zero_size_arrays_convert(tmp_path: Path, shape: tuple[int, ...]) -> Non
 
 def test_one_element_arrays_vouch_for_no_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two arrays with one .zarray, one element each: a single element shows no mapping, so both are read."""
-    from numcodecs_bytes import stores
-
     root = tmp_path / "s.zarr"
     zarr.open_group(str(root), mode="w", zarr_format=2)
     for name, value in (("a", 7), ("b", 1234)):
         zarr.create_array(str(root / name), data=np.array([value], "<i4"), zarr_format=2,
                           filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
-    read: list[str] = []
-    original = stores._LocalFiles.read_data
-
-    def recorded(self: Any, paths: Any) -> Any:
-        paths = list(paths)
-        read.extend(paths)
-        return original(self, paths)
-
-    monkeypatch.setattr(stores._LocalFiles, "read_data", recorded)
+    read = chunks_read(monkeypatch)
     report = convert_store(root)
     assert report.failures == []
     assert sorted(Path(path).parent.name for path in read) == ["a", "b"]
