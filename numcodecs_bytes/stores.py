@@ -51,7 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import aclosing, contextmanager
+from contextlib import aclosing, contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -357,6 +357,9 @@ class _LocalFiles:
         os.replace(temporary, path)
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
+        for folder in {os.path.dirname(path) for path in files}:  # a node whose folder holds nothing yet
+            with suppress(OSError):  # where it cannot be made, staging the file there says why, per file
+                os.makedirs(folder, exist_ok=True)
         staged = self._staged(dict(files), {})
         create = {path: partial(self._create, path, staged[path], data) for path, data in files.items()}
         return self._placed(staged, create)

@@ -325,8 +325,15 @@ class _Run:
         if ".zmetadata" in read:
             self._listed_by(path, parsed(".zmetadata"))
         if ".zarray" not in read and ".zgroup" not in read:
-            if existing is None:  # a folder with only .zmetadata: zarr 2's open_consolidated opens it as a group
-                return _Node(folder.path, path, "group", _IMPLICIT_GROUP, "implicit", digests, consolidates=True)
+            if existing is None and ".zmetadata" in read:  # zarr 2's open_consolidated opens it as a group,
+                # with the attributes its .zattrs or, where there is none, its .zmetadata gives
+                zattrs = parsed(".zattrs") if ".zattrs" in read else parsed(".zmetadata")["metadata"].get(".zattrs")
+                if not isinstance(zattrs, dict):
+                    zattrs = {}
+                node = self._converted(folder, path, None, zattrs, digests, None, origin="implicit")
+                return node._replace(consolidates=True)
+            if existing is None:
+                raise UnconvertibleError("no .zarray, .zgroup, zarr.json or .zmetadata")
             document = parsed("zarr.json")  # its v2 files removed by an earlier run: it stays as it is
             if not isinstance(document, dict) or document.get("zarr_format") != 3:
                 raise UnconvertibleError("zarr.json is not Zarr v3 metadata, and there is no v2 metadata")
@@ -484,7 +491,8 @@ class _Run:
                 results = {name: read[f"{folders[path]}/{name}"] for name in _READ}
                 present = [name for name, data in results.items() if not isinstance(data, FileNotFoundError)]
                 problem = next((data for data in results.values() if isinstance(data, Exception)), None)
-                if present:  # its own files: the walk's listing missed them
+                if set(present) & set(NODE_FILES):  # its own node: the walk's listing missed it (a .zattrs alone
+                    # makes no node: zarr reads such a node through its .zmetadata entry)
                     found.append((Folder(folders[path], [], sorted(present)), path))
                 elif problem is not None and not isinstance(problem, FileNotFoundError):
                     self.fail(path, reason(problem))

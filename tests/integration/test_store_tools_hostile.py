@@ -68,6 +68,30 @@ def test_a_node_known_only_from_zmetadata_is_converted_from_it_before_zmetadata_
     assert zarr.open_group(str(root), mode="r")["a001"].attrs["i"] == 1
 
 
+def test_a_node_known_only_from_zmetadata_without_a_folder_gets_one(tmp_path: Path) -> None:
+    """No chunk written, no folder: zarr 2 reads it through .zmetadata as fill values, and so does v3."""
+    root = tmp_path / "s.zarr"
+    consolidated_store(root)
+    zarr.create_array(str(root / "empty"), shape=(3,), dtype="<i2", zarr_format=2, fill_value=7)
+    zarr.consolidate_metadata(str(root))
+    shutil.rmtree(root / "empty")
+    before = zarr_reads(root, 2)
+    assert "empty" in before
+    report = convert_store(root, remove_v2_metadata=True)
+    assert report.failures == [] and zarr_reads(root, 3) == before
+
+
+def test_a_node_whose_zarray_alone_is_gone_is_converted_from_zmetadata(tmp_path: Path) -> None:
+    """Its .zattrs is there, its .zarray not: a .zattrs makes no node (zarr reads it through .zmetadata)."""
+    root = tmp_path / "s.zarr"
+    consolidated_store(root)
+    (root / "a002" / ".zarray").unlink()
+    before = zarr_reads(root, 2)
+    report = convert_store(root)
+    assert report.failures == [] and zarr_reads(root, 3) == before
+    assert json.loads((root / "a002" / "zarr.json").read_text())["node_type"] == "array"
+
+
 def test_v2_files_changed_after_they_were_read_are_not_removed(tmp_path: Path) -> None:
     """Item 2: a writer appends to t and sets an attribute after to-v3 read it: its files stay, reported."""
     root = tmp_path / "s.zarr"

@@ -303,15 +303,19 @@ def test_an_array_inside_an_array_is_reported(tmp_path: Path) -> None:
     assert_v2_readers_lose_nothing(root)
 
 
-def test_a_root_with_only_zmetadata_becomes_a_consolidated_group(tmp_path: Path) -> None:
+@pytest.mark.parametrize("attributes_in", [".zmetadata", ".zattrs"])
+def test_a_root_with_only_zmetadata_becomes_a_consolidated_group(tmp_path: Path, attributes_in: str) -> None:
     root = tmp_path / "s.zarr"
-    v2_group(root)
+    v2_group(root).attrs["title"] = "kept"
     v2_array(root, "a", np.arange(3, dtype="<f8"), filters=[BytesCodec(endian="big", dtype="<f8")])
     zarr.consolidate_metadata(str(root))
     (root / ".zgroup").unlink()  # zarr 2's open_consolidated opens such a root
+    if attributes_in == ".zmetadata":
+        (root / ".zattrs").unlink()
     report = convert_store(root)
     assert report.failures == [] and report.consolidated
-    assert zarr.open_group(str(root), mode="r")["a"][...].tolist() == [0.0, 1.0, 2.0]
+    opened = zarr.open_group(str(root), mode="r")
+    assert opened["a"][...].tolist() == [0.0, 1.0, 2.0] and dict(opened.attrs) == {"title": "kept"}
 
 
 # -- every node converted, or reported in one line ----------------------------------------------------------
