@@ -129,10 +129,12 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
 
     endian: Endian | None
     name: str
-    # How the codec came to be, which decides how it evolves for an array: fields, so that two codecs that
-    # compare equal evolve alike. Made by the class itself (from_dict, evolve_from_array_spec), not by callers.
-    _from_metadata: bool = field(default=False, init=False, repr=False)  # read from zarr.json
-    _endian_guessed: bool = field(default=False, init=False, repr=False)  # endian is zarr < 3.3's guess
+    # How the codec came to be, which decides how it evolves for an array (a missing endian read from metadata
+    # is zarr's to guess; made in code it is refused). Set by the class itself (from_dict, evolve_from_array_spec),
+    # not by callers. Not compared: zarr takes a codec read from metadata to equal one made with the same
+    # configuration (its sharding codecs compare their inner codecs unevolved; zarr's own suite checks it).
+    _from_metadata: bool = field(default=False, init=False, repr=False, compare=False)  # read from zarr.json
+    _endian_guessed: bool = field(default=False, init=False, repr=False, compare=False)  # zarr < 3.3's guess
 
     def __init__(self, *, endian: Endian | None = None, name: str = CODEC_ID) -> None:
         if endian is not None and (not isinstance(endian, str) or endian not in ENDIANS):
