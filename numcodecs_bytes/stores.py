@@ -330,7 +330,9 @@ class _LocalFiles:
 
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
         replacements = list(replacements)
-        staged = self._staged({r.path: r.data for r in replacements}, {r.path + BACKUP_SUFFIX: r for r in replacements})
+        staged = self._staged(
+            {r.path: r.data for r in replacements}, {r.path: r.expected for r in replacements if r.backup}
+        )
         return self._placed(staged, {r.path: partial(self._replace, r, staged[r.path]) for r in replacements})
 
     def _replace(self, replacement: Replacement, temporaries: Any) -> None:
@@ -369,21 +371,21 @@ class _LocalFiles:
         os.chmod(temporary, 0o666 & ~_umask())
         _link_or_same(temporary, path, data, f"{os.path.basename(path)} exists already")
 
-    def _staged(self, files: dict[str, bytes], backups: dict[str, Replacement]) -> dict[str, Any]:
-        """Each file's data (and its backup's, for a replacement that keeps one) in a temporary file beside it,
-        written but not yet in place; per path (temporary, backup's temporary) or the OSError met."""
+    def _staged(self, files: dict[str, bytes], backups: dict[str, bytes]) -> dict[str, Any]:
+        """Each file's data, and the bytes of its backup where ``backups`` has them (by the file's path), in
+        temporary files beside it, written but not yet in place; per path (temporary, backup's temporary or
+        None) or the OSError met."""
 
         def stage(path: str, data: bytes) -> tuple[str, str | None]:
-            backup = backups.get(path + BACKUP_SUFFIX)
             temporary = _temporary(path, data)
             try:
-                return temporary, _temporary(backup.path + BACKUP_SUFFIX, backup.expected) if backup else None
+                return temporary, _temporary(path + BACKUP_SUFFIX, backups[path]) if path in backups else None
             except BaseException:
                 Path(temporary).unlink(missing_ok=True)
                 raise
 
         staged: dict[str, Any] = _each({path: partial(stage, path, data) for path, data in files.items()})
-        _durable([t for pair in staged.values() if isinstance(pair, tuple) for t in pair if t is not None], self.root)
+        _durable(_temporaries(staged), self.root)
         return staged
 
     def _placed(self, staged: dict[str, Any], place: Mapping[str, Callable[[], None]]) -> dict[str, Exception]:
@@ -393,11 +395,8 @@ class _LocalFiles:
         try:
             failures |= _failures(_each({path: job for path, job in place.items() if path not in failures}))
         finally:
-            for pair in staged.values():
-                if isinstance(pair, tuple):
-                    for temporary in pair:
-                        if temporary is not None:
-                            Path(temporary).unlink(missing_ok=True)
+            for temporary in _temporaries(staged):  # those renamed into place are gone already
+                Path(temporary).unlink(missing_ok=True)
         placed = {os.path.dirname(path) for path in place if path not in failures}
         _durable(sorted(placed), self.root)
         return failures
@@ -416,15 +415,21 @@ class _LocalFiles:
             os.rename(path, aside)  # from here, a writer of ``path`` makes a new file, which stays
         except FileNotFoundError:
             return
-        if digest(_read_regular_file(aside)) == read:
-            os.unlink(aside)
-            return
+        unchanged = False
         try:
-            os.link(aside, path)  # back, unless a writer has made a new one meanwhile: theirs is newer
-        except FileExistsError:
-            pass
-        os.unlink(aside)
-        raise _changed(": not removed")
+            unchanged = digest(_read_regular_file(aside)) == read
+        finally:  # what is not removed goes back, also where reading it failed or was interrupted
+            if not unchanged:
+                with suppress(FileExistsError):  # unless a writer has made a new one meanwhile: theirs is newer
+                    os.link(aside, path)
+            os.unlink(aside)
+        if not unchanged:
+            raise _changed(": not removed")
+
+
+def _temporaries(staged: Mapping[str, Any]) -> list[str]:
+    """The temporary files of a batch `_LocalFiles._staged` wrote (its failures aside)."""
+    return [temporary for pair in staged.values() if isinstance(pair, tuple) for temporary in pair if temporary]
 
 
 def _read_regular_file(path: str) -> bytes:
@@ -588,6 +593,13 @@ class _FsspecFiles:
             if self.deadline is not None and time.monotonic() >= self.deadline:
                 raise TimeoutError("no answer before the run's time limit (--run-timeout)") from None
             raise TimeoutError(f"no answer within {timeout:g} s (--request-timeout)") from None
+
+    def ask(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """One request (the file system's ``method``) in its time: what it returned; what it raised, raised."""
+        answer = self._run({"": self._call(method, *args, **kwargs)})[""]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
     def _run(self, work: Mapping[str, Awaitable[_T]]) -> dict[str, _T | Exception]:
         """Each path's work (a coroutine not started yet), at most ``jobs`` at a time, each in its time, on
@@ -894,22 +906,13 @@ def open_store(
         files: Files = remote
 
         def names_in(folder: str) -> set[str]:
-            listing = remote._run({folder: remote._call("ls", folder, detail=False)})[folder]
-            if isinstance(listing, Exception):
-                raise listing
-            return {entry.rstrip("/").rsplit("/", 1)[-1] for entry in listing}
+            return {entry.rstrip("/").rsplit("/", 1)[-1] for entry in remote.ask("ls", folder, detail=False)}
 
         def is_dir(path: str) -> bool:
-            found = remote._run({path: remote._call("isdir", path)})[path]
-            if isinstance(found, Exception):
-                raise found
-            return bool(found)
+            return bool(remote.ask("isdir", path))
 
         def exists(path: str) -> bool:
-            found = remote._run({path: remote._call("exists", path)})[path]
-            if isinstance(found, Exception):
-                raise found
-            return bool(found)
+            return bool(remote.ask("exists", path))
 
     else:
         root = str(Path(_local_path(text)))

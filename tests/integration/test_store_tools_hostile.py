@@ -354,3 +354,21 @@ def test_verbose_is_one_line_per_node_and_the_documents_only_on_request(
     assert [line.split(" (")[0] for line in out[-7:-1]][:1] == ["kept a000/zarr.json"] and out[-1].startswith(
         "nothing to do: 6 nodes already converted ("
     )
+
+
+def test_a_removal_that_cannot_read_the_file_puts_it_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file to remove is renamed aside before it is compared: where reading it there fails, it goes back
+    (under the aside name it would be taken for a killed run's leftover and removed by the next run)."""
+    root = tmp_path / "s.zarr"
+    consolidated_store(root, arrays=1)
+    files, _ = stores.open_store(root)
+    zattrs = str(root / "a000" / ".zattrs")
+    read = stores.digest((root / "a000" / ".zattrs").read_bytes())
+
+    def unreadable(path: str) -> bytes:
+        raise OSError("injected")
+
+    monkeypatch.setattr(stores, "_read_regular_file", unreadable)
+    assert "injected" in str(files.remove([stores.Removal(zattrs, read)])[zattrs])
+    assert json.loads((root / "a000" / ".zattrs").read_text()) == {"i": 0}
+    assert [p.name for p in (root / "a000").iterdir() if p.name.endswith(stores.TEMP_SUFFIX)] == []
