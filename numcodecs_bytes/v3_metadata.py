@@ -36,7 +36,8 @@ import math
 import struct
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -127,16 +128,13 @@ def array_document(zarray: Any, zattrs: Mapping[str, Any]) -> Conversion:
     source, fold = _folded(zarray)
     _check_integer_fill_value(source)
     zarr = zarr_api()
+    notes: list[str] = []
     assumed: list[str] = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            if source.get("fill_value") is None:
-                source = {**source, "fill_value": _default_fill_value(source)}
-                assumed.append(_null_fill_note(source["fill_value"]))
-            document = _document(zarr.convert_array(zarr.array_v2.from_dict({**source, "attributes": {}})))
-        except (ValueError, TypeError, KeyError, NotImplementedError, OverflowError) as exc:
-            raise UnconvertibleError(f"zarr-python {zarr.version} cannot convert it: {exc}") from None
+    with _zarr_converting(notes):
+        if source.get("fill_value") is None:
+            source = {**source, "fill_value": _default_fill_value(source)}
+            assumed.append(_null_fill_note(source["fill_value"]))
+        document = _document(zarr.convert_array(zarr.array_v2.from_dict({**source, "attributes": {}})))
     readers = None
     if isinstance(source["dtype"], list):
         # zarr's converter takes the byte order from the data type, which has none for structs.
@@ -146,9 +144,22 @@ def array_document(zarray: Any, zattrs: Mapping[str, Any]) -> Conversion:
         raise UnconvertibleError(f"zarr-python {zarr.version} maps data type {source['dtype']!r} without byte order")
     if fold is not None and source["filters"] and fold.endian not in (None, _NATIVE):
         readers = _filters_before_a_swap(fold.endian)
-    notes = (*sorted({str(warning.message) for warning in caught}), *assumed, *xarray_notes)
     document = _with_attributes(document, attributes, dimension_names)
-    return Conversion(document, notes, None if fold is None else fold.description, readers)
+    return Conversion(document, (*notes, *assumed, *xarray_notes), None if fold is None else fold.description, readers)
+
+
+@contextmanager
+def _zarr_converting(warned: list[str]) -> Iterator[None]:
+    """zarr-python at work on a conversion: what it warns added to ``warned`` (each once); what it raises, an
+    `UnconvertibleError` in its words."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except (ValueError, TypeError, KeyError, NotImplementedError, OverflowError) as exc:
+            raise UnconvertibleError(f"zarr-python {zarr_api().version} cannot convert it: {exc}") from None
+        finally:
+            warned += sorted({str(warning.message) for warning in caught})
 
 
 def _document(metadata: Any) -> dict[str, Any]:
@@ -355,34 +366,30 @@ def _string_array(zarray: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         raise UnconvertibleError(
             f"filters after the object codec {codec!r} work on its bytes, which no Zarr v3 codec chain expresses"
         )
-    notes = []
+    notes: list[str] = []
+    assumed: list[str] = []
     fill_value = zarray.get("fill_value")
     if fill_value is None:
-        notes.append(_null_fill_note(""))
+        assumed.append(_null_fill_note(""))
         fill_value = ""
     elif not isinstance(fill_value, str):
-        notes.append(
+        assumed.append(
             f"fill_value {json.dumps(fill_value)} is no string (zarr 2 gave every data type the fill value 0): "
             'Zarr v3 needs one, so "" is written'
         )
         fill_value = ""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            data_type = zarr.array_v2.from_dict({**zarray, "fill_value": None, "attributes": {}}).dtype
-            # The rest of the mapping does not depend on the data type: zarr's, for a stand-in of one byte.
-            stand_in = {**zarray, "dtype": "|u1", "filters": None, "fill_value": 0, "attributes": {}}
-            document = _document(zarr.convert_array(zarr.array_v2.from_dict(stand_in)))
-            if isinstance(fill_value, str) and data_type.to_json(zarr_format=3) == "variable_length_bytes":
-                scalar: Any = base64.standard_b64decode(fill_value)  # v2 writes bytes in base64
-            else:
-                scalar = fill_value
-            document["data_type"] = data_type.to_json(zarr_format=3)
-            document["fill_value"] = data_type.to_json_scalar(data_type.cast_scalar(scalar), zarr_format=3)
-        except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
-            raise UnconvertibleError(f"zarr-python {zarr.version} cannot convert it: {exc}") from None
-    notes[:0] = sorted({str(warning.message) for warning in caught})
-    return _with_serializer(document, {"name": codec}), notes
+    with _zarr_converting(notes):
+        data_type = zarr.array_v2.from_dict({**zarray, "fill_value": None, "attributes": {}}).dtype
+        # The rest of the mapping does not depend on the data type: zarr's, for a stand-in of one byte.
+        stand_in = {**zarray, "dtype": "|u1", "filters": None, "fill_value": 0, "attributes": {}}
+        document = _document(zarr.convert_array(zarr.array_v2.from_dict(stand_in)))
+        document["data_type"] = data_type.to_json(zarr_format=3)
+        # v2 writes the fill value of bytes in base64
+        scalar = (
+            base64.standard_b64decode(fill_value) if document["data_type"] == "variable_length_bytes" else fill_value
+        )
+        document["fill_value"] = data_type.to_json_scalar(data_type.cast_scalar(scalar), zarr_format=3)
+    return _with_serializer(document, {"name": codec}), [*notes, *assumed]
 
 
 # -- xarray's conventions ------------------------------------------------------------------------------------
