@@ -598,10 +598,10 @@ class _Run:
             try:
                 zarr.consolidate(zarr.memory_store(keys), zarr_format=3)  # a MemoryStore works on the dict given
             except Exception:
-                unreadable = [path for path, document in documents.items() if _unreadable_by_zarr(document)]
-                for path in unreadable:
+                unreadable = {path: why for path, doc in documents.items() if (why := _unreadable_by_zarr(doc))}
+                for path, why in unreadable.items():
                     self.fail(f"{prefix}{path}".rstrip("/"), f"zarr-python {zarr.version} cannot read its zarr.json "
-                              f"({_unreadable_by_zarr(documents[path])}): it cannot be consolidated")  # fmt: skip
+                              f"({why}): it cannot be consolidated")  # fmt: skip
                 raise UnconvertibleError(
                     f"not consolidated: zarr-python {zarr.version} cannot read the zarr.json of "
                     f"{len(unreadable) or 'some'} node(s) below it"
