@@ -151,17 +151,78 @@ def kinds() -> dict[str, Callable[[Path], str]]:
     }
 
 
+def by_hand(path: Path, attributes: dict[str, dict[str, Any]]) -> None:
+    """Attributes set on a store's arrays by hand, as netCDF users copy theirs (``z.attrs.update(ncvar.__dict__)``),
+    and the store consolidated again."""
+    group = zarr.open_group(str(path), mode="r+", zarr_format=2)
+    for name, attrs in attributes.items():
+        group[name].attrs.update(attrs)
+    zarr.consolidate_metadata(str(path), zarr_format=2)
+
+
+def other_writers() -> dict[str, Callable[[Path], str]]:
+    """Stores xarray reads that other writers made: attributes set by hand, zarr's own fill values, NCZarr.
+
+    Only for the installed zarr 3 (they are written at test time). NCZarr's stores are committed, as netCDF-C
+    wrote them (tests/make_nczarr_fixtures.py).
+    """
+
+    def netcdf_attributes(path: Path) -> str:
+        ds = base().assign(
+            level=("time", np.array([0, -32768, 3, 4, 5, 6], dtype="int16")),
+            pressure=("time", np.array([1000.0, -9999.0, 990.0, 980.0, 970.0, 960.0], dtype="float32")),
+        )
+        ds.to_zarr(path, zarr_format=2, encoding={"level": {"_FillValue": 0}, "pressure": {"_FillValue": None}})
+        by_hand(
+            path,
+            {
+                "level": {"_FillValue": -32768},  # beside zarr's fill value 0, which xarray masks with on v2
+                "pressure": {"_FillValue": -9999},  # a number; the fill value is null: xarray masks with it
+                "temp": {"_FillValue": -1.0},  # beside the fill value NaN
+                "count": {"_FillValue": None},  # null: masks nothing
+            },
+        )
+        return "dataset"
+
+    def fixed_strings_zarr_fill(path: Path) -> str:
+        base().to_zarr(path, zarr_format=2)
+        group = zarr.open_group(str(path), mode="r+", zarr_format=2)
+        for name, dtype in (("label", "<U5"), ("code", "|S5")):  # zarr's default fill value: ""
+            array = group.create_array(name, shape=(4,), dtype=dtype, chunks=(4,))
+            array[:] = np.array(["ab", "c", "def", "g"], dtype=dtype)
+            array.attrs["_ARRAY_DIMENSIONS"] = ["x"]
+        zarr.consolidate_metadata(str(path), zarr_format=2)
+        return "dataset"
+
+    def fixture(name: str) -> Callable[[Path], str]:
+        def copy(path: Path) -> str:
+            shutil.copytree(Path(__file__).parent / "fixtures" / "nczarr" / f"{name}.zarr", path)
+            return "dataset"
+
+        return copy
+
+    return {
+        "netcdf_attributes": netcdf_attributes,
+        "fixed_strings_zarr_fill": fixed_strings_zarr_fill,
+        "nczarr": fixture("nczarr"),
+        "nczarr_v1": fixture("nczarr_v1"),
+    }
+
+
 NEEDS = {"delta_then_bytes_filter": (3, 4)}
 """The zarr-python release from which a kind converts: before it, zarr reads it wrong and to-v3 refuses it."""
 
 
-def write_stores(root: Path) -> dict[str, tuple[Path, str]]:
-    """Every kind as a store under ``root``: name -> (path, "dataset" or "tree")."""
+Kinds = Callable[[], dict[str, Callable[[Path], str]]]
+
+
+def write_stores(root: Path, which: Kinds = kinds) -> dict[str, tuple[Path, str]]:
+    """Every kind (of ``which``) as a store under ``root``: name -> (path, "dataset" or "tree")."""
     written = {}
     root.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # zarr's and xarray's own warnings about v2 and unstable data types
-        for name, write in kinds().items():
+        for name, write in which().items():
             path = root / f"{name}.zarr"
             shutil.rmtree(path, ignore_errors=True)
             written[name] = (path, write(path))

@@ -56,12 +56,40 @@ def test_arrays_no_xarray_wrote_keep_their_attributes_as_they_are() -> None:
     assert "dimension_names" not in array_document(zarray("<f8", "NaN"), {}).document
 
 
-def test_an_existing_fill_value_attribute_and_a_null_fill_value_add_nothing() -> None:
+def test_the_fill_value_attribute_says_what_xarray_masked_with_on_v2() -> None:
+    """On v2 xarray masks with zarr's fill value and ignores a ``_FillValue`` attribute beside it; where the fill
+    value is null it masks with the attribute as it is (null: nothing). On v3 it masks with the attribute alone."""
     dims = {"_ARRAY_DIMENSIONS": ["x"]}
-    assert array_document(zarray("<f8", 1.5), {**dims, "_FillValue": "mine"}).document["attributes"] == {
-        "_FillValue": "mine"
-    }
-    assert array_document(zarray("<i8", None), dims).document["attributes"] == {}  # xarray's ints and times
+
+    def attributes(dtype: str, fill_value: Any, **attrs: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
+        conversion = array_document(zarray(dtype, fill_value), {**dims, **attrs})
+        return conversion.document["attributes"], conversion.notes
+
+    beside, notes = attributes("<i2", 0, _FillValue=-32768)  # zarr 2's default fill value, a netCDF attribute
+    assert beside == {"_FillValue": 0} and any("-32768 is replaced by 0" in note for note in notes)
+    assert attributes("<f4", -9999, _FillValue=-9999) == ({"_FillValue": "AAAAAICHw8A="}, ())  # respelled only
+    assert attributes("<f4", None, _FillValue=-9999)[0] == {"_FillValue": "AAAAAICHw8A="}  # raw, as xarray masks
+    assert attributes("<i8", None, _FillValue=None)[0] == {}  # null masks nothing
+    assert attributes("<i8", None)[0] == {}  # xarray's ints and times
+    assert attributes("<f8", 1.5, _FillValue="mine")[0] == {"_FillValue": "AAAAAAAA+D8="}
+    strings, notes = attributes("<U5", "")
+    assert strings == {} and any('masked elements equal to the fill value ""' in note for note in notes)
+
+
+def test_nczarr_dimension_references_become_dimension_names_and_its_attributes_go() -> None:
+    """NCZarr 1.0 (netCDF-C 4.8.0/4.8.1) names dimensions only in .zarray, which xarray reads on v2; later ones add
+    attributes of their own, which xarray hides on v2 (names starting ``_nc``)."""
+    v1 = zarray("<f4", -9999, [3, 4], _NCZARR_ARRAY={"dimrefs": ["/time", "/g/x"], "storage": "chunked"})
+    conversion = array_document(v1, {"units": "K", "_NCZARR_ATTR": {"types": {"units": ">S1"}}})
+    document = conversion.document
+    assert document["dimension_names"] == ["time", "x"] and "_NCZARR_ARRAY" not in json.dumps(document)
+    assert document["attributes"] == {"units": "K", "_FillValue": "AAAAAICHw8A="}
+    assert any("NCZarr's _NCZARR_ARRAY dimrefs" in note for note in conversion.notes)
+    later = {"_ARRAY_DIMENSIONS": ["x"], "_nczarr_array": {"dimension_references": ["/x"]}, "_nczarr_attr": {}}
+    conversion = array_document(zarray("<i2", -32767), later)
+    assert conversion.document["attributes"] == {"_FillValue": -32767}
+    assert any("_nczarr_array, _nczarr_attr dropped" in note for note in conversion.notes)
+    assert array_document(zarray("<i2", 0), {"_nczarr_array": {}}).document["attributes"] == {"_nczarr_array": {}}
 
 
 @pytest.mark.parametrize(
@@ -83,7 +111,7 @@ def test_a_0_d_array_gets_no_dimension_names_as_zarr_writes_it() -> None:
 def test_data_types_xarray_has_no_fill_value_for_get_a_note_and_no_attribute() -> None:
     conversion = array_document(zarray("<M8[s]", 0), {"_ARRAY_DIMENSIONS": ["t"]})
     assert "_FillValue" not in conversion.document["attributes"]
-    assert any("xarray writes no v3 _FillValue for data type '<M8[s]'" in note for note in conversion.notes)
+    assert any("xarray reads no v3 _FillValue for data type '<M8[s]'" in note for note in conversion.notes)
 
 
 FLOAT_WIDTHS: dict[int, Literal[16, 32, 64]] = {2: 16, 4: 32, 8: 64}
@@ -113,18 +141,30 @@ def fill_values(draw: st.DrawFn) -> tuple[str, Any]:
 @pytest.mark.skipif(not has_module("xarray"), reason="xarray is the oracle (the test extra)")
 @given(fill_values())
 @settings(max_examples=300, deadline=None)
-def test_the_fill_value_attribute_is_what_xarrays_fill_value_coder_writes(case: tuple[str, Any]) -> None:
-    """The oracle: what xarray writes for v3 given the fill value as zarr reads the v2 metadata (what xarray masks
-    with on a v2 open)."""
+def test_the_fill_value_attribute_is_what_xarray_reads_on_v3_as_the_value_it_masked_with_on_v2(
+    case: tuple[str, Any],
+) -> None:
+    """The oracle: xarray's ``FillValueCoder``. The attribute decodes on v3 to the fill value as zarr reads the v2
+    metadata (what xarray masks with on a v2 open), spelled as xarray writes it; where xarray's v3 decoder reads no
+    attribute for the data type, there is none (a ValueError, which becomes a note)."""
     from xarray.backends.zarr import FillValueCoder
     from zarr.core.dtype import get_data_type_from_native_dtype
 
     dtype_text, value = case
-    data_type = get_data_type_from_native_dtype(np.dtype(dtype_text))
+    dtype = np.dtype(dtype_text)
+    data_type = get_data_type_from_native_dtype(dtype)
     v2_json = data_type.to_json_scalar(data_type.cast_scalar(value), zarr_format=2)
     as_zarr_reads_it = data_type.from_json_scalar(v2_json, zarr_format=2)
-    expected = FillValueCoder.encode(cast(Any, as_zarr_reads_it), np.dtype(dtype_text))
-    assert xarray_fill_value(json.loads(json.dumps(v2_json)), dtype_text) == expected
+    try:
+        FillValueCoder.decode(FillValueCoder.encode(cast(Any, as_zarr_reads_it), dtype), dtype)
+    except ValueError:  # xarray reads no v3 _FillValue of this data type
+        with pytest.raises(ValueError, match="xarray reads no v3 _FillValue"):
+            xarray_fill_value(json.loads(json.dumps(v2_json)), dtype_text)
+        return
+    attribute = xarray_fill_value(json.loads(json.dumps(v2_json)), dtype_text)
+    assert attribute == FillValueCoder.encode(cast(Any, as_zarr_reads_it), dtype)
+    read_back = np.asarray(FillValueCoder.decode(json.loads(json.dumps(attribute)), dtype), dtype)
+    assert read_back.tobytes() == np.asarray(as_zarr_reads_it, dtype).tobytes()
 
 
 # -- strings of any length ------------------------------------------------------------------------------------
