@@ -344,7 +344,7 @@ class _Run:
             if kind == "group" and isinstance(consolidated, dict):
                 self.listed.setdefault(path, _Listed(3, _v3_entries(consolidated)))
             return _Node(folder.path, path, kind, document, "v3", digests, existing, consolidates=path in self.listed)
-        zattrs = parsed(".zattrs") if ".zattrs" in read else {}
+        zattrs = parsed(".zattrs") if ".zattrs" in read else self._consolidated_attributes(path)
         if not isinstance(zattrs, dict):
             raise UnconvertibleError(f".zattrs must be an object, got {type(zattrs).__name__}")
         if ".zarray" not in read:
@@ -503,6 +503,21 @@ class _Run:
     def _unreachable(self, path: str) -> bool:
         """Whether ``path`` lies in an array, or below a path that failed (not visited, not converted)."""
         return any(parent in self.arrays or parent in self.failed for parent in _parents(path)) or path in self.failed
+
+    def _consolidated_attributes(self, path: str) -> dict[str, Any]:
+        """The attributes of a node without ``.zattrs``: those of its entry in a ``.zmetadata`` above it (the root's
+        first), with a note, where one has them; v2 readers that open the store through it (xarray, open_consolidated)
+        see them, and they must outlive the ``.zmetadata``."""
+        for group, listed in sorted(self.listed.items(), key=lambda item: _depth(item[0])):
+            if listed.zarr_format != 2 or not (group == "" or path == group or path.startswith(f"{group}/")):
+                continue
+            attributes = listed.entries.get(path[len(group) :].lstrip("/"), {}).get(".zattrs")
+            if isinstance(attributes, dict) and attributes:
+                where = f"{group}/.zmetadata".lstrip("/")
+                self.note(path, f"it has no .zattrs: its attributes are those of its entry in {where}, where v2 "
+                                "readers that open the store through it find them")  # fmt: skip
+                return attributes
+        return {}
 
     def _compare_with_consolidation(self, path: str, zarray: Any, zattrs: dict[str, Any]) -> None:
         """A note where a ``.zmetadata`` above the node lists other metadata than its own files hold (the walk

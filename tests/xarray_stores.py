@@ -194,6 +194,11 @@ def other_writers() -> dict[str, Callable[[Path], str]]:
         zarr.consolidate_metadata(str(path), zarr_format=2)
         return "dataset"
 
+    def attributes_only_in_zmetadata(path: Path) -> str:
+        base().to_zarr(path, zarr_format=2)
+        (path / "temp" / ".zattrs").unlink()  # deleted, or never uploaded: xarray reads .zmetadata's copy
+        return "dataset"
+
     def fixture(name: str) -> Callable[[Path], str]:
         def copy(path: Path) -> str:
             shutil.copytree(Path(__file__).parent / "fixtures" / "nczarr" / f"{name}.zarr", path)
@@ -206,6 +211,7 @@ def other_writers() -> dict[str, Callable[[Path], str]]:
         "fixed_strings_zarr_fill": fixed_strings_zarr_fill,
         "nczarr": fixture("nczarr"),
         "nczarr_v1": fixture("nczarr_v1"),
+        "attributes_only_in_zmetadata": attributes_only_in_zmetadata,
     }
 
 

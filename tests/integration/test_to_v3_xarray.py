@@ -128,7 +128,8 @@ def test_stores_other_writers_made_open_identical_after_to_v3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], remove: bool
 ) -> None:
     """netCDF attributes set by hand (a ``_FillValue`` beside zarr's fill value, as a number, null), fixed-width
-    strings with zarr's fill value, NCZarr's stores of both formats (issue 43, items 1-3)."""
+    strings with zarr's fill value, NCZarr's stores of both formats (issue 43, items 1-3), a node whose attributes
+    only .zmetadata holds, which --remove-v2-metadata removes (item 4)."""
     stores = write_stores(tmp_path / "v2", other_writers)
     notes: dict[str, list[str]] = {}
     opened = convert_and_open(stores, tmp_path, capsys, *(["--remove-v2-metadata"] if remove else []), notes=notes)
@@ -143,3 +144,5 @@ def test_stores_other_writers_made_open_identical_after_to_v3(
     assert_identical(opened)
     assert any("level: its _FillValue attribute -32768 is replaced by 0" in line for line in notes["netcdf_attributes"])
     assert any("_nczarr_array, _nczarr_attr dropped" in line for line in notes["nczarr"])
+    assert any("note temp: it has no .zattrs: its attributes are those of its entry in .zmetadata" in line
+               for line in notes["attributes_only_in_zmetadata"])  # fmt: skip
