@@ -279,6 +279,12 @@ def run_to_v3(
     ]
     for line in _grouped(notes, verbose):
         print(f"note {line}", file=sys.stderr)
+    if report.written and not remove_v2_metadata and not dry_run:
+        print(
+            "note: v2 metadata kept: v2 readers see nothing written through Zarr v3 from now on, and v3 readers "
+            "nothing written through v2 until to-v3 runs again; --remove-v2-metadata removes it",
+            file=sys.stderr,
+        )
     for node, why in report.failures:
         print(f"failed {_printable(node)}: {_printable(why)}", file=sys.stderr)
     print(f"{'dry run: ' if dry_run else ''}{_conversion_summary(report, dry_run)} ({status.elapsed()})")

@@ -53,6 +53,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import aclosing, contextmanager, suppress
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -225,6 +226,11 @@ class Files(Protocol):
         """Data files such as chunks, links followed; None where there is none."""
         ...
 
+    def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
+        """When each file was last written, in seconds since the epoch as its file system keeps them (an OSError
+        where it keeps none)."""
+        ...
+
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
         """Replace each file that still holds what was read; the failures (OSError where it cannot)."""
         ...
@@ -327,6 +333,10 @@ class _LocalFiles:
             return Path(path).read_bytes()
 
         return _each({path: partial(read, path) for path in paths})
+
+    def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
+        return _each({path: partial(lambda path: os.stat(path, follow_symlinks=False).st_mtime_ns / 1e9, path)
+                      for path in paths})  # fmt: skip
 
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
         replacements = list(replacements)
@@ -719,6 +729,22 @@ class _FsspecFiles:
                 return None
 
         return self._run({path: read(path) for path in paths})
+
+    def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
+        async def modified(path: str) -> float:
+            info = await self._call("info", path)
+            for key in ("LastModified", "mtime", "last_modified", "created"):  # S3, local and others, ...
+                when = info.get(key)
+                if isinstance(when, datetime):
+                    return when.timestamp()
+                if isinstance(when, int | float) and not isinstance(when, bool):
+                    return float(when)
+                if isinstance(when, str):
+                    with suppress(ValueError):
+                        return datetime.fromisoformat(when).timestamp()
+            raise OSError("its file system keeps no time it was written")
+
+        return self._run({path: modified(path) for path in paths})
 
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
         return _failures(self._run({r.path: self._replace(*r) for r in replacements}))

@@ -235,6 +235,7 @@ class _Node(NamedTuple):
     folded: str | None = None
     consolidates: bool = False  # a group whose consolidated metadata lists the nodes below it
     readers: ReadersNeed | None = None  # where older zarr-python releases read it wrong
+    replaces: bool = False  # its zarr.json is older than its v2 metadata, which a v2 writer changed: brought up to date
 
 
 class _Listed(NamedTuple):
@@ -256,6 +257,7 @@ class _Run:
         self.proven: set[str] = set()  # the pipelines (`pipelines_key`) a check has shown right
         self.listed: dict[str, _Listed] = {}  # what each consolidated group's consolidated metadata lists
         self.notes: dict[str, list[str]] = {}  # each node's notes, reported once its zarr.json is written
+        self.standing: dict[str, list[str]] = {}  # notes on what holds until the user acts: reported on every run
 
     def fail(self, path: str, why: str) -> None:
         self.failed.add("" if path == "." else path)
@@ -298,6 +300,7 @@ class _Run:
                     folder.subfolders[:] = [name for name in folder.subfolders if not name.isdigit()]
                 continue
             built.append(node)
+        built = self._settled(built)
         arrays = self._passing_the_check([node for node in built if node.kind == "array"])
         self.failed |= self._write([(node, node.document) for node in arrays])
         for node in [*arrays, *(node for node in built if node.kind == "group")]:
@@ -305,6 +308,53 @@ class _Run:
             self.nodes[node.path] = node._replace(
                 v2_array=None, existing=node.existing if node.kind == "group" else None
             )
+
+    def _settled(self, nodes: list[_Node]) -> list[_Node]:
+        """``nodes`` whose ``zarr.json`` and v2 metadata disagree settled by which was written last.
+
+        Either side may be written after a conversion that kept the v2
+        metadata: a v3 writer (xarray, zarr) changes ``zarr.json``, a v2 writer
+        its ``.zarray``/``.zgroup``/``.zattrs``. Where ``zarr.json`` is the newer,
+        it is kept as it is (and the v2 files, a stale view, go with
+        ``remove_v2_metadata``); where the v2 files are, ``zarr.json`` is brought
+        up to date from them; where their times do not tell, the node fails and
+        both stay as they are.
+        """
+        disagreeing = {node.path: node for node in nodes if node.existing is not None and node.origin == "v2"
+                       and _differences(node) is not None}  # fmt: skip
+        if not disagreeing:
+            return nodes
+        names = {node.path: ["zarr.json", *(name for name in node.read if name != ".zmetadata")]
+                 for node in disagreeing.values()}  # fmt: skip
+        times = self.files.modified(
+            f"{node.folder}/{name}" for node in disagreeing.values() for name in names[node.path]
+        )
+        settled: dict[str, _Node | None] = {}
+        for path, node in disagreeing.items():
+            when = {name: times[f"{node.folder}/{name}"] for name in names[path]}
+            v3, v2 = when.pop("zarr.json"), list(when.values())
+            what = f"zarr.json and its {', '.join(when)} differ ({_differences(node)})"
+            known = [t for t in (v3, *v2) if isinstance(t, float)]
+            if len(known) == len(v2) + 1 and isinstance(v3, float) and v3 > max(known[1:]):
+                document = _existing_document(node) or {}
+                kind = "array" if document.get("node_type") == "array" else "group"
+                self.standing.setdefault(path, []).append(
+                    f"{what}: zarr.json was written after them (through Zarr v3, since the conversion) and is kept; "
+                    "v2 readers see the node as it was before (removing the v2 metadata ends that)"
+                )
+                settled[path] = node._replace(kind=kind, document=document, v2_array=None, folded=None, readers=None)
+            elif len(known) == len(v2) + 1 and isinstance(v3, float) and v3 < max(known[1:]):
+                self.note(path, f"{what}: they were written after zarr.json (by a v2 writer, since the conversion): "
+                                "zarr.json is brought up to date from them")  # fmt: skip
+                settled[path] = node._replace(replaces=True)
+            else:
+                problem = next((t for t in (v3, *v2) if isinstance(t, Exception)), None)
+                why = f"their times cannot be read ({reason(problem)})" if problem else "their times do not tell"
+                self.fail(path, f"{what}, and {why} which was written last: both left as they are; see which "
+                                "holds the data as it is now before removing either")  # fmt: skip
+                settled[path] = None
+        kept = (settled[node.path] if node.path in settled else node for node in nodes)
+        return [node for node in kept if node is not None]
 
     def _node(self, folder: Folder, path: str, read: dict[str, bytes | Exception]) -> _Node:
         """The node in ``folder`` and its ``zarr.json`` document, from its files as ``read`` (by name)."""
@@ -578,8 +628,11 @@ class _Run:
             for node in (node for node in groups if _depth(node.path) == depth):
                 if node.path in blocked:
                     below = sum(path.startswith(f"{node.path}/") or not node.path for path in self.failed)
-                    if node.origin == "v2":
+                    if node.origin == "v2" and node.existing is None:
                         self.fail(node.path, f"left as Zarr v2: {below} path(s) below it could not be converted")
+                    elif node.origin == "v2":
+                        self.fail(node.path, f"its zarr.json is left as it is: {below} path(s) below it could not "
+                                             "be converted")  # fmt: skip
                     continue
                 document = node.document
                 if node.consolidates:
@@ -659,6 +712,7 @@ class _Run:
             )
             self.report.converted.append(result)
             notes = self.notes.pop(node.path, [])
+            self.report.notes += [(node.path or ".", note) for note in self.standing.pop(node.path, [])]
             if result.action != "kept":  # a rerun that writes nothing has nothing to tell again
                 self.report.notes += [(node.path or ".", note) for note in notes]
                 if node.readers is not None:
@@ -730,24 +784,50 @@ def _unreadable_by_zarr(document: dict[str, Any]) -> str | None:
 
 
 def _update(node: _Node, target: str, document: dict[str, Any]) -> Replacement | None:
-    """None where the existing ``zarr.json`` says ``document`` already; a consolidated group's consolidation
-    brought up to date (only if the file still holds what was read); any other difference raises."""
+    """None where the existing ``zarr.json`` says ``document`` already; else its replacement (only if the file
+    still holds what was read), where only a consolidated group's consolidation differs or the node is to be
+    brought up to date (`_Run._settled`); any other difference raises."""
     assert node.existing is not None
     try:
         existing = json.loads(node.existing.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise UnconvertibleError(f"zarr.json exists already and is not JSON ({reason(exc)}): not overwritten") from None
+    if not isinstance(existing, dict):
+        raise UnconvertibleError("zarr.json exists already and is not a JSON object: not overwritten")
     wanted = json.loads(_encoded(document))
     if _same_document(existing, wanted):
         return None
-    if not (node.consolidates and isinstance(existing, dict) and _same_document(
-        {**existing, "consolidated_metadata": None}, {**wanted, "consolidated_metadata": None}
-    )):  # fmt: skip
-        raise UnconvertibleError(
-            "zarr.json exists already and says something else than its v2 metadata (which changed since it was "
-            "converted, or another tool wrote it): not overwritten; remove zarr.json to convert the node again"
-        )
+    if not node.replaces and _differences(node._replace(document=wanted)) is not None:
+        raise UnconvertibleError("zarr.json exists already and says something else than its v2 metadata")
     return Replacement(target, _encoded(document), node.existing)
+
+
+def _existing_document(node: _Node) -> dict[str, Any] | None:
+    """A node's ``zarr.json`` as read, parsed; None where it is not a JSON object."""
+    try:
+        existing = json.loads(node.existing.decode("utf-8-sig")) if node.existing is not None else None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return existing if isinstance(existing, dict) else None
+
+
+def _differences(node: _Node) -> str | None:
+    """What differs between a node's ``zarr.json`` (a JSON object) and its conversion: the top-level keys, shapes
+    shown; None where they say the same but for a consolidated group's consolidation, or zarr.json is no object."""
+    existing = _existing_document(node)
+    if existing is None:
+        return None
+    wanted = json.loads(_encoded(node.document))
+    if node.consolidates:
+        existing, wanted = {**existing, "consolidated_metadata": None}, {**wanted, "consolidated_metadata": None}
+    if _same_document(existing, wanted):
+        return None
+    if existing.get("node_type") != wanted.get("node_type"):
+        return f"a {existing.get('node_type')} in zarr.json, a {wanted.get('node_type')} in v2"
+    keys = [key for key in {**wanted, **existing} if existing.get(key) != wanted.get(key)]
+    shown = [f"shape {existing.get('shape')} in zarr.json, {wanted.get('shape')} in v2" if key == "shape" else key
+             for key in keys]  # fmt: skip
+    return ", ".join(shown)
 
 
 def _same_document(existing: Any, wanted: dict[str, Any]) -> bool:

@@ -32,6 +32,10 @@ from numcodecs_bytes import BytesCodec  # noqa: E402
 from numcodecs_bytes.__main__ import main  # noqa: E402
 
 BUCKET = "faults"
+V2_METADATA_KEPT = (
+    "note: v2 metadata kept: v2 readers see nothing written through Zarr v3 from now on, and v3 readers nothing "
+    "written through v2 until to-v3 runs again; --remove-v2-metadata removes it"
+)
 URL = f"s3://{BUCKET}/s"
 
 
@@ -133,7 +137,7 @@ def test_a_listing_that_omits_a_node_loses_it_nowhere(
     before = zarr_reads(URL, 2, endpoint)
     proxy.add(Fault("omit", "GET", r"list-type=2|delimiter", times=1000, omit=r"/a003/"))
     code, _out, err = run("to-v3", proxy, capsys, *(["--remove-v2-metadata"] if remove else []))
-    assert code == 0 and err == "", err
+    assert code == 0 and err == ("" if remove else f"{V2_METADATA_KEPT}\n"), err
     assert zarr_reads(URL, 3, endpoint) == before
     s3.invalidate_cache()
     root = json.loads(s3.cat_file(f"{BUCKET}/s/zarr.json"))
@@ -208,3 +212,23 @@ def test_a_run_stops_at_its_time_limit_with_one_line(s3: Any, proxy: FaultProxy,
     assert time.monotonic() - started < 60
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.splitlines()[-1].startswith("stopped at the run's time limit (--run-timeout): ")
+
+
+def test_on_s3_the_side_written_after_a_conversion_is_kept(
+    s3: Any, proxy: FaultProxy, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43, item 5, on S3: the objects' LastModified tell which side a writer changed after the conversion."""
+    upload(s3, tmp_path, arrays=2, consolidated=False)
+    assert run("to-v3", proxy, capsys)[0] == 0
+    time.sleep(1.1)  # LastModified counts whole seconds
+    zarray = json.loads(s3.cat(f"{BUCKET}/s/a000/.zarray"))
+    s3.pipe(f"{BUCKET}/s/a000/.zarray", json.dumps({**zarray, "shape": [2]}).encode())  # a v2 writer resized it
+    v3 = json.loads(s3.cat(f"{BUCKET}/s/a001/zarr.json"))
+    s3.pipe(f"{BUCKET}/s/a001/zarr.json", json.dumps({**v3, "attributes": {"units": "K"}}).encode())  # a v3 writer
+    code, _, err = run("to-v3", proxy, capsys, "--remove-v2-metadata")
+    assert code == 0, err
+    assert "note a000: zarr.json and its .zarray, .zattrs differ (shape [4] in zarr.json, [2] in v2)" in err
+    assert "note a001: zarr.json and its .zarray, .zattrs differ (attributes): zarr.json was written after" in err
+    assert json.loads(s3.cat(f"{BUCKET}/s/a000/zarr.json"))["shape"] == [2]
+    assert json.loads(s3.cat(f"{BUCKET}/s/a001/zarr.json"))["attributes"] == {"units": "K"}
+    assert not s3.exists(f"{BUCKET}/s/a001/.zarray")
