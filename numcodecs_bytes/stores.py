@@ -211,6 +211,7 @@ class Files(Protocol):
     """
 
     deadline: float | None  # time.monotonic() at which the run stops; None: no limit
+    concurrency: int  # requests in flight at most: how many data files a caller may ask for in one batch
 
     def walk(self) -> Iterator[Listed]:
         """Breadth first, a batch of folders at a time; before taking the next batch, prune each folder's
@@ -301,6 +302,7 @@ class _LocalFiles:
     """A local folder. Files are replaced atomically (rename), keeping mode, owner and group."""
 
     deadline: float | None = None
+    concurrency = 1  # one file after another: a disk answers in microseconds
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -569,7 +571,7 @@ class _FsspecFiles:
     def __init__(self, fs: Any, root: str, jobs: int, request_timeout: float, deadline: float | None) -> None:
         import fsspec.asyn
 
-        self.fs, self.root, self.jobs = fs, root.rstrip("/"), jobs
+        self.fs, self.root, self.jobs, self.concurrency = fs, root.rstrip("/"), jobs, jobs
         self.request_timeout, self.deadline = request_timeout, deadline
         self._loop = fs.loop if fs.async_impl else fsspec.asyn.get_loop()
         self._sync = fsspec.asyn.sync

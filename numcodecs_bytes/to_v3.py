@@ -59,6 +59,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, NamedTuple
 
 from ._zarr_api import zarr_api
@@ -80,7 +81,7 @@ from .stores import (
     store_lock,
     walk_store,
 )
-from .v3_check import check_conversion, first_chunk_key, pipelines_key
+from .v3_check import check_chunk, check_fill_value, chunk_indices, chunk_key, pipelines_key
 from .v3_metadata import (
     Conversion,
     ReadersNeed,
@@ -236,6 +237,17 @@ class _Node(NamedTuple):
     consolidates: bool = False  # a group whose consolidated metadata lists the nodes below it
     readers: ReadersNeed | None = None  # where older zarr-python releases read it wrong
     replaces: bool = False  # its zarr.json is older than its v2 metadata, which a v2 writer changed: brought up to date
+    chunk_names: list[str] | None = None  # the files of an array's folder, where chunks may be (None: not listed)
+
+
+class _Checking(NamedTuple):
+    """An array being checked: what its samples are read with, and the chunks left to sample."""
+
+    folder: str
+    zarray: dict[str, Any]  # as v2 readers take it
+    document: dict[str, Any]
+    pipelines: str | None  # `pipelines_key`
+    indices: Iterator[tuple[int, ...]]  # `chunk_indices` not read yet
 
 
 class _Listed(NamedTuple):
@@ -258,6 +270,7 @@ class _Run:
         self.listed: dict[str, _Listed] = {}  # what each consolidated group's consolidated metadata lists
         self.notes: dict[str, list[str]] = {}  # each node's notes, reported once its zarr.json is written
         self.standing: dict[str, list[str]] = {}  # notes on what holds until the user acts: reported on every run
+        self.unlisted: set[str] = set()  # nodes not found by the walk: their folders' files are not known
 
     def fail(self, path: str, why: str) -> None:
         self.failed.add("" if path == "." else path)
@@ -306,7 +319,7 @@ class _Run:
         for node in [*arrays, *(node for node in built if node.kind == "group")]:
             # kept to the end for the groups and the consolidation: what those need only
             self.nodes[node.path] = node._replace(
-                v2_array=None, existing=node.existing if node.kind == "group" else None
+                v2_array=None, existing=node.existing if node.kind == "group" else None, chunk_names=None
             )
 
     def _settled(self, nodes: list[_Node]) -> list[_Node]:
@@ -462,6 +475,7 @@ class _Run:
             conversion.folded,
             consolidates=".zmetadata" in read or _consolidates(existing),
             readers=readers,
+            chunk_names=None if zarray is None or path in self.unlisted else folder.files,
         )
 
     def _listed_by(self, path: str, zmetadata: Any) -> None:
@@ -480,44 +494,80 @@ class _Run:
     # -- the check ---------------------------------------------------------------------------------------------
 
     def _passing_the_check(self, arrays: list[_Node]) -> list[_Node]:
-        """The arrays whose check passes (`check_conversion`); the others fail.
+        """The arrays whose check passes (`v3_check`); the others fail.
 
-        An array read by the same pipelines as one whose chunk 0 has shown the mapping right (`pipelines_key`, kept
-        in ``proven``) passes unread. The others are checked in rounds, each round's chunks read in one batch:
-        per pipelines one array, then two, four, ... until one shows them right (few rounds where samples of zeros
-        come first; every array read where none shows anything).
+        Each array's fill value is compared, then its stored chunks, chunk 0 first, until one shows the mapping
+        right (`shows_the_mapping`) or every stored chunk has been compared: a sample in which a wrong mapping could
+        not show vouches for no chunk but its own. A chunk that shows it vouches for the arrays read by the same
+        pipelines too (`pipelines_key`, kept in ``proven``): they pass unread. The chunks are read in rounds: per
+        pipelines one array, then two, four, ..., each its next one, two, four, ... chunks (few rounds where
+        samples of zeros come first), ``Files.concurrency`` chunks in memory at a time.
         """
         if not self.options.verify:
             return arrays
         failed: set[str] = set()
-        waiting = [(node, pipelines_key(node.v2_array)) for node in arrays if node.v2_array is not None]
+        pending: dict[str, _Checking] = {}
+        for node in arrays:
+            if node.v2_array is None:
+                continue
+            pipelines = pipelines_key(node.v2_array)
+            if pipelines is not None and pipelines in self.proven:
+                continue
+            try:
+                check_fill_value(node.v2_array, node.document)
+            except Exception as exc:
+                self.fail(node.path, reason(exc))
+                failed.add(node.path)
+                continue
+            indices = chunk_indices(node.v2_array, node.chunk_names)
+            pending[node.path] = _Checking(node.folder, node.v2_array, node.document, pipelines, indices)
         size = 1
-        while waiting := [(node, pipelines) for node, pipelines in waiting if pipelines not in self.proven]:
+        while pending:
             taken: dict[str, int] = {}
-            checking = []
-            for node, pipelines in waiting:
-                group = pipelines or node.path
-                taken[group] = taken.get(group, 0) + 1
-                if taken[group] <= size:
-                    checking.append((node, pipelines))
-            keys = {node.path: first_chunk_key(node.v2_array) for node, _ in checking if node.v2_array is not None}
-            chunk_paths = {node.path: f"{node.folder}/{keys[node.path]}" for node, _ in checking if keys[node.path]}
-            chunks = self.files.read_data(chunk_paths.values())
-            for node, pipelines in checking:
-                assert node.v2_array is not None
-                chunk = chunks[chunk_paths[node.path]] if node.path in chunk_paths else None
-                try:
-                    shown = check_conversion(node.v2_array, node.document, chunk)
-                except Exception as exc:
-                    self.fail(node.path, reason(exc))
-                    failed.add(node.path)
+            samples: list[tuple[str, tuple[int, ...]]] = []
+            for path, checking in list(pending.items()):
+                if checking.pipelines is not None and checking.pipelines in self.proven:
+                    del pending[path]
                     continue
-                if shown and pipelines is not None:
-                    self.proven.add(pipelines)
-            done = {node.path for node, _ in checking}
-            waiting = [check for check in waiting if check[0].path not in done]
+                group = checking.pipelines or path
+                taken[group] = taken.get(group, 0) + 1
+                if taken[group] > size:
+                    continue
+                more = list(islice(checking.indices, size))
+                if not more:  # every stored chunk compared, none could show a mapping: each value was compared
+                    del pending[path]
+                samples += [(path, index) for index in more]
+            for start in range(0, len(samples), self.files.concurrency):
+                failed |= self._sample(pending, samples[start : start + self.files.concurrency])
             size *= 2
         return [node for node in arrays if node.path not in failed]
+
+    def _sample(self, pending: dict[str, _Checking], samples: list[tuple[str, tuple[int, ...]]]) -> set[str]:
+        """Read and compare ``samples`` (path, chunk index) of the ``pending`` arrays; those that show the mapping,
+        or fail, leave ``pending``. The paths that failed."""
+        wanted = [
+            (path, index) for path, index in samples if path in pending and pending[path].pipelines not in self.proven
+        ]
+        files = {(path, index): f"{pending[path].folder}/{chunk_key(pending[path].zarray, index)}"
+                 for path, index in wanted}  # fmt: skip
+        chunks = self.files.read_data(files.values())
+        failed: set[str] = set()
+        for path, index in wanted:
+            if path not in pending:  # failed, or shown right, by an earlier chunk of this batch
+                continue
+            checking = pending[path]
+            try:
+                shown = check_chunk(checking.zarray, checking.document, index, chunks[files[path, index]])
+            except Exception as exc:
+                self.fail(path, reason(exc))
+                failed.add(path)
+                del pending[path]
+                continue
+            if shown:
+                del pending[path]
+                if checking.pipelines is not None:
+                    self.proven.add(checking.pipelines)
+        return failed
 
     # -- what consolidated metadata lists ------------------------------------------------------------------------
 
@@ -544,6 +594,7 @@ class _Run:
                 if set(present) & set(NODE_FILES):  # its own node: the walk's listing missed it (a .zattrs alone
                     # makes no node: zarr reads such a node through its .zmetadata entry)
                     found.append((Folder(folders[path], [], sorted(present)), path))
+                    self.unlisted.add(path)
                 elif problem is not None and not isinstance(problem, FileNotFoundError):
                     self.fail(path, reason(problem))
                 else:
@@ -586,6 +637,7 @@ class _Run:
     def _from_consolidation(self, path: str, group: str, listed: _Listed) -> None:
         below = path[len(group) :].strip("/") if group else path
         entry = listed.entries[below]
+        self.unlisted.add(path)
         folder = Folder(f"{self.root}/{path}" if path else self.root, [], [])
         if listed.zarr_format == 3:
             self.note(group, f"{below}: in the consolidated metadata, but its zarr.json is gone: left out of it")
@@ -606,7 +658,7 @@ class _Run:
             checked = self._passing_the_check([node])
             self.failed |= self._write([(n, n.document) for n in checked])
             if checked and path not in self.failed:
-                self.nodes[path] = node._replace(v2_array=None)
+                self.nodes[path] = node._replace(v2_array=None, chunk_names=None)
         else:
             self.nodes[path] = node
 

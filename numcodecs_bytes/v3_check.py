@@ -1,20 +1,29 @@
-"""The check before a ``zarr.json`` is written: a sample of the array read as Zarr v2 and as Zarr v3.
+"""The check before a ``zarr.json`` is written: samples of the array read as Zarr v2 and as Zarr v3.
 
 Both reads go through zarr-python, with its own codecs (whatever codec the
-process has configured), on the bytes given: chunk 0 where it is stored, and
-the fill value of a missing chunk. They must agree exactly: bytes of each
+process has configured), on the bytes given: a stored chunk, and one element
+of a missing chunk (its fill value). They must agree exactly: bytes of each
 element (NaNs and -0.0 too), or Python values for strings and objects.
 
-A sample read alike also vouches for the other arrays read by the same two
-pipelines (`pipelines_key`) where it `shows_the_mapping`: where a wrong
-mapping could not show in it (zeros, one value throughout, one element), it
-vouches for no other array.
+A sample read alike shows the mapping right only where a wrong mapping could
+show in it (`shows_the_mapping`): not zeros, not one value throughout, not one
+element. Such a sample vouches for the array's other chunks and for the other
+arrays read by the same two pipelines (`pipelines_key`); one that cannot show
+it vouches for no chunk but its own, so the caller reads the array's next
+stored chunk (`chunk_indices`), until one shows the mapping or every stored
+chunk has been compared.
+
+Memory: a missing chunk's fill value is read as one element, whatever the
+chunk's size; a stored chunk is decoded twice (v2, v3), one chunk at a time.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import warnings
+from collections.abc import Iterable, Iterator
+from itertools import product
 from typing import Any
 
 import numpy as np
@@ -25,15 +34,50 @@ from .data_types import needs_endian
 from .names import CODEC_IDS, v2_id
 from .v3_metadata import UnconvertibleError
 
-__all__ = ["check_conversion", "first_chunk_key", "pipelines_key", "shows_the_mapping"]
+__all__ = [
+    "check_chunk",
+    "check_fill_value",
+    "chunk_indices",
+    "chunk_key",
+    "pipelines_key",
+    "shows_the_mapping",
+]
+
+_CHUNK_FILE = re.compile(r"[0-9]+(\.[0-9]+)*")
 
 
-def first_chunk_key(zarray: dict[str, Any]) -> str | None:
-    """The key of an array's first chunk (``0.0``, ``0/0``, ``0`` for 0-d), None where the array has no element."""
-    shape = zarray["shape"]
-    if not all(shape):
-        return None
-    return (zarray.get("dimension_separator") or ".").join("0" for _ in shape) or "0"
+def chunk_key(zarray: dict[str, Any], index: tuple[int, ...]) -> str:
+    """The v2 key of the chunk at ``index`` of the chunk grid (``0.1``, ``0/1``; ``0`` for a 0-d array)."""
+    return (zarray.get("dimension_separator") or ".").join(map(str, index)) or "0"
+
+
+def _grid(zarray: dict[str, Any]) -> tuple[int, ...]:
+    """Chunks per axis."""
+    return tuple(-(-extent // size) for extent, size in zip(zarray["shape"], zarray["chunks"], strict=True))
+
+
+def chunk_indices(zarray: dict[str, Any], names: Iterable[str] | None) -> Iterator[tuple[int, ...]]:
+    """The grid indices of an array's chunks to sample, chunk 0 first, then in C order: those among ``names``
+    (the files of its folder) where they are files there; every index of the grid where ``names`` is None or the
+    chunks lie in folders (``0/0``). Nothing for an array with no element."""
+    grid = _grid(zarray)
+    if not all(zarray["shape"]):
+        return
+    origin = tuple(0 for _ in grid)
+    yield origin
+    separator = zarray.get("dimension_separator") or "."
+    if not grid:  # 0-d: one chunk, "0"
+        return
+    if names is None or (separator == "/" and len(grid) > 1):
+        yield from (index for index in product(*map(range, grid)) if index != origin)
+        return
+    found = []
+    for name in names:
+        if _CHUNK_FILE.fullmatch(name) and name.count(".") == len(grid) - 1:
+            index = tuple(int(part) for part in name.split("."))
+            if all(i < n for i, n in zip(index, grid, strict=True)) and index != origin:
+                found.append(index)
+    yield from sorted(found)
 
 
 def pipelines_key(zarray: dict[str, Any]) -> str | None:
@@ -63,45 +107,55 @@ def shows_the_mapping(sample: np.ndarray[Any, Any]) -> bool:
     return bool((elements != elements[:1]).any())
 
 
-def check_conversion(zarray: dict[str, Any], document: dict[str, Any], chunk: bytes | Exception | None) -> bool:
-    """Read chunk 0 (``chunk``: what reading it gave, None where not stored) and a missing chunk's fill value as
-    v2 and as v3; raise `UnconvertibleError` if they differ. Whether chunk 0 was read and shows the mapping.
+def check_fill_value(zarray: dict[str, Any], document: dict[str, Any]) -> None:
+    """Read one element of a missing chunk as v2 and as v3; raise `UnconvertibleError` if they differ.
 
     ``zarray`` is the array's v2 metadata as v2 readers take it (a chunk layout found in the store included).
+    Nothing where v2 readers do not agree on it (`_comparable_fill_value`) or the array has no element.
     """
+    if _comparable_fill_value(zarray) and all(zarray["shape"]):
+        _compare(zarray, document, {}, tuple(slice(0, 1) for _ in zarray["shape"]), "the fill value of a missing chunk")
+
+
+def check_chunk(
+    zarray: dict[str, Any], document: dict[str, Any], index: tuple[int, ...], chunk: bytes | Exception | None
+) -> bool:
+    """Read the stored chunk at ``index`` (``chunk``: what reading it gave, None where there is none) as v2 and as
+    v3; raise `UnconvertibleError` if they differ. Whether it was read and shows the mapping."""
     if isinstance(chunk, Exception):
         raise chunk
+    if chunk is None:
+        return False
+    region = tuple(
+        slice(i * size, min((i + 1) * size, extent))
+        for i, size, extent in zip(index, zarray["chunks"], zarray["shape"], strict=True)
+    )
+    what = "chunk 0" if not any(index) else f"chunk {chunk_key(zarray, index)}"
+    return shows_the_mapping(_compare(zarray, document, {chunk_key(zarray, index): chunk}, region, what))
+
+
+def _compare(
+    zarray: dict[str, Any], document: dict[str, Any], chunks: dict[str, bytes], region: tuple[slice, ...], what: str
+) -> np.ndarray[Any, Any]:
+    """``region`` read as v2 and as v3 from the metadata and ``chunks``; what v2 read, where v3 read the same."""
     zarr = zarr_api()
-    shape, chunks = zarray["shape"], zarray["chunks"]
-    region = tuple(slice(0, min(extent, size)) for extent, size in zip(shape, chunks, strict=True))
-    key = first_chunk_key(zarray)
-    samples: list[tuple[str, dict[str, bytes]]] = []
-    if chunk is not None and key is not None:
-        samples.append(("chunk 0", {key: chunk}))
-    chunk_read = bool(samples)
-    if _comparable_fill_value(zarray):
-        samples.append(("the fill value of a missing chunk", {}))
     v2_files, v3_files = {".zarray": _json(_v2_readable(zarray))}, {"zarr.json": _json(document)}
-    reads: list[tuple[dict[str, bytes], int]] = []
-    for _, chunk_files in samples:
-        reads += [({**v2_files, **chunk_files}, 2), ({**v3_files, **chunk_files}, 3)]
-    results = _read_samples(reads, region)
-    for index, (what, _) in enumerate(samples):
-        expected, got = results[2 * index], results[2 * index + 1]
-        if isinstance(expected, Exception):
-            raise UnconvertibleError(
-                f"its conversion cannot be checked: reading {what} as Zarr v2 fails "
-                f"({type(expected).__name__}: {expected}); --no-verify converts without the check"
-            )
-        if isinstance(got, Exception):
-            raise UnconvertibleError(
-                f"zarr-python {zarr.version} cannot read {what} through the converted metadata "
-                f"({type(got).__name__}: {got})"
-            )
-        difference = _difference(expected, got)
-        if difference is not None:
-            raise UnconvertibleError(f"the converted metadata reads {what} otherwise than v2: {difference}")
-    return chunk_read and shows_the_mapping(results[0])
+    expected, got = _read_samples([({**v2_files, **chunks}, 2), ({**v3_files, **chunks}, 3)], region)
+    if isinstance(expected, Exception):
+        raise UnconvertibleError(
+            f"its conversion cannot be checked: reading {what} as Zarr v2 fails "
+            f"({type(expected).__name__}: {expected}); --no-verify converts without the check"
+        )
+    if isinstance(got, Exception):
+        raise UnconvertibleError(
+            f"zarr-python {zarr.version} cannot read {what} through the converted metadata "
+            f"({type(got).__name__}: {got})"
+        )
+    difference = _difference(expected, got)
+    if difference is not None:
+        raise UnconvertibleError(f"the converted metadata reads {what} otherwise than v2: {difference}")
+    sample: np.ndarray[Any, Any] = expected
+    return sample
 
 
 def _comparable_fill_value(zarray: dict[str, Any]) -> bool:
