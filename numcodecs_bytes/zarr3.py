@@ -71,6 +71,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+import threading
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -497,6 +498,14 @@ def _follow_the_config_where_zarr_builds_its_codec() -> None:
     # zarr builds its own class where it makes the codec itself, whatever the config says
     # (zarr.core.array.default_serializer_v3; ShardingCodec's default codecs and index codecs).
     # Each is wrapped once, by the first enable(), and does as before unless the config key names this class.
+    with _WRAPPING:  # the first calls may come from several threads at once: one wraps, the others see it done
+        _wrap_where_zarr_builds_its_codec()
+
+
+_WRAPPING = threading.Lock()
+
+
+def _wrap_where_zarr_builds_its_codec() -> None:
     import zarr.core.array
     from zarr.codecs.sharding import ShardingCodec
 

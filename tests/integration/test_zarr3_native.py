@@ -595,6 +595,40 @@ print((array.default_serializer_v3, ShardingCodec.__init__) != before)
     assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
 
 
+def test_enable_from_many_threads_at_once_changes_zarr_once() -> None:
+    """Issue 43, item 8: a threaded application's first enable() calls, at once. Each trial starts from zarr's own
+    functions, in a fresh interpreter of its own trials; zarr's functions end wrapped once, and sharded arrays
+    are made as before (wrapped twice, every one raised KeyError: 'index_codecs')."""
+    code = """
+import sys, threading, zarr, zarr.core.array as array
+from zarr.codecs.sharding import ShardingCodec
+import numcodecs_bytes.zarr3 as zarr3
+sys.setswitchinterval(1e-6)
+originals = (array.default_serializer_v3, ShardingCodec.__init__)
+wrong = 0
+for trial in range(300):
+    array.default_serializer_v3, ShardingCodec.__init__ = originals
+    start = threading.Barrier(8)
+    def first_call():
+        start.wait()
+        zarr3.enable()
+    threads = [threading.Thread(target=first_call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wrapped = (array.default_serializer_v3.__wrapped__, ShardingCodec.__init__.__wrapped__)
+    try:
+        zarr.create_array(store={}, shape=(4,), dtype="<i2", shards=(4,), chunks=(2,))
+    except KeyError:
+        wrong += 1
+    wrong += wrapped != originals
+print(wrong)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "0", (result.stdout, result.stderr[-2000:])
+
+
 # -- corrupt shards: the values of zarr-python's own codec, or an error where it finds one -----------------
 
 INNER = 8  # two inner chunks of 8 int32 in one shard of 16
