@@ -23,12 +23,16 @@ default, and none of zarr's functions change. `enable` makes this one zarr's
 ``bytes`` codec for arrays created, opened and sharded, and
 ``serializer=BytesCodec(endian=...)`` chooses it for one array.
 
-An evolved codec (the one an array holds) is also of zarr's own class where
-the data type has no bytes to check: zarr 3.4 decodes a whole uncompressed
-shard in one pass only for a codec of its own class (``isinstance``), and
-that path reads such shards several times faster than chunk by chunk
-(benchmarks/zarr_chunks.py). For bool and int2/int4, whose bytes this codec
-checks, it is of this class only.
+The class is a subclass of zarr's own ``BytesCodec``: zarr 3.4 decodes a
+whole uncompressed shard in one pass only for a codec of its class
+(``isinstance``), and that path reads such shards several times faster than
+chunk by chunk (benchmarks/zarr_chunks.py); and a codec read back or evolved
+equals the one made with the same configuration, as zarr's own does. That
+path reads the bytes without this codec, so where they must be checked (bool,
+int2/int4, structs holding them) an array holds a codec of a subclass that
+zarr's bulk path does not take (``is_fixed_size`` false, which only that path
+asks of an inner codec) and that compares unequal to the codec it evolved
+from, so that zarr's sharding codec keeps the evolved one.
 
 Examples
 --------
@@ -79,7 +83,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import zarr
-from zarr.abc.codec import ArrayBytesCodec, ArrayBytesCodecPartialDecodeMixin
+from zarr.abc.codec import ArrayBytesCodecPartialDecodeMixin
 from zarr.abc.store import RangeByteRequest
 from zarr.codecs import BytesCodec as ZarrBytesCodec
 from zarr.storage import StorePath
@@ -101,7 +105,7 @@ _ZARR_DEFAULT = "zarr.codecs.bytes.BytesCodec"
 
 
 @dataclass(frozen=True)
-class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
+class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
     """The Zarr v3 ``bytes`` codec: each element in ``endian`` byte order, in C order.
 
     Parameters
@@ -128,7 +132,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
 
     is_fixed_size = True
 
-    endian: Endian | None
+    endian: Endian | None  # type: ignore[assignment]  # zarr < 3.3 types its own as an enum
     name: str
     # How the codec came to be, which decides how it evolves for an array (a missing endian read from metadata
     # is zarr's to guess; made in code it is refused). Set by the class itself (from_dict, evolve_from_array_spec),
@@ -208,11 +212,10 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
             endian = None
         elif endian == "big" and not self._from_metadata and multi_byte_struct:
             _warn_if_zarr_reads_big_endian_structs_wrong(dtype)
-        # Where there are no bytes to check, zarr's own decode of the same metadata is exact: the
-        # codec then is also of zarr's class, whose fast paths (a whole uncompressed shard in one
-        # pass, zarr 3.4) take it. Bool and int2/int4 stay of this class only: their bytes are checked.
-        # The two classes compare unequal, as dataclasses do: zarr (3.4) tells by "!=" that a codec evolved.
-        kind = BytesCodec if resolved.checks is not None else _ZarrKindBytesCodec
+        # Where bytes are checked (bool, int2/int4), zarr 3.4's bulk decode of whole shards, which reads
+        # them without this codec, must not take it: a subclass it does not take, unequal to this one
+        # (zarr's sharding codec keeps its unevolved inner codecs where they equal their evolution).
+        kind = BytesCodec if resolved.checks is None else _CheckedBytesCodec
         if type(self) is kind and endian == self.endian and not self._from_metadata and guessed == self._endian_guessed:
             return self
         evolved: BytesCodec = kind._made(endian, self.name, guessed=guessed)
@@ -299,12 +302,17 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ArrayBytesCodec):
         return _nd_buffer(chunk_spec, chunk[block.selection])
 
 
-class _ZarrKindBytesCodec(BytesCodec, ZarrBytesCodec):  # type: ignore[misc]
-    """This package's codec, evolved for a data type with no bytes to check: also of zarr's class.
+@dataclass(frozen=True)
+class _CheckedBytesCodec(BytesCodec):
+    """This package's codec, evolved for a data type whose bytes it checks (bool, int2/int4, structs with them).
 
-    Every method is this package's; zarr's class is a base only so that zarr's
-    ``isinstance`` checks recognise the codec.
+    zarr 3.4 decodes a whole uncompressed shard without the codec where its
+    inner codec is of zarr's class and of fixed size; this one says it is
+    not (only that path asks it of an inner codec), so its chunks are
+    decoded, and checked, one by one.
     """
+
+    is_fixed_size = False
 
 
 class _ChunkPlan(NamedTuple):
