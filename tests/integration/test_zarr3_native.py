@@ -8,7 +8,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pytest
@@ -328,7 +328,7 @@ def test_zarrs_whole_shard_fast_path_takes_this_codec_where_no_byte_needs_a_chec
 
 
 def whole_shards_read_in_bulk_or_checked(taken: list[bool]) -> None:
-    cases = [
+    cases: list[tuple[str, np.ndarray[Any, Any], Literal["big"] | None]] = [
         (">i4", np.arange(16), "big"),
         ("|b1", np.arange(16) % 3 == 0, "big"),
         ("|b1", np.arange(16) % 3 == 0, None),
