@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import logging
 import os
+import signal
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -101,10 +104,10 @@ class _Progress:
     """One live line on stderr while a store tool runs (folders walked of found, rate, time left), cleared at
     the end and before any other line; shown on a terminal, or when asked (``--progress``)."""
 
-    def __init__(self, tool: str, enabled: bool) -> None:
-        self.tool, self.enabled = tool, enabled
+    def __init__(self, tool: str, enabled: bool, written: tuple[str, str]) -> None:
+        self.tool, self.enabled, (self.noun, self.verb) = tool, enabled, written
         self.started = self.drawn_at = time.monotonic()
-        self.done = self.found = 0
+        self.done = self.found = self.written = 0
         self.visible = False
 
     def update(self, done: int, found: int) -> None:
@@ -128,9 +131,10 @@ class _Progress:
             self.visible = False
 
     def stopped(self, why: str, code: int) -> int:
-        """One line saying how far the run came, and its exit code."""
+        """One line saying how far the run came (what it wrote, the folders it walked), and its exit code."""
         self.clear()
-        print(f"{why}: {self.done:,} of {self.found:,} folders done; run again to finish", file=sys.stderr)
+        done = f"{_count(self.written, self.noun)} {self.verb}, {self.done:,} of {self.found:,} folders walked"
+        print(f"{why}: {done}; run again to finish", file=sys.stderr)
         return code
 
     def elapsed(self) -> str:
@@ -159,9 +163,18 @@ def _run_tool(progress: _Progress, run: Callable[[], _Report], *usage_errors: ty
     except RunTimeoutError:
         return progress.stopped("stopped at the run's time limit (--run-timeout)", 1)
     except KeyboardInterrupt:
+        _quiet_from_now_on()
         return progress.stopped("interrupted", 130)
     progress.clear()
     return report
+
+
+def _quiet_from_now_on() -> None:
+    """After a Ctrl-C, the run ends with its one line: a second Ctrl-C no longer interrupts the way out, and the
+    tasks the interrupted run left in zarr's and fsspec's event loops go without a word when the process ends."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("asyncio").disabled = True  # "Task was destroyed but it is pending!"
 
 
 def _grouped(lines: list[tuple[str, str]], verbose: bool) -> list[str]:
@@ -192,9 +205,10 @@ def run_migrate(
     (`EXIT_CODES`). ``store_options``: `migrate_store`'s ``jobs``, ``storage_options``, ``request_timeout``,
     ``run_timeout``."""
     verb = "would change" if dry_run else "changed"
-    status = _Progress("migrate", sys.stderr.isatty() if progress is None else progress)
+    status = _Progress("migrate", sys.stderr.isatty() if progress is None else progress, ("file", verb))
 
     def on_change(relative: str, changes: list[Change]) -> None:
+        status.written += 1
         if verbose:
             lines = [f"{verb} {_printable(relative)}:", *(f"  {change.location}: {RENAME}" for change in changes)]
             _say(status, "\n".join(lines))
@@ -242,10 +256,12 @@ def run_to_v3(
     ``run_timeout``."""
     from .to_v3 import NodeResult, convert_store  # imports zarr when run: only this command needs it
 
-    status = _Progress("to-v3", sys.stderr.isatty() if progress is None else progress)
+    written = ("zarr.json", "to write" if dry_run else "written")
+    status = _Progress("to-v3", sys.stderr.isatty() if progress is None else progress, written)
     verbs = {"written": "would write" if dry_run else "wrote", "updated": "would update" if dry_run else "updated"}
 
     def on_node(node: NodeResult) -> None:
+        status.written += node.action != "kept"
         if not (verbose or show_documents) or (node.action == "kept" and not verbose):
             return
         where = f"{node.path}/zarr.json".lstrip("/")

@@ -548,7 +548,9 @@ def test_ctrl_c_says_how_far_the_run_came_and_exits_130(tmp_path: Path) -> None:
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130
-    assert re.fullmatch(r"interrupted: [\d,]+ of [\d,]+ folders done; run again to finish\n", stderr), stderr
+    assert re.fullmatch(
+        r"interrupted: [\d,]+ files? changed, [\d,]+ of [\d,]+ folders walked; run again to finish\n", stderr
+    ), stderr
     assert stdout == ""
     assert cli("migrate", str(root)).returncode == 0  # the rerun finishes
     assert all(b'"name": "endian"' not in path.read_bytes() for path in root.rglob("zarr.json"))

@@ -386,3 +386,42 @@ def test_a_new_zarr_json_gets_the_mode_the_umask_gives(tmp_path: Path) -> None:
     finally:
         os.umask(previous)
     assert stat.S_IMODE((root / "zarr.json").stat().st_mode) == 0o660
+
+
+SLOW_TO_V3 = (  # 2 ms more per zarr.json created (linked into place)
+    "import os, sys, time; link = os.link; "
+    "os.link = lambda source, target: (time.sleep(0.002), link(source, target))[1]; "
+    "from numcodecs_bytes.__main__ import _console; sys.argv[0] = 'numcodecs-bytes'; sys.exit(_console())"
+)
+
+
+def test_ctrl_c_twice_ends_with_one_line_that_counts_what_was_written(tmp_path: Path) -> None:
+    """Issue 43, item 9: Ctrl-C, and another during the way out: one line (no asyncio task left pending in zarr's
+    loop printed), counting the zarr.json written; exit code 130; a rerun finishes."""
+    import re
+    import signal
+    import time
+
+    root = tmp_path / "s.zarr"
+    zarr.open_group(str(root), mode="w", zarr_format=2)
+    zarray = {"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i4", "fill_value": 0, "order": "C",
+              "compressor": None, "filters": None}  # fmt: skip
+    for i in range(1200):  # two batches of the walk
+        (root / f"a{i:04d}").mkdir()
+        (root / f"a{i:04d}" / ".zarray").write_text(json.dumps({**zarray, "fill_value": i}))
+    process = subprocess.Popen([sys.executable, "-c", SLOW_TO_V3, "to-v3", str(root)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not any(root.glob("a04*/zarr.json")):
+        assert process.poll() is None and time.monotonic() < deadline, "the run finished before Ctrl-C"
+        time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130 and stdout == "", (process.returncode, stdout, stderr)
+    line = re.fullmatch(r"interrupted: ([\d,]+) zarr\.json written, [\d,]+ of [\d,]+ folders walked; run again to "
+                        r"finish\n", stderr)  # fmt: skip
+    assert line, stderr
+    assert int(line.group(1).replace(",", "")) <= len(list(root.glob("*/zarr.json")))
+    assert main(["to-v3", str(root)]) == 0 and (root / "zarr.json").exists()  # the rerun finishes
