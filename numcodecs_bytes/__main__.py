@@ -311,9 +311,14 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
     """What a to-v3 run did, counted: zarr.json written, brought up to date, kept; files removed; failures."""
     written = [node for node in report.converted if node.action == "written"]
     updated = [node for node in report.converted if node.action == "updated"]
-    kept = len(report.converted) - len(written) - len(updated)
+    v3_only = sum(node.action == "kept" and node.v3_only for node in report.converted)
+    kept = len(report.converted) - len(written) - len(updated) - v3_only
     if not written and not updated and not report.removed and not report.failures:
-        return f"nothing to do: {_count(kept, 'node')} already converted"
+        if not kept:
+            return f"nothing to do: {_count(v3_only, 'node')} {'is' if v3_only == 1 else 'are'} Zarr v3 already"
+        return f"nothing to do: {_count(kept, 'node')} already converted" + (
+            f", {_count(v3_only, 'node')} Zarr v3 already" if v3_only else ""
+        )
     parts = []
     if written:
         folded = sum(node.folded is not None for node in written)
@@ -323,6 +328,8 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
         parts.append(f"{_count(len(updated), 'consolidation')} {'to bring' if dry_run else 'brought'} up to date")
     if kept:
         parts.append(f"{_count(kept, 'node')} already converted")
+    if v3_only:
+        parts.append(f"{_count(v3_only, 'node')} Zarr v3 already")
     if report.removed:
         parts.append(f"{_count(len(report.removed), 'v2 metadata file')} {'to remove' if dry_run else 'removed'}")
     if report.consolidated and any(node.path == "" for node in (*written, *updated)):

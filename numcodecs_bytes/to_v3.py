@@ -109,6 +109,7 @@ class NodeResult:
     folded: str | None = None  # e.g. "filters[0] 'bytes' (endian big)", where the filter was folded
     implicit: bool = False  # a folder without v2 metadata that leads to nodes: made a group
     document: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # its zarr.json
+    v3_only: bool = False  # a node with no v2 metadata: Zarr v3 already (written so, or converted and removed)
 
 
 @dataclass
@@ -760,8 +761,9 @@ class _Run:
                 self.fail(node.path, reason(failures[node.path]))
                 continue
             result = NodeResult(
-                node.path, node.kind, actions[node.path], node.folded, node.origin == "implicit", document
-            )
+                node.path, node.kind, actions[node.path], node.folded, node.origin == "implicit", document,
+                v3_only=node.origin == "v3",
+            )  # fmt: skip
             self.report.converted.append(result)
             notes = self.notes.pop(node.path, [])
             self.report.notes += [(node.path or ".", note) for note in self.standing.pop(node.path, [])]

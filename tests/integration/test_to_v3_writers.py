@@ -124,3 +124,19 @@ def test_a_run_that_keeps_the_v2_metadata_says_what_v2_readers_will_not_see(
     assert main(["to-v3", str(path), "--remove-v2-metadata"]) == 0
     assert "v2 readers see nothing" not in capsys.readouterr().err
     np.testing.assert_array_equal(xarray.open_zarr(path).temp.values, base().temp.values)
+
+
+def test_a_store_written_as_zarr_v3_is_said_to_be_v3_already(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43, item 10: nothing was converted, so it is not "already converted"."""
+    path = tmp_path / "s.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base().to_zarr(path, zarr_format=3)
+    before = {file: file.stat().st_mtime_ns for file in path.rglob("zarr.json")}
+    capsys.readouterr()
+    assert main(["to-v3", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"nothing to do: {len(before)} nodes are Zarr v3 already (") and err == "", (out, err)
+    assert {file: file.stat().st_mtime_ns for file in path.rglob("zarr.json")} == before
