@@ -221,13 +221,24 @@ def _difference(v2: np.ndarray[Any, Any], v3: np.ndarray[Any, Any]) -> str | Non
 
 
 def _v2_readable(zarray: dict[str, Any]) -> dict[str, Any]:
-    """``zarray`` with the array's dtype given to a filter of ours without one, as the fold reads it.
+    """``zarray`` as the fold and the string rule read it, for zarr-python to read as v2.
 
-    Such a filter writes, but zarr cannot read through it (it passes no ``out``): v3 is
-    what makes the array readable, and it is checked against what the filter means.
+    A filter of ours without a dtype gets the array's: such a filter writes,
+    but zarr cannot read through it (it passes no ``out``); v3 is what makes
+    the array readable, and it is checked against what the filter means. An
+    object array's fill value that is no string (zarr 2 gave every data type
+    0) is the empty string that v3 gets: zarr-python 3 cannot open a
+    ``vlen-bytes`` array with the fill value 0, and it fills no stored chunk.
     """
     filters = [
         {**f, "dtype": zarray.get("dtype")} if v2_id(f) in CODEC_IDS and f.get("dtype") is None else f
         for f in zarray.get("filters") or ()
     ]
-    return {**zarray, "filters": filters or None}
+    readable = {**zarray, "filters": filters or None}
+    if (
+        zarray.get("dtype") == "|O"
+        and zarray.get("fill_value") is not None
+        and not isinstance(zarray["fill_value"], str)
+    ):
+        readable["fill_value"] = ""
+    return readable

@@ -203,6 +203,28 @@ def test_a_string_arrays_fill_value_of_zarr_2_is_made_a_string_with_a_note() -> 
         assert any(note in text for text in conversion.notes), conversion.notes
 
 
+@pytest.mark.parametrize(("codec", "values"), [("vlen-bytes", [b"x", b"yy", b"", b"zzz"]), ("vlen-utf8", ["x", ""])])
+def test_object_arrays_zarr_2_wrote_with_the_fill_value_0_convert(
+    tmp_path: Path, codec: str, values: list[Any]
+) -> None:
+    """Issue 43, item 11: zarr 3 cannot open a v2 vlen-bytes array whose fill value is zarr 2.18's 0 ("Invalid type:
+    0. Expected a string."), so the check read its v2 side with "" (what v3 gets, and what fills no stored chunk);
+    the whole root stayed v2."""
+    from zarr.core.dtype import VariableLengthBytes, VariableLengthUTF8
+
+    root = tmp_path / "s.zarr"
+    zarr.open_group(str(root), mode="w", zarr_format=2)
+    dtype = VariableLengthBytes() if codec == "vlen-bytes" else VariableLengthUTF8()
+    array = zarr.create_array(str(root / "blob"), shape=(len(values),), chunks=(2,), dtype=dtype, zarr_format=2)
+    array[...] = np.array(values, dtype=object)
+    zarray = json.loads((root / "blob" / ".zarray").read_text())
+    assert zarray["filters"] == [{"id": codec}]
+    (root / "blob" / ".zarray").write_text(json.dumps({**zarray, "fill_value": 0}))  # as zarr 2.18 wrote it
+    report = convert_store(root)
+    assert report.failures == [] and any("fill_value 0 is no string" in note for _, note in report.notes)
+    assert zarr.open_array(str(root / "blob"), mode="r", zarr_format=3)[...].tolist() == values
+
+
 def test_filters_after_the_object_codec_are_refused() -> None:
     with pytest.raises(UnconvertibleError, match="filters after the object codec 'vlen-utf8'"):
         array_document(zarray("|O", "", filters=[{"id": "vlen-utf8"}, {"id": "zlib", "level": 1}]), {})
