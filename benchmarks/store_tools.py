@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from numcodecs_bytes.stores import JOBS
+from numcodecs_bytes.store import JOBS
 
 
 def upload(fs: Any, local: Path, bucket: str) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from . import swap
-from .data_types import data_type_of, dtype_to_json, parse_dtype, unit_dtype
+from .data_types import dtype_to_json, parse_dtype, same_type, unit_dtype
 from .names import CODEC_ID, CODEC_IDS, LEGACY_CODEC_ID, parse_v3_entry, v3_entry
 from .swap import ENDIANS, Endian, Layout
 
@@ -30,11 +30,6 @@ def _is_codec_dtype(dtype: np.dtype[Any], resolved: Layout) -> bool:
     bfloat16 equal to the native one.
     """
     return dtype is resolved.dtype or (dtype.isnative and dtype == resolved.dtype)
-
-
-def _same_type(a: np.dtype[Any], b: np.dtype[Any]) -> bool:
-    """Equal but for byte order."""
-    return a == b or (data_type_of(a) is data_type_of(b) and a.newbyteorder("<") == b.newbyteorder("<"))
 
 
 class BytesCodec(Codec):
@@ -199,7 +194,7 @@ class BytesCodec(Codec):
     def _layout_for(self, dtype: np.dtype[Any], what: str, same_byte_order: bool = False) -> Layout:
         """The layout of data whose dtype is not exactly the codec's: another byte order, or no codec dtype."""
         if self._dtype is not None:
-            if not _same_type(dtype, self._dtype):
+            if not same_type(dtype, self._dtype):
                 raise ValueError(f"{what} has dtype {dtype}, but the codec's dtype is {self._dtype}")
             if same_byte_order and unit_dtype(dtype) != unit_dtype(self._dtype):
                 # decode returns the codec's dtype, which a Zarr v2 array views as its own: other values.

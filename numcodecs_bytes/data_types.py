@@ -33,6 +33,7 @@ __all__ = [
     "example_dtype",
     "needs_endian",
     "parse_dtype",
+    "same_type",
     "unit_dtype",
 ]
 
@@ -367,6 +368,15 @@ def unit_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     # ml_dtypes scalars report '=' whatever their origin: they are native.
     order = "=" if dtype.byteorder == "|" else dtype.byteorder
     return np.dtype(f"u{size}").newbyteorder(order)
+
+
+def same_type(a: np.dtype[Any], b: np.dtype[Any]) -> bool:
+    """Whether two dtypes are the same data type, but for byte order.
+
+    >>> same_type(np.dtype("<i4"), np.dtype(">i4")), same_type(np.dtype("<i4"), np.dtype("<u4"))
+    (True, False)
+    """
+    return a == b or (data_type_of(a) is data_type_of(b) and a.newbyteorder("<") == b.newbyteorder("<"))
 
 
 def any_byte_order(dtype: np.dtype[Any]) -> bool:

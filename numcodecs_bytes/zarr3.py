@@ -73,13 +73,11 @@ Arrays whose metadata says ``bytes``, read with this codec:
 from __future__ import annotations
 
 import functools
-import math
 import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import zarr
@@ -89,7 +87,9 @@ from zarr.codecs import BytesCodec as ZarrBytesCodec
 from zarr.storage import StorePath
 
 from . import swap
-from .data_types import any_byte_order, needs_endian
+from .chunk_bytes import SELECTS_NOTHING, ChunkPlan, check_length, chunk_plan, decoded
+from .chunk_bytes import block as block_holding
+from .data_types import needs_endian
 from .names import CODEC_ID, CODEC_IDS, LEGACY_CODEC_ID, parse_v3_entry, v3_entry
 from .swap import ENDIANS, Endian
 from .zarr_versions import REFUSES_MISSING_ENDIAN, STRUCT_FIELDS_BY_ENDIAN, release, zarr_has
@@ -253,7 +253,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
     def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> NDBuffer:
         self._warn_if_endian_guessed(chunk_spec)
         return _nd_buffer(
-            chunk_spec, _whole_chunk(chunk_bytes, _chunk_plan(chunk_spec.dtype, chunk_spec.shape, self.endian))
+            chunk_spec, _whole_chunk(chunk_bytes, chunk_plan(chunk_spec.dtype, chunk_spec.shape, self.endian))
         )
 
     async def _encode_single(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
@@ -275,8 +275,8 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
         truncated chunk is an error, never other elements.
         """
         self._warn_if_endian_guessed(chunk_spec)
-        plan = _chunk_plan(chunk_spec.dtype, chunk_spec.shape, self.endian)
-        block = _block(plan.shape, selection) if isinstance(byte_getter, StorePath) else None
+        plan = chunk_plan(chunk_spec.dtype, chunk_spec.shape, self.endian)
+        block = block_holding(plan.shape, selection) if isinstance(byte_getter, StorePath) else None
         # Other byte getters hold the chunk in memory already (sharding's inner ones, which
         # refuse byte ranges before zarr 3.1.6), and a block of the whole chunk gains nothing.
         if block is None or block.elements == plan.elements:
@@ -284,7 +284,7 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
             if chunk_bytes is None:
                 return None  # no chunk: zarr fills in the fill value
             return _nd_buffer(chunk_spec, _whole_chunk(chunk_bytes, plan)[selection])
-        if block is _SELECTS_NOTHING:
+        if block is SELECTS_NOTHING:
             return _nd_buffer(chunk_spec, np.empty(plan.shape, plan.dtype)[selection])
         itemsize = plan.dtype.itemsize
         start, stop = block.span[0] * itemsize, (block.span[1] + 1) * itemsize
@@ -293,9 +293,9 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
             return None
         data = _host(chunk_bytes.as_array_like())
         if block.span == (block.first, block.first + block.elements - 1):
-            return _nd_buffer(chunk_spec, _decoded(data, plan, stop - start, block.shape, start)[block.selection])
+            return _nd_buffer(chunk_spec, decoded(data, plan, stop - start, block.shape, start)[block.selection])
         # The span into its place in an empty block: every selected element lies in it.
-        _check_length(data, plan, stop - start, start)
+        check_length(data, plan, stop - start, start)
         chunk = np.empty(block.shape, plan.dtype)
         target = chunk.reshape(-1)[block.span[0] - block.first : block.span[1] - block.first + 1]
         swap.decode_into(swap.elements_view(data, plan.resolved.stored_dtype), plan.resolved, target)
@@ -315,129 +315,9 @@ class _CheckedBytesCodec(BytesCodec):
     is_fixed_size = False
 
 
-class _ChunkPlan(NamedTuple):
-    """What a chunk's decode needs, resolved once per data type, chunk shape and endian."""
-
-    dtype: np.dtype[Any]  # the array's (native) dtype
-    shape: tuple[int, ...]
-    elements: int  # in the chunk
-    nbytes: int
-    resolved: swap.Layout
-    swapped_view: np.dtype[Any] | None  # where numpy holds the type in either byte order: stored bytes as they are
-
-
-@lru_cache(maxsize=256)
-def _chunk_plan(zarr_dtype: Any, shape: tuple[int, ...], endian: Endian | None) -> _ChunkPlan:
-    dtype = zarr_dtype.to_native_dtype()
-    resolved = swap.layout(dtype, endian)
-    count = math.prod(shape)
-    swapped_view = None
-    if resolved.checks is None and endian is not None and any_byte_order(dtype):
-        swapped_view = dtype.newbyteorder(ENDIANS[endian])  # zarr copies the chunk into its output: that copy swaps
-    return _ChunkPlan(dtype, shape, count, count * dtype.itemsize, resolved, swapped_view)
-
-
-def _decoded(
-    data: np.ndarray[Any, Any], plan: _ChunkPlan, nbytes: int, shape: tuple[int, ...], start: int = 0
-) -> np.ndarray[Any, Any]:
-    """Stored bytes (exactly ``nbytes``, from byte ``start`` of the chunk) as an array of ``shape``.
-
-    A view in the stored byte order wherever numpy can say it (zarr's copy into
-    its output then swaps); else decoded by the swap core.
-    """
-    _check_length(data, plan, nbytes, start)
-    if plan.swapped_view is not None:
-        return swap.elements_view(data, plan.swapped_view).reshape(shape)
-    decoded = swap.decode(swap.elements_view(data, plan.resolved.stored_dtype), plan.resolved)
-    return (decoded if decoded.dtype == plan.dtype else decoded.view(plan.dtype)).reshape(shape)
-
-
-def _whole_chunk(chunk_bytes: Buffer, plan: _ChunkPlan) -> np.ndarray[Any, Any]:
+def _whole_chunk(chunk_bytes: Buffer, plan: ChunkPlan) -> np.ndarray[Any, Any]:
     """A whole stored chunk, its exact length checked, as an array of the chunk's shape."""
-    return _decoded(_host(chunk_bytes.as_array_like()), plan, plan.nbytes, plan.shape)
-
-
-def _check_length(data: np.ndarray[Any, Any], plan: _ChunkPlan, nbytes: int, start: int) -> None:
-    if data.nbytes != nbytes:
-        expected = f"{nbytes} bytes expected" + (f" from byte {start}" if start else "")
-        raise ValueError(
-            f"chunk of {data.nbytes} bytes does not match its shape {plan.shape} of {plan.dtype}: {expected}"
-        )
-
-
-class _Block(NamedTuple):
-    first: int  # the block's first element, in C order
-    elements: int
-    shape: tuple[int, ...]
-    selection: tuple[Any, ...]  # the selection, shifted into the block
-    span: tuple[int, int]  # the first and the last element the selection can touch, in C order
-
-
-_SELECTS_NOTHING = _Block(0, 0, (), (), (0, -1))
-
-
-def _block(shape: tuple[int, ...], selection: Any) -> _Block | None:
-    """The contiguous block of a chunk that holds ``chunk[selection]``; None where it is not worked out.
-
-    Every selected element lies in the span from the C-order position of the
-    lowest index on each axis to that of the highest: only the span is read.
-
-    Handles zarr's chunk selections: per axis an int, a slice with a positive
-    step, or an integer or boolean array. Anything else reads the whole chunk.
-    """
-    if not isinstance(selection, tuple):
-        selection = (selection,)
-    if len(selection) != len(shape) or not shape:
-        return None
-    lows, highs = [], []
-    for index, length in zip(selection, shape, strict=True):
-        if isinstance(index, slice):
-            start, stop, step = index.indices(length)
-            if step < 1:
-                return None
-            if start >= stop:
-                return _SELECTS_NOTHING
-            low, high = start, start + (stop - 1 - start) // step * step
-        elif isinstance(index, (int, np.integer)):
-            low = high = int(index) % length
-        else:
-            positions = np.asarray(index)
-            if positions.dtype == np.bool_:
-                positions = np.flatnonzero(positions)
-            if not np.issubdtype(positions.dtype, np.integer) or positions.ndim != 1:
-                return None
-            if positions.size == 0:
-                return _SELECTS_NOTHING
-            positions = positions % length
-            low, high = int(positions.min()), int(positions.max())
-        lows.append(low)
-        highs.append(high)
-    axis = next((i for i in range(len(shape)) if lows[i] != highs[i]), len(shape) - 1)
-    rows = highs[axis] - lows[axis] + 1
-    block_shape = (1,) * axis + (rows,) + shape[axis + 1 :]
-    corner = (*lows[: axis + 1], *(0 for _ in shape[axis + 1 :]))
-    first = int(np.ravel_multi_index(corner, shape))
-    shifted = tuple(
-        _shifted(index, lows[i] if i <= axis else 0, shape[i], block_shape[i]) for i, index in enumerate(selection)
-    )
-    span = (int(np.ravel_multi_index(lows, shape)), int(np.ravel_multi_index(highs, shape)))
-    return _Block(first, math.prod(block_shape), block_shape, shifted, span)
-
-
-def _shifted(index: Any, low: int, length: int, block_length: int) -> Any:
-    """An axis's index into the block, which holds positions ``low`` to ``low + block_length - 1`` of this axis.
-
-    Normalised even where ``low`` is 0: a negative index counts from the chunk's end, not the block's.
-    """
-    if isinstance(index, slice):
-        start, stop, step = index.indices(length)
-        return slice(start - low, stop - low, step)  # (stop > start >= low: slices selecting nothing end earlier)
-    if isinstance(index, (int, np.integer)):
-        return int(index) % length - low
-    positions = np.asarray(index)
-    if positions.dtype == np.bool_:
-        return positions[low : low + block_length]
-    return positions % length - low
+    return decoded(_host(chunk_bytes.as_array_like()), plan, plan.nbytes, plan.shape)
 
 
 def _nd_buffer(chunk_spec: ArraySpec, array: Any) -> NDBuffer:

@@ -1,10 +1,12 @@
 import importlib.util
 import os
 import sys
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
+from support.s3 import moto_endpoint
+from support.stack import has_module
 
 # In CI the property tests draw the same examples every run, so that a run's verdict
 # depends on the change, not on the draw; elsewhere each run draws new ones.
@@ -12,8 +14,9 @@ settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-# tests/samples.py and tests/stack.py are shared by the test modules and the fixture generator.
-sys.path.insert(0, str(Path(__file__).parent))
+# The helpers are imported by the tests, or run as scripts in interpreters of their own (some of which hide this
+# package from themselves on import): not collected.
+collect_ignore = ["support"]
 
 # Doctests that need an extra, by node id: without it they skip, with the reason.
 DOCTESTS_NEED = {
@@ -22,8 +25,8 @@ DOCTESTS_NEED = {
     "docs/guides/zarr-v2-filter.md::zarr-v2-filter.md": ("zarr", "xarray"),
     "docs/guides/zarr-v3-codec.md::zarr-v3-codec.md": ("zarr",),
     "docs/guides/v2-to-v3.md::v2-to-v3.md": ("zarr", "xarray"),
-    "numcodecs_bytes/v3_metadata.py::numcodecs_bytes.v3_metadata.v3_encoding": ("zarr",),
-    "numcodecs_bytes/v3_metadata.py::numcodecs_bytes.v3_metadata.array_document": ("zarr",),
+    "numcodecs_bytes/to_v3/rules.py::numcodecs_bytes.to_v3.rules.v3_encoding": ("zarr",),
+    "numcodecs_bytes/to_v3/rules.py::numcodecs_bytes.to_v3.rules.array_document": ("zarr",),
 }
 
 
@@ -41,6 +44,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
     swap._layout.cache_clear()
     data_types.unit_dtype.cache_clear()
-    zarr3 = sys.modules.get("numcodecs_bytes.zarr3")
-    if zarr3 is not None:
-        zarr3._chunk_plan.cache_clear()
+    chunk_bytes = sys.modules.get("numcodecs_bytes.chunk_bytes")
+    if chunk_bytes is not None:
+        chunk_bytes.chunk_plan.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def endpoint() -> Iterator[str]:
+    """moto's S3 API server; the test is skipped, with the reason, where the interop extra is missing."""
+    for needed in ("s3fs", "moto", "flask"):
+        if not has_module(needed):
+            pytest.skip(f"{needed} is not installed (the interop extra has it)")
+    yield from moto_endpoint()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import configparser
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
-from stack import benchmark, has_module
+from support.stack import benchmark, has_module
 
 ROOT = Path(__file__).parent.parent
 
@@ -100,9 +101,128 @@ def test_importing_the_codec_loads_neither_the_store_tools_nor_zarr() -> None:
 
     code = "import sys, numcodecs_bytes; print(sorted(m for m in sys.modules if m.startswith(('numcodecs_', 'zarr'))))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    for module in ("migrate", "stores", "to_v3", "'zarr"):
+    for module in ("migrate", "store", "to_v3", "cli", "'zarr"):
         assert module not in loaded, loaded
     code = "from numcodecs_bytes import migrate_config; print(migrate_config({'id': 'endian'}))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == (
         "{'id': 'bytes'}"
     )
+
+
+# -- the house: each room uses only those before it ----------------------------------------------------------
+
+PACKAGE = ROOT / "numcodecs_bytes"
+ROOMS = [
+    ("the leaves", ["problems", "zarr_versions"]),
+    ("the data type table and the swap core", ["data_types", "_threads", "swap", "names", "chunk_bytes"]),
+    ("the codecs", ["codec", "zarr3", "__init__"]),
+    ("store access", ["store"]),
+    ("the tools' rules", ["to_v3._zarr_api", "to_v3.xarray", "to_v3.rules", "migrate.rules"]),
+    ("the tools' runs", ["to_v3", "migrate"]),
+    ("the command line", ["cli", "__main__"]),
+]
+RULES = ["to_v3.xarray", "to_v3.rules", "migrate.rules"]
+
+
+def modules() -> dict[str, Any]:
+    """Every module of the package, by its name below ``numcodecs_bytes``, parsed."""
+    import ast
+
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        found[name.removesuffix(".__init__") if name != "__init__" else name] = ast.parse(path.read_text())
+    return found
+
+
+def imported(name: str, tree: Any, top_level_only: bool = False) -> set[str]:
+    """What a module imports: the package's modules by name below ``numcodecs_bytes``, others by their own."""
+    import ast
+
+    package = name if (PACKAGE / name.replace(".", "/")).is_dir() else name.rpartition(".")[0]
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                base = node.module or ""
+            else:
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - node.level + 1] if node.level > 1 else parts
+                base = ".".join(["numcodecs_bytes", *filter(None, parts), *([node.module] if node.module else [])])
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return {
+        module.removeprefix("numcodecs_bytes.") if module.startswith("numcodecs_bytes.") else module for module in found
+    }
+
+
+def room_of(name: str) -> int:
+    """The room a module is in: the most specific prefix listed in ROOMS."""
+    best = max(
+        ((room, prefix) for room, (_, prefixes) in enumerate(ROOMS) for prefix in prefixes
+         if name == prefix or name.startswith(prefix + ".")),
+        key=lambda found: len(found[1]),
+    )  # fmt: skip
+    return best[0]
+
+
+def test_each_room_uses_only_those_before_it() -> None:
+    found = modules()
+    for name, tree in found.items():
+        for used in imported(name, tree):
+            matching = [module for module in found if used == module or used.startswith(module + ".")]
+            target = max(matching, key=len) if matching else None
+            if target is None or target == name or name == "__init__":
+                continue
+            assert room_of(target) <= room_of(name), f"{name} ({ROOMS[room_of(name)][0]}) imports {target}"
+
+
+def test_the_rules_touch_no_store_and_no_io() -> None:
+    found = modules()
+    for rule in RULES:
+        used = imported(rule, found[rule])
+        assert not {module for module in used if module.split(".")[0] in ("store", "cli", "os", "fsspec", "asyncio")}, (
+            rule, used,
+        )  # fmt: skip
+        assert not {module for module in used if module.startswith(("to_v3.run", "migrate.run", "to_v3.nodes"))}
+
+
+def test_only_zarr3_imports_zarr_when_imported_and_only_store_access_makes_requests() -> None:
+    found = modules()
+    for name, tree in found.items():
+        top = imported(name, tree, top_level_only=True)
+        if name != "zarr3":
+            assert not {module for module in top if module.split(".")[0] == "zarr"}, name
+        if not name.startswith("store") and name not in ("_threads", "zarr3"):  # the codec's own helper threads
+            concurrency = {"fsspec", "s3fs", "asyncio", "threading", "concurrent"}
+            assert not {module for module in imported(name, tree) if module.split(".")[0] in concurrency}, name
+
+
+def test_no_module_is_longer_than_about_500_lines() -> None:
+    lengths = {path.name: len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")}
+    assert max(lengths.values()) <= 520, sorted(lengths.items(), key=lambda item: -item[1])[:3]
+
+
+def test_no_library_message_names_a_flag_and_the_store_options_are_declared_once() -> None:
+    """Library messages name the parameter (``request_timeout``); only the command line names flags. The store
+    options are one value (``StoreOptions``): no function takes them one by one."""
+    import ast
+
+    for name, tree in modules().items():
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+        }  # fmt: skip
+        if not name.startswith("cli") and name != "__main__":
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                    assert not re.search(r"(?<![\w-])--[a-z]", node.value), (name, node.value)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                names = {arg.arg for arg in [*node.args.args, *node.args.kwonlyargs]}
+                assert not names & {"request_timeout", "run_timeout", "storage_options"}, (name, node.name)

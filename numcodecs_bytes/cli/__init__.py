@@ -1,0 +1,56 @@
+"""The command line, ``numcodecs-bytes`` and ``python -m numcodecs_bytes``: arguments, progress, reports, exit codes.
+
+The only part of the package that names a flag: library messages name the
+parameter that governs what they report (``request_timeout``), and
+`output.shown` prints the flag instead (``--request-timeout``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from .arguments import parser, store_options
+from .demo import data_type_table, demo, dtypes
+from .output import Output
+from .reports import EXIT_CODES, run_migrate, run_to_v3
+
+__all__ = ["EXIT_CODES", "console", "data_type_table", "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = parser().parse_args(argv)
+    if args.command == "demo":
+        return demo()
+    if args.command == "dtypes":
+        return dtypes()
+    shared = {"verbose": args.verbose, "progress": args.progress, "store_options": store_options(args)}
+    if args.command == "migrate":
+        return run_migrate(args.path, dry_run=args.dry_run, backup=args.backup, **shared)
+    return run_to_v3(
+        args.path,
+        dry_run=args.dry_run,
+        remove_v2_metadata=args.remove_v2_metadata,
+        verify=not args.no_verify,
+        show_documents=args.show_documents,
+        oldest_zarr=args.oldest_zarr,
+        **shared,
+    )
+
+
+def console() -> int:
+    """The console script: `main`, with outputs that may close under it.
+
+    With its output closed (``>&-``), or closed while it runs (``| head``),
+    the command works on without output: the store's result alone decides
+    the exit code.
+    """
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        setattr(sys, name, Output(open(os.devnull, "w") if stream is None else stream))  # None: closed at start
+    try:
+        return main()
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,166 @@
+"""The command line's arguments: the only place that names a flag."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .. import __version__
+from ..store import JOBS, REQUEST_TIMEOUT, StoreOptions
+from .demo import demo
+from .reports import EXIT_CODES
+
+__all__ = ["parser", "store_options"]
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser: its commands, and each one's arguments."""
+    command_line = argparse.ArgumentParser(prog="numcodecs-bytes", description="The Zarr v3 bytes codec for numcodecs.")
+    command_line.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = command_line.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("demo", help="show the codec on sample data", description=demo.__doc__)
+    commands.add_parser("dtypes", help="print the data type table", description="Print the data type table.")
+    migrate = _store_command(
+        commands,
+        "migrate",
+        help="upgrade a store written with the legacy endian codec",
+        description=(
+            "Rename every legacy 'endian' codec to 'bytes' in the metadata of a Zarr store (v2 .zarray, "
+            ".zmetadata; v3 zarr.json, sharding, consolidated metadata). Each file is replaced atomically, only "
+            "if it still holds what was read; chunks are never touched."
+        ),
+    )
+    migrate.add_argument("--dry-run", action="store_true", help="say what would change; change nothing")
+    migrate.add_argument("--backup", action="store_true", help="keep each original beside it as <name>.bak")
+    _store_arguments(migrate, "each file changed")
+    to_v3 = _store_command(
+        commands,
+        "to-v3",
+        help="convert a Zarr v2 store (with or without the bytes filter) to Zarr v3",
+        description=(
+            "Write a Zarr v3 zarr.json beside each node's v2 metadata; chunks are never written. An array "
+            "whose last filter is the bytes codec (id 'bytes' or legacy 'endian') gets the standard v3 'bytes' "
+            "serializer with the filter's endian; arrays xarray wrote get its v3 dimension names and fill "
+            "attribute; everything else maps as zarr-python maps it. Needs zarr-python 3. Each array is checked "
+            "first: its fill value and stored chunks read as v2 and as v3 must be the same, until a chunk shows "
+            "the mapping right (one that does stands for the arrays with the same .zarray). A group is written "
+            "only when every node below it converted."
+        ),
+    )
+    to_v3.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
+    to_v3.add_argument(
+        "--remove-v2-metadata",
+        action="store_true",
+        help="once every node converted, remove the .zarray, .zgroup, .zattrs and .zmetadata files read (each "
+        "only if unchanged since); never chunks",
+    )
+    to_v3.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="skip reading the fill value and chunks as v2 and as v3 before writing an array's zarr.json",
+    )
+    to_v3.add_argument(
+        "--oldest-zarr",
+        metavar="VERSION",
+        help="the oldest zarr-python the store's readers use (e.g. 3.1): arrays it would read wrong stay v2 "
+        "(by default they convert, and a note names the release they need)",
+    )
+    to_v3.add_argument(
+        "--show-documents", action="store_true", help="print each zarr.json written (or, in a dry run, to write)"
+    )
+    _store_arguments(to_v3, "each node (kept ones too) and each file removed")
+    return command_line
+
+
+def store_options(args: argparse.Namespace) -> StoreOptions:
+    """How a store tool reaches its store, from its arguments (each checked as it was parsed)."""
+    return StoreOptions(
+        jobs=args.jobs,
+        storage_options=dict(args.storage_option) or None,
+        request_timeout=args.request_timeout,
+        run_timeout=args.run_timeout,
+    )
+
+
+def _store_command(commands: Any, name: str, **texts: str) -> argparse.ArgumentParser:
+    """A store tool's subcommand: its path argument, and the exit codes in its help."""
+    epilog = "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
+    command: argparse.ArgumentParser = commands.add_parser(
+        name, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter, **texts
+    )
+    command.add_argument("path", help="a local Zarr store (group or array), or an fsspec URL (s3://...)")
+    return command
+
+
+def _store_arguments(command: argparse.ArgumentParser, listed: str) -> None:
+    """The options both store tools take."""
+    command.add_argument("-v", "--verbose", action="store_true", help=f"list {listed}, not only the summary")
+    command.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a live progress line on stderr (default: when stderr is a terminal)",
+    )
+    command.add_argument(
+        "--jobs",
+        type=_positive,
+        default=JOBS,
+        metavar="N",
+        help=f"requests in flight at most on an object store (default {JOBS})",
+    )
+    command.add_argument(
+        "--storage-option",
+        type=_storage_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to fsspec with a URL, e.g. endpoint_url=http://localhost:9000, profile=name, anon=true "
+        "(a VALUE that is JSON is parsed: true, 3, {...}); repeat for more",
+    )
+    command.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=REQUEST_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long one request to an object store may take, retries included (default {REQUEST_TIMEOUT:g}); "
+        "a file whose request takes longer is reported",
+    )
+    command.add_argument(
+        "--run-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="how long the whole run may take (default: no limit); it then stops between two batches, exit code 1",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return seconds
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
+    return number
+
+
+def _storage_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` as fsspec takes it: the value parsed where it is JSON (``true``, ``3``), else the text."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"must be KEY=VALUE, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value

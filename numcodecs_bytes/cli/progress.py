@@ -1,0 +1,65 @@
+"""One live line on stderr while a store tool runs, and the lines that must never mix into it."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+__all__ = ["Progress", "count", "say"]
+
+
+class Progress:
+    """One live line on stderr while a store tool runs (folders walked of found, rate, time left), cleared at
+    the end and before any other line; shown on a terminal, or when asked (``--progress``)."""
+
+    def __init__(self, tool: str, enabled: bool, written: tuple[str, str]) -> None:
+        self.tool, self.enabled, (self.noun, self.verb) = tool, enabled, written
+        self.started = self.drawn_at = time.monotonic()
+        self.done = self.found = self.written = 0
+        self.visible = False
+
+    def update(self, done: int, found: int) -> None:
+        self.done, self.found = done, found
+        now = time.monotonic()
+        if not self.enabled or now - self.drawn_at < 0.2:
+            return
+        self.drawn_at = now
+        rate = done / (now - self.started)
+        line = f"{self.tool}: {done:,} of {found:,} folders, {rate:,.0f}/s"
+        if 0 < done < found:
+            line += f", about {duration((found - done) / rate)} left"
+        sys.stderr.write(f"\r\033[K{line}")
+        sys.stderr.flush()
+        self.visible = True
+
+    def clear(self) -> None:
+        if self.visible:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self.visible = False
+
+    def stopped(self, why: str, code: int) -> int:
+        """One line saying how far the run came (what it wrote, the folders it walked), and its exit code."""
+        self.clear()
+        done = f"{count(self.written, self.noun)} {self.verb}, {self.done:,} of {self.found:,} folders walked"
+        print(f"{why}: {done}; run again to finish", file=sys.stderr)
+        return code
+
+    def elapsed(self) -> str:
+        return f"{time.monotonic() - self.started:.1f} s"
+
+
+def duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def say(progress: Progress, line: str, error: bool = False) -> None:
+    """A report line, never mixed into the progress line."""
+    progress.clear()
+    print(line, file=sys.stderr if error else sys.stdout, flush=True)
+
+
+def count(number: int, noun: str) -> str:
+    """A number of things, as a summary says it: ``1 file``, ``2,041 zarr.json``."""
+    plural = noun if noun.endswith(".json") else f"{noun}s"
+    return f"{number:,} {noun if number == 1 else plural}"

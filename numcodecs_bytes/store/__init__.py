@@ -1,0 +1,61 @@
+"""Store access for the store tools: local folders and fsspec URLs, batched, concurrent, atomic writes.
+
+The tools say which files to read and write, a batch at a time; store access
+does it. `open_store` checks a location and returns a `Store`, whose
+`Store.walk` is the walk both tools make. On an fsspec file system with async
+support (s3fs, gcsfs, adlfs, http) each batch runs with up to ``jobs``
+requests in flight, and the walk lists the folders of one level together (on
+S3 the whole store in one listing, where that pays). A local folder is worked
+one file after another (a disk answers in microseconds: threads would not
+pay).
+
+What holds:
+
+- Every write is whole or absent at every moment. A local file is written to
+  a temporary file beside it and renamed (or linked, to create) into place;
+  a batch's temporary files reach the disk together before the renames, and
+  the renames together after (one ``syncfs`` each on Linux; one ``fsync`` per
+  file and per folder elsewhere). An object store replaces an object in one PUT.
+- Nothing is replaced or removed that changed since it was read. Locally a
+  file is compared with what was read just before its rename, and a file to
+  remove is first renamed aside, compared, and put back if it changed. On S3
+  a replace or removal holds only while the object is the version the walk
+  listed (``If-Match``), and a new file is written only where none exists
+  (``If-None-Match``), where the server honours these (AWS S3, MinIO, moto);
+  on other file systems the file is checked just before (a window of one
+  request to a second writer).
+- A write whose answer was lost (the server acted, then the retry was
+  refused) is read back before it is called a conflict: a file that holds
+  what was written was written.
+- No request waits for ever: each has ``request_timeout`` seconds (retries
+  included), and a run as a whole ``run_timeout`` if set. A metadata file that
+  is not a regular file (a FIFO, a device) is refused, never read.
+- One run at a time on a local store (`Files.lock`).
+
+The modules, each with one job: `options` (`StoreOptions`), `files` (the
+`Files` protocol and its values), `layout` (the Zarr layout facts),
+`local`, `fsspec_files` and `s3` (the backends), `remote` (opening a URL),
+`engine` (opening, locking and walking a store).
+"""
+
+from __future__ import annotations
+
+from .engine import Store, StoreBatch, Walk, open_store
+from .files import BATCH, Files, Folder, Removal, Replacement, digest
+from .options import JOBS, REQUEST_TIMEOUT, StoreOptions
+
+__all__ = [
+    "BATCH",
+    "JOBS",
+    "REQUEST_TIMEOUT",
+    "Files",
+    "Folder",
+    "Removal",
+    "Replacement",
+    "Store",
+    "StoreBatch",
+    "StoreOptions",
+    "Walk",
+    "digest",
+    "open_store",
+]

@@ -1,0 +1,151 @@
+"""The one way the store tools work a store: open it, lock it, walk it, read and write its files in batches.
+
+`open_store` checks a location and returns a `Store`: its `Files` (a local
+folder, an fsspec file system, S3) and its root. `Store.walk` is the walk both
+tools make, a batch of folders at a time: it removes the temporary files that
+killed runs left (only with the store's lock held, or on an object store: no
+live run is writing them; not in a dry run), reports progress after each
+batch, and stops with `problems.RunTimeoutError` between two batches once the
+run's time limit has passed. The tool says which subfolders of a batch hold
+chunks (`Walk.leave_out`, by `layout.chunk_folders`): the walk does not enter
+them. Nothing here prints or knows about codecs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+from ..problems import NotAStoreError, RunTimeoutError, reason
+from .files import TEMP_SUFFIX, Files, Folder, Probe, Removal
+from .layout import NODE_FILES
+from .options import StoreOptions
+
+__all__ = ["Store", "StoreBatch", "Walk", "open_store"]
+
+
+@dataclass(frozen=True)
+class Store:
+    """An open store: its files and its root (a path of its `Files`)."""
+
+    files: Files
+    root: str
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the store's root, ``/``-separated ("" for the root)."""
+        return path[len(self.root) :].lstrip("/\\").replace(os.sep, "/")
+
+    def path(self, relative: str) -> str:
+        """The path of a file or folder given relative to the store's root."""
+        return f"{self.root}/{relative}" if relative else self.root
+
+    def locked(self, dry_run: bool) -> AbstractContextManager[None]:
+        """The store's lock for a run that writes (`Files.lock`); none for a dry run."""
+        return nullcontext() if dry_run else self.files.lock()
+
+    def walk(self, *, dry_run: bool, on_progress: Callable[[int, int], None] | None = None) -> Walk:
+        """The walk over the store that both tools make (see the module's docstring)."""
+        return Walk(self, dry_run, on_progress)
+
+
+class StoreBatch(NamedTuple):
+    """One batch of a `Walk`: its folders, the paths it could not work (relative to the store, with the reason),
+    and the temporary files of killed runs it removed (relative)."""
+
+    folders: list[Folder]
+    problems: list[tuple[str, str]]
+    leftovers_removed: list[str]
+
+
+class Walk:
+    """The walk over a store, breadth first, a batch of folders at a time (iterate it for `StoreBatch`es)."""
+
+    def __init__(self, store: Store, dry_run: bool, on_progress: Callable[[int, int], None] | None) -> None:
+        self.store, self.dry_run, self.on_progress = store, dry_run, on_progress
+        self._left_out: dict[str, set[str]] = {}
+
+    def leave_out(self, folder: Folder, names: Iterable[str]) -> None:
+        """Do not enter these subfolders of a folder of the batch taken last (an array's chunk folders)."""
+        self._left_out.setdefault(folder.path, set()).update(names)
+
+    def __iter__(self) -> Iterator[StoreBatch]:
+        files, store = self.store.files, self.store
+        done, found = 0, 1  # the root
+        for listed in files.walk(self._left_out):
+            leftovers = [f"{f.path}/{name}" for f in listed.folders for name in f.files if name.endswith(TEMP_SUFFIX)]
+            failed = {} if self.dry_run else files.remove(Removal(path, None) for path in leftovers)
+            problems = [(store.relative(path) or ".", why) for path, why in listed.unvisited]
+            problems += [(store.relative(path), reason(exc)) for path, exc in failed.items()]
+            yield StoreBatch(listed.folders, problems, [store.relative(p) for p in leftovers if p not in failed])
+            done += len(listed.folders)
+            found += sum(len(set(f.subfolders) - self._left_out.get(f.path, set())) for f in listed.folders)
+            if self.on_progress is not None:
+                self.on_progress(done, found)
+            if files.deadline is not None and time.monotonic() >= files.deadline:
+                raise RunTimeoutError(f"the run's time limit passed: {done:,} of {found:,} folders done")
+
+
+def open_store(location: str | os.PathLike[str], options: StoreOptions | None = None) -> Store:
+    """The store at ``location``, after checking it is a Zarr store.
+
+    Parameters
+    ----------
+    location : str or path
+        A local folder, a ``file:`` URL of this host, or an fsspec URL.
+    options : StoreOptions, optional
+        How it is reached (requests in flight, fsspec's options, time limits).
+
+    Raises
+    ------
+    problems.NotAStoreError
+        For an empty path, a missing folder, a file, a folder without Zarr
+        metadata, or a URL that cannot be opened.
+    """
+    options = options or StoreOptions()
+    text = os.fspath(location)
+    if not text.strip():
+        raise NotAStoreError("the store path is empty")
+    deadline = None if options.run_timeout is None else time.monotonic() + options.run_timeout
+    if "://" in text and not text.startswith("file:"):
+        from .remote import open_remote  # fsspec only where a URL asks for it
+
+        files, root, probe = open_remote(text, options, deadline)
+    else:
+        from .local import LocalFiles, probe_local
+
+        root = str(Path(_local_path(text)))
+        local = LocalFiles(Path(root))
+        local.deadline = deadline
+        files, probe = local, probe_local
+    try:
+        problem = _not_a_store(root, probe)
+    except Exception as exc:  # OSError, or a file system's own error (a broken reference file system)
+        raise NotAStoreError(f"{text}: cannot be reached ({type(exc).__name__}: {exc})") from None
+    if problem is not None:
+        raise NotAStoreError(f"{text}: {problem}")
+    return Store(files, root)
+
+
+def _not_a_store(root: str, probe: Probe) -> str | None:
+    """Why ``root`` is not a Zarr store, or None if it is one (one listing of the root, where it is a folder)."""
+    if not probe.is_dir(root):
+        return "not a folder" if probe.exists(root) else "no such folder"
+    if not probe.names_in(root) & set(NODE_FILES):
+        return "not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)"
+    return None
+
+
+def _local_path(text: str) -> str:
+    """A local path, or a ``file:`` URL of this host (``file:///p``, ``file://localhost/p``) made a path."""
+    if not text.startswith("file:"):
+        return text
+    url = urlsplit(text)
+    if url.netloc not in ("", "localhost"):
+        raise NotAStoreError(f"{text}: a file URL of another host ({url.netloc}) cannot be opened here")
+    return url.path

@@ -1,0 +1,186 @@
+"""What the store tools need of a file system, a batch at a time (`Files`), and the values that cross it.
+
+Each backend (`local`, `fsspec_files`, `s3`) implements `Files`; the tools
+reach them through `engine.Store`. Paths are the backend's own: under the
+store's root, ``/``-separated on object stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol, TypeVar
+
+__all__ = [
+    "BACKUP_SUFFIX",
+    "BATCH",
+    "TEMP_SUFFIX",
+    "Files",
+    "Folder",
+    "Listed",
+    "Probe",
+    "Removal",
+    "Replacement",
+    "breadth_first",
+    "changed",
+    "digest",
+    "each",
+    "failures",
+]
+
+TEMP_SUFFIX = ".numcodecs-bytes-tmp"
+"""The suffix of temporary files: only a killed run leaves one behind."""
+BACKUP_SUFFIX = ".bak"
+BATCH = 1000
+"""Folders listed, or files read or written, per batch: what bounds the memory a run needs."""
+
+_T = TypeVar("_T")
+
+
+def digest(data: bytes) -> bytes:
+    """What a removal compares a file with: the SHA-256 of the bytes read."""
+    return hashlib.sha256(data).digest()
+
+
+@dataclass(frozen=True)
+class Folder:
+    """One folder found by a walk: its path and the names in it, sorted."""
+
+    path: str
+    subfolders: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+class Listed(NamedTuple):
+    """One batch of a walk: the folders listed, and the paths that could not be visited, with the reason."""
+
+    folders: list[Folder]
+    unvisited: list[tuple[str, str]]
+
+
+class Replacement(NamedTuple):
+    """A file to replace by ``data``, only if it still holds ``expected`` (what was read)."""
+
+    path: str
+    data: bytes
+    expected: bytes
+    backup: bool = False  # keep ``expected`` beside it as ``<name>.bak`` (an existing one only if it holds that)
+
+
+class Removal(NamedTuple):
+    """A file to remove, only if it still holds what was read (its `digest`); None: whatever it holds."""
+
+    path: str
+    read: bytes | None
+
+
+class Probe(NamedTuple):
+    """Three questions about a location, each one request: what opening a store asks before it calls it one."""
+
+    is_dir: Callable[[str], bool]
+    exists: Callable[[str], bool]
+    names_in: Callable[[str], set[str]]  # the files in a folder
+
+
+class Files(Protocol):
+    """What the store tools need of a file system, a batch at a time: a local folder or an fsspec one.
+
+    Each batch method takes many paths and returns, per path, the result or the
+    exception that path met (reads), or only the paths that failed (writes): one
+    file's problem never stops the others.
+    """
+
+    deadline: float | None  # time.monotonic() at which the run stops; None: no limit
+    concurrency: int  # requests in flight at most: how many data files a caller may ask for in one batch
+
+    def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
+        """Breadth first, a batch of folders at a time; before taking the next batch, it enters no subfolder that
+        ``left_out`` (by folder path, filled in by the caller meanwhile) names."""
+        ...
+
+    def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
+        """Metadata files (never through a symbolic link: it could not be replaced); a missing one is a
+        FileNotFoundError. Replacements and removals are conditional on what these reads saw."""
+        ...
+
+    def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
+        """Data files such as chunks, links followed; None where there is none."""
+        ...
+
+    def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
+        """When each file was last written, in seconds since the epoch as its file system keeps them (an OSError
+        where it keeps none)."""
+        ...
+
+    def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
+        """Replace each file that still holds what was read; the failures (OSError where it cannot)."""
+        ...
+
+    def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
+        """Write new files; the failures (an existing file is never overwritten: one that holds the same
+        bytes is no failure)."""
+        ...
+
+    def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
+        """Remove files that still hold what was read (a missing one is no failure); the failures."""
+        ...
+
+    def lock(self) -> AbstractContextManager[None]:
+        """One run of the store tools at a time on this store, where the file system can say so; else nothing."""
+        ...
+
+
+def breadth_first(
+    root: str,
+    listed: Callable[[list[str]], Listed],
+    entered: Callable[[Folder, str], str | tuple[str, str]],
+    left_out: Mapping[str, set[str]],
+    unvisited: list[tuple[str, str]] | None = None,
+) -> Iterator[Listed]:
+    """The walk of every file system: the folders of one level ``listed`` a batch at a time; once the caller
+    has taken a batch, the subfolders it did not leave out (``left_out``, by folder path) are ``entered``: a path,
+    or (path, reason) where not followed (reported with the next batch). ``unvisited``: paths known before the
+    walk not to be reachable."""
+    level, refused = [root], list(unvisited or ())
+    while level:
+        below: list[str] = []
+        for start in range(0, len(level), BATCH):
+            batch = listed(level[start : start + BATCH])
+            yield Listed(batch.folders, refused + batch.unvisited)
+            refused = []
+            for folder in batch.folders:
+                skipped = left_out.get(folder.path, set())
+                for name in folder.subfolders:
+                    if name in skipped:
+                        continue
+                    path = entered(folder, name)
+                    if isinstance(path, str):
+                        below.append(path)
+                    else:
+                        refused.append(path)
+        level = below
+    if refused:
+        yield Listed([], refused)
+
+
+def each(work: Mapping[str, Callable[[], _T]]) -> dict[str, _T | Exception]:
+    """Each path's work in turn; what each returned, or the OSError it raised."""
+    results: dict[str, _T | Exception] = {}
+    for path, job in work.items():
+        try:
+            results[path] = job()
+        except OSError as exc:
+            results[path] = exc
+    return results
+
+
+def failures(results: Mapping[str, object]) -> dict[str, Exception]:
+    """The paths whose work failed, with the exception."""
+    return {path: result for path, result in results.items() if isinstance(result, Exception)}
+
+
+def changed(what: str = "") -> OSError:
+    """The error of a file someone else changed since it was read."""
+    return OSError(f"changed by someone else since it was read{what}: left as it is")

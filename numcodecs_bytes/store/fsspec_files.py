@@ -1,0 +1,235 @@
+"""Any fsspec file system as `Files`: requests batched, up to ``jobs`` in flight on an async one, each in its time.
+
+The walk lists the folders of one level together. An object store replaces
+an object in one PUT: readers see the old or the new one. Here a file is
+checked just before it is replaced or removed (a window of one request to a
+second writer); on S3 (`s3`) the server holds the condition instead. No
+request waits for ever: each has ``request_timeout`` seconds (retries
+included), and a run as a whole ``run_timeout`` if set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Iterable, Iterator, Mapping
+from contextlib import nullcontext, suppress
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from .files import BACKUP_SUFFIX, Folder, Listed, Removal, Replacement, breadth_first, changed, digest, failures
+from .options import StoreOptions
+
+__all__ = ["FsspecFiles"]
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class Listing:
+    """One folder as a listing finds it: its subfolders, and its files with their versions (ETags; None where not
+    kept)."""
+
+    subfolders: set[str] = field(default_factory=set)
+    versions: dict[str, str | None] = field(default_factory=dict)
+
+    def folder(self, path: str) -> Folder:
+        return Folder(path, tuple(sorted(self.subfolders)), tuple(sorted(self.versions)))
+
+
+class FsspecFiles:
+    """Any fsspec file system; an async one (s3fs, gcsfs, adlfs, http) with up to ``jobs`` requests in flight."""
+
+    def __init__(self, fs: Any, root: str, options: StoreOptions, deadline: float | None) -> None:
+        import fsspec.asyn
+
+        self.fs, self.root, self.deadline = fs, root.rstrip("/"), deadline
+        self.jobs = self.concurrency = options.jobs
+        self.request_timeout = options.request_timeout
+        self._loop = fs.loop if fs.async_impl else fsspec.asyn.get_loop()
+        self._sync = fsspec.asyn.sync
+        # s3fs 2026.9 (not 2024.6) asks an object's size, one more request, before reading it whole (to read a
+        # large one in parts) unless told to read it in one.
+        reader = getattr(fs, "_cat_file" if fs.async_impl else "cat_file")
+        self._whole_read = {"max_concurrency": 1} if "max_concurrency" in inspect.signature(reader).parameters else {}
+
+    # -- requests ----------------------------------------------------------------------------------------------
+
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """The file system's ``method``: awaited where it is async, called where not (one at a time)."""
+        if self.fs.async_impl:
+            return await getattr(self.fs, f"_{method}")(*args, **kwargs)
+        return getattr(self.fs, method)(*args, **kwargs)
+
+    def _timeout(self) -> float:
+        """The seconds the next request may take: its own limit, or what is left of the run's."""
+        if self.deadline is None:
+            return self.request_timeout
+        return max(0.0, min(self.request_timeout, self.deadline - time.monotonic()))
+
+    async def in_time(self, job: Awaitable[_T]) -> _T:
+        """``job``, within the time its request may take."""
+        timeout = self._timeout()
+        try:
+            return await asyncio.wait_for(job, timeout)
+        except TimeoutError:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise TimeoutError("no answer before the run's time limit (run_timeout)") from None
+            raise TimeoutError(f"no answer within {timeout:g} s (request_timeout)") from None
+
+    def ask(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """One request (the file system's ``method``) in its time: what it returned; what it raised, raised."""
+        answer = self.run({"": self._call(method, *args, **kwargs)})[""]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def run(self, work: Mapping[str, Awaitable[_T]]) -> dict[str, _T | Exception]:
+        """Each path's work (a coroutine not started yet), at most ``jobs`` at a time, each in its time, on
+        fsspec's event loop; what each returned or raised."""
+
+        async def run_all() -> dict[str, _T | Exception]:
+            limit = asyncio.Semaphore(self.jobs)
+
+            async def one(path: str, job: Awaitable[_T]) -> tuple[str, _T | Exception]:
+                async with limit:
+                    try:
+                        return path, await self.in_time(job)
+                    except Exception as exc:  # each file system fails in its own words: reported per path
+                        return path, exc
+
+            return dict(await asyncio.gather(*(one(path, job) for path, job in work.items())))
+
+        result: dict[str, _T | Exception] = self._sync(self._loop, run_all)
+        return result
+
+    # -- the walk ----------------------------------------------------------------------------------------------
+
+    def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
+        return breadth_first(self.root, self._listed_batch, child_path, left_out)
+
+    def found(self, listings: dict[str, Listing]) -> list[Folder]:
+        """The folders of one batch of the walk, by path."""
+        return [listing.folder(path) for path, listing in listings.items()]
+
+    def _listed_batch(self, paths: list[str]) -> Listed:
+        """The folders at ``paths``, listed together (see `found`)."""
+        listings = self.run({path: self._call("ls", path, detail=True) for path in paths})
+        found: dict[str, Listing] = {}
+        unvisited: list[tuple[str, str]] = []
+        for path in paths:
+            listing = listings[path]
+            if isinstance(listing, Exception):
+                unvisited.append((path, f"folder not read: {listing}"))
+                continue
+            found[path] = folder = Listing()
+            for entry in listing:
+                if entry["name"].rstrip("/") == path:  # some file systems list a folder in itself
+                    continue
+                name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+                if entry["type"] == "directory":
+                    folder.subfolders.add(name)
+                else:
+                    folder.versions[name] = entry.get("ETag")
+        return Listed(self.found(found), unvisited)
+
+    # -- reads -------------------------------------------------------------------------------------------------
+
+    def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
+        return self.run({path: self.read_metadata(path) for path in paths})
+
+    async def read_metadata(self, path: str) -> bytes:
+        """A metadata file's bytes (what a later replacement or removal holds on)."""
+        return await self.bytes_of(path)
+
+    async def bytes_of(self, path: str) -> bytes:
+        return bytes(await self._call("cat_file", path, **self._whole_read))
+
+    def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
+        async def read(path: str) -> bytes | None:
+            try:
+                return await self.bytes_of(path)
+            except FileNotFoundError:
+                return None
+
+        return self.run({path: read(path) for path in paths})
+
+    def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
+        async def modified(path: str) -> float:
+            info = await self._call("info", path)
+            for key in ("LastModified", "mtime", "last_modified", "created"):  # S3, local and others, ...
+                when = info.get(key)
+                if isinstance(when, datetime):
+                    return when.timestamp()
+                if isinstance(when, int | float) and not isinstance(when, bool):
+                    return float(when)
+                if isinstance(when, str):
+                    with suppress(ValueError):
+                        return datetime.fromisoformat(when).timestamp()
+            raise OSError("its file system keeps no time it was written")
+
+        return self.run({path: modified(path) for path in paths})
+
+    # -- writes ------------------------------------------------------------------------------------------------
+
+    def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
+        return failures(self.run({r.path: self.replace_one(*r) for r in replacements}))
+
+    async def replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
+        """Checked just before: replaced only if it holds what was read (a window of one request)."""
+        if await self.bytes_of(path) != expected:
+            raise changed()
+        if backup:
+            await self.create_one(path + BACKUP_SUFFIX, expected)
+        await self._call("pipe_file", path, data)
+
+    def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
+        return failures(self.run({path: self.create_one(path, data) for path, data in files.items()}))
+
+    async def create_one(self, path: str, data: bytes) -> None:
+        """Written where none exists (checked just before); one that holds ``data`` already is no failure."""
+        if await self._call("exists", path):
+            await self.same_or_exists(path, data)
+            return
+        try:
+            await self._call("pipe_file", path, data)
+        except FileExistsError:
+            await self.same_or_exists(path, data)
+
+    async def same_or_exists(self, path: str, data: bytes) -> None:
+        """A file found where ``data`` was to be created: no failure where it holds ``data`` (an earlier run's, or
+        a retry after the server acted); else FileExistsError."""
+        try:
+            same = await self.bytes_of(path) == data
+        except OSError:
+            same = False
+        if not same:
+            raise FileExistsError(f"{path.rsplit('/', 1)[-1]} exists already: not overwritten") from None
+
+    def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
+        return failures(self.run({removal.path: self.remove_one(*removal) for removal in removals}))
+
+    async def remove_one(self, path: str, read: bytes | None) -> None:
+        """Checked just before (a window of one request): removed only if it holds what was read."""
+        if read is not None:
+            try:
+                unchanged = digest(await self.bytes_of(path)) == read
+            except FileNotFoundError:
+                return
+            if not unchanged:
+                raise changed(": not removed")
+        try:
+            await self._call("rm_file", path)
+        except FileNotFoundError:
+            pass
+
+    def lock(self) -> nullcontext[None]:
+        """No lock on an object store: its writes are conditional instead (on S3), or checked just before."""
+        return nullcontext()
+
+
+def child_path(folder: Folder, name: str) -> str:
+    """The path of a subfolder of ``folder`` on an object store."""
+    return f"{folder.path}/{name}"

@@ -1,0 +1,125 @@
+"""The Zarr layout facts the store tools rely on: which files make a node, where an array's chunks lie.
+
+Pure functions of names and metadata: nothing here reads a store.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import product
+from typing import Any
+
+__all__ = [
+    "METADATA_NAMES",
+    "NODE_FILES",
+    "V2_METADATA_FILES",
+    "chunk_folders",
+    "chunk_indices",
+    "chunk_key",
+    "chunk_region",
+    "nested_layout",
+]
+
+NODE_FILES = ("zarr.json", ".zarray", ".zgroup", ".zmetadata")
+"""Any of these makes a folder a Zarr node."""
+METADATA_NAMES = (*NODE_FILES, ".zattrs")
+"""The metadata files of a node: the files the tools read, replace or remove (never a chunk)."""
+V2_METADATA_FILES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
+"""The Zarr v2 metadata files (never a chunk)."""
+_DIGITS = re.compile(r"[0-9]+")
+_DOTTED_DIGITS = re.compile(r"[0-9]+(\.[0-9]+)+")
+
+
+def nested_layout(subfolders: Iterable[str], files: Iterable[str], rank: int) -> bool | None:
+    """Whether a Zarr v2 array folder holds nested chunks (``0/0``): True, False, or None where it holds none.
+
+    Raises ValueError where it holds both layouts (``0.0`` files and digit folders).
+
+    >>> nested_layout(["0", "1"], [".zarray"], 2), nested_layout([], ["0.0", ".zarray"], 2), nested_layout([], [], 2)
+    (True, False, None)
+    """
+    if rank < 2:
+        return False
+    nested = any(_DIGITS.fullmatch(name) for name in subfolders)
+    flat = any(_DOTTED_DIGITS.fullmatch(name) for name in files)
+    if nested and flat:
+        raise ValueError("its folder holds chunks in both layouts ('0.0' files and '0/0' folders)")
+    return True if nested else False if flat else None
+
+
+def chunk_folders(subfolders: Sequence[str], files: Sequence[str], zarray: Any) -> list[str]:
+    """The subfolders of a Zarr v2 array folder that hold its chunks (``zarray``: its parsed ``.zarray``): a
+    walk does not enter them; any other may hold a node zarr 2 opens by its path.
+
+    Chunks lie in folders only with two axes or more and the separator ``/``
+    (chunk keys ``0/0``), named by digits. Where the ``.zarray`` names no
+    ``dimension_separator``, the layout is the one the store shows (zarr
+    before 2.8 wrote ``0/0`` under such metadata, with NestedDirectoryStore);
+    where it shows both, or the ``.zarray`` is no array metadata, every digit
+    folder (no node zarr reads lies in one).
+
+    >>> chunk_folders(["0", "1", "sub"], [".zarray"], {"shape": [4, 4], "dimension_separator": "/"})
+    ['0', '1']
+    >>> chunk_folders(["0", "sub"], [".zarray"], {"shape": [4, 4], "dimension_separator": "."})
+    []
+    """
+    shape = zarray.get("shape") if isinstance(zarray, dict) else None
+    separator = zarray.get("dimension_separator") if isinstance(zarray, dict) else None
+    digits = [name for name in subfolders if _DIGITS.fullmatch(name)]
+    if not isinstance(shape, list):
+        return digits
+    try:
+        shown = nested_layout(subfolders, files, len(shape)) if separator is None else None
+    except ValueError:
+        return digits
+    if len(shape) < 2 or separator == "." or (separator is None and shown is False):
+        return []
+    return digits
+
+
+def chunk_key(zarray: dict[str, Any], index: tuple[int, ...]) -> str:
+    """The v2 key of the chunk at ``index`` of the chunk grid (``0.1``, ``0/1``; ``0`` for a 0-d array)."""
+    return (zarray.get("dimension_separator") or ".").join(map(str, index)) or "0"
+
+
+def chunk_region(zarray: dict[str, Any], index: tuple[int, ...]) -> tuple[slice, ...]:
+    """The part of the array the chunk at ``index`` holds (edge chunks cut at the array's edge)."""
+    return tuple(
+        slice(i * size, min((i + 1) * size, extent))
+        for i, size, extent in zip(index, zarray["chunks"], zarray["shape"], strict=True)
+    )
+
+
+def chunk_grid(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
+    """Chunks per axis."""
+    return tuple(-(-extent // size) for extent, size in zip(shape, chunks, strict=True))
+
+
+def chunk_indices(zarray: dict[str, Any], names: Iterable[str] | None) -> Iterator[tuple[int, ...]]:
+    """The grid indices of an array's stored chunks, chunk 0 first, then in C order: those among ``names`` (the
+    files of its folder) where chunks are files there; every index of the grid where ``names`` is None or the
+    chunks lie in folders (``0/0``). Nothing for an array with no element.
+
+    >>> zarray = {"shape": [4, 4], "chunks": [2, 2]}
+    >>> list(chunk_indices(zarray, ["1.1", ".zarray", "0.1", "9.9"]))
+    [(0, 0), (0, 1), (1, 1)]
+    """
+    grid = chunk_grid(zarray["shape"], zarray["chunks"])
+    if not all(zarray["shape"]):
+        return
+    origin = tuple(0 for _ in grid)
+    yield origin
+    if not grid:  # 0-d: one chunk, "0"
+        return
+    separator = zarray.get("dimension_separator") or "."
+    if names is None or (separator == "/" and len(grid) > 1):
+        yield from (index for index in product(*map(range, grid)) if index != origin)
+        return
+    found = []
+    for name in names:
+        if (_DIGITS.fullmatch(name) or _DOTTED_DIGITS.fullmatch(name)) and name.count(".") == len(grid) - 1:
+            index = tuple(int(part) for part in name.split("."))
+            if all(i < n for i, n in zip(index, grid, strict=True)) and index != origin:
+                found.append(index)
+    yield from sorted(found)

@@ -1,0 +1,333 @@
+"""A local folder as `Files`: atomic writes (a temporary file beside the target, then a rename or a link),
+a batch's files made durable together (one ``syncfs`` on Linux), the store's lock (``flock``).
+
+A local folder is worked one file after another: a disk answers in
+microseconds, where threads would not pay. Nothing is replaced or removed that
+changed since it was read: a file is compared with what was read just before
+its rename, and a file to remove is first renamed aside, compared, and put
+back if it changed. A metadata file is never read through a symbolic link (it
+could not be replaced), and one that is not a regular file (a FIFO, a
+device) is refused, never read.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..problems import StoreBusyError
+from .files import (
+    BACKUP_SUFFIX,
+    TEMP_SUFFIX,
+    Folder,
+    Listed,
+    Probe,
+    Removal,
+    Replacement,
+    breadth_first,
+    changed,
+    digest,
+    each,
+    failures,
+)
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["LocalFiles", "probe_local"]
+
+
+class LocalFiles:
+    """A local folder. Files are replaced atomically (rename), keeping mode, owner and group."""
+
+    deadline: float | None = None
+    concurrency = 1  # one file after another: a disk answers in microseconds
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
+        def listed(paths: list[str]) -> Listed:
+            unvisited: list[tuple[str, str]] = []
+            folders = [folder for path in paths if (folder := _listed(path, unvisited))]
+            return Listed(folders, unvisited)
+
+        def entered(folder: Folder, name: str) -> str | tuple[str, str]:
+            path = os.path.join(folder.path, name)
+            if os.path.islink(path):  # never followed: it may lead out of the store, or in a loop
+                return path, "symbolic link to a folder: not followed"
+            return path
+
+        return breadth_first(str(self.root), listed, entered, left_out)
+
+    def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
+        return each({path: partial(_read_regular_file, path) for path in paths})
+
+    def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
+        def read(path: str) -> bytes | None:
+            try:
+                info = os.stat(path)  # links followed: chunk folders may be deduplicated by links
+            except FileNotFoundError:
+                return None
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError("not a regular file: not read")  # a FIFO or a device would block or never end
+            return Path(path).read_bytes()
+
+        return each({path: partial(read, path) for path in paths})
+
+    def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
+        return each({path: partial(lambda path: os.stat(path, follow_symlinks=False).st_mtime_ns / 1e9, path)
+                      for path in paths})  # fmt: skip
+
+    def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
+        replacements = list(replacements)
+        staged = self._staged(
+            {r.path: r.data for r in replacements}, {r.path: r.expected for r in replacements if r.backup}
+        )
+        return self._placed(staged, {r.path: partial(self._replace, r, staged[r.path]) for r in replacements})
+
+    def _replace(self, replacement: Replacement, temporaries: Any) -> None:
+        path, _, expected, backup = replacement
+        temporary, backup_temporary = temporaries
+        folder, name = os.path.split(path)
+        info = os.stat(path)
+        if info.st_nlink > 1:
+            # A rename would give this name a new file and leave the other names with the old one.
+            raise OSError(
+                f"hard link ({info.st_nlink} names for one file): not replaced, which would split the link; "
+                "make the names separate copies, then run again"
+            )
+        if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK):
+            raise OSError(f"not writable: {path}")
+        for staged_file in (temporary, backup_temporary):
+            if staged_file is not None:
+                os.chmod(staged_file, stat.S_IMODE(info.st_mode))
+                _keep_owner(staged_file, info)
+        if backup:
+            _link_or_same(backup_temporary, path + BACKUP_SUFFIX, expected, f"{name}{BACKUP_SUFFIX} exists already")
+        if Path(path).read_bytes() != expected:
+            raise changed()
+        os.replace(temporary, path)
+
+    def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
+        for folder in {os.path.dirname(path) for path in files}:  # a node whose folder holds nothing yet
+            with suppress(OSError):  # where it cannot be made, staging the file there says why, per file
+                os.makedirs(folder, exist_ok=True)
+        staged = self._staged(dict(files), {})
+        create = {path: partial(self._create, path, staged[path], data) for path, data in files.items()}
+        return self._placed(staged, create)
+
+    def _create(self, path: str, temporaries: Any, data: bytes) -> None:
+        temporary, _ = temporaries
+        os.chmod(temporary, 0o666 & ~_umask())
+        _link_or_same(temporary, path, data, f"{os.path.basename(path)} exists already")
+
+    def _staged(self, files: dict[str, bytes], backups: dict[str, bytes]) -> dict[str, Any]:
+        """Each file's data, and the bytes of its backup where ``backups`` has them (by the file's path), in
+        temporary files beside it, written but not yet in place; per path (temporary, backup's temporary or
+        None) or the OSError met."""
+
+        def stage(path: str, data: bytes) -> tuple[str, str | None]:
+            temporary = _temporary(path, data)
+            try:
+                return temporary, _temporary(path + BACKUP_SUFFIX, backups[path]) if path in backups else None
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
+
+        staged: dict[str, Any] = each({path: partial(stage, path, data) for path, data in files.items()})
+        _durable(_temporaries(staged), self.root)
+        return staged
+
+    def _placed(self, staged: dict[str, Any], place: Mapping[str, Callable[[], None]]) -> dict[str, Exception]:
+        """Each staged file put in place (``place``), its leftover temporary files removed, the renames made
+        durable; the failures."""
+        failed = failures(staged)
+        try:
+            failed |= failures(each({path: job for path, job in place.items() if path not in failed}))
+        finally:
+            for temporary in _temporaries(staged):  # those renamed into place are gone already
+                Path(temporary).unlink(missing_ok=True)
+        placed = {os.path.dirname(path) for path in place if path not in failed}
+        _durable(sorted(placed), self.root)
+        return failed
+
+    def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
+        return failures(each({removal.path: partial(self._remove, removal) for removal in removals}))
+
+    def _remove(self, removal: Removal) -> None:
+        path, read = removal
+        if read is None:
+            Path(path).unlink(missing_ok=True)
+            return
+        folder, name = os.path.split(path)
+        aside = os.path.join(folder, f".{name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
+        try:
+            os.rename(path, aside)  # from here, a writer of ``path`` makes a new file, which stays
+        except FileNotFoundError:
+            return
+        unchanged = False
+        try:
+            unchanged = digest(_read_regular_file(aside)) == read
+        finally:  # what is not removed goes back, also where reading it failed or was interrupted
+            if not unchanged:
+                with suppress(FileExistsError):  # unless a writer has made a new one meanwhile: theirs is newer
+                    os.link(aside, path)
+            os.unlink(aside)
+        if not unchanged:
+            raise changed(": not removed")
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """One run of the store tools at a time per local store: an advisory lock (``flock``) on the store's
+        folder itself. No file is added, and the system releases it when the process ends, however it ends."""
+        if fcntl is None:  # Windows: no advisory locks
+            yield
+            return
+        descriptor = os.open(self.root, os.O_RDONLY)
+        try:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise StoreBusyError(f"{self.root}: another numcodecs-bytes run is working on this store") from None
+            yield
+        finally:
+            os.close(descriptor)
+
+
+def _temporaries(staged: Mapping[str, Any]) -> list[str]:
+    """The temporary files of a batch `_LocalFiles._staged` wrote (its failures aside)."""
+    return [temporary for pair in staged.values() if isinstance(pair, tuple) for temporary in pair if temporary]
+
+
+def _read_regular_file(path: str) -> bytes:
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(f"symbolic link (to {os.readlink(path)}): not replaced by a file; use its target")
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError("not a regular file")  # a FIFO or a device would block or never end
+    return Path(path).read_bytes()
+
+
+def _listed(path: str, unvisited: list[tuple[str, str]]) -> Folder | None:
+    """A local folder's subfolders (links to folders among them, as ``os.walk`` lists them) and files."""
+    try:
+        with os.scandir(path) as entries:
+            subfolders: list[str] = []
+            files: list[str] = []
+            for entry in entries:
+                try:
+                    is_folder = entry.is_dir()
+                except OSError:
+                    is_folder = False
+                (subfolders if is_folder else files).append(entry.name)
+    except OSError as error:
+        unvisited.append((path, f"folder not read: {error.strerror or error}"))
+        return None
+    return Folder(path, tuple(sorted(subfolders)), tuple(sorted(files)))
+
+
+def _temporary(target: str, data: bytes) -> str:
+    """A temporary file beside ``target`` holding ``data`` (not yet durable: see `_durable`)."""
+    folder, name = os.path.split(target)
+    descriptor, temporary = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=TEMP_SUFFIX)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return temporary
+
+
+def _link_or_same(temporary: str, target: str, data: bytes, exists: str) -> None:
+    """``temporary`` linked into place as ``target``, which must not exist: an existing one is no failure
+    where it holds ``data`` already (an earlier run's, or another writer's same bytes)."""
+    try:
+        os.link(temporary, target)
+    except FileExistsError:
+        try:
+            same = _read_regular_file(target) == data
+        except OSError:
+            same = False
+        if not same:
+            raise FileExistsError(f"{exists}: not overwritten") from None
+
+
+def _syncfs() -> Callable[[int], int] | None:
+    """Linux's ``syncfs``: every file of one file system on disk in one call; None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int]
+    return function
+
+
+_SYNCFS = _syncfs()
+
+
+def _durable(paths: list[str], root: Path) -> None:
+    """Files written, or folders whose names changed, on disk: one ``syncfs`` of the store's file system on
+    Linux (where a folder of many small files would take a ``fsync`` each), else a ``fsync`` per path."""
+    if not paths:
+        return
+    if _SYNCFS is not None:
+        descriptor = os.open(root, os.O_RDONLY)
+        try:
+            if _SYNCFS(descriptor) == 0:
+                return
+        finally:
+            os.close(descriptor)
+    for path in paths:
+        descriptor = os.open(path or ".", os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def _keep_owner(path: str, like: os.stat_result) -> None:
+    if not hasattr(os, "chown"):
+        return
+    info = os.stat(path)
+    if (info.st_uid, info.st_gid) == (like.st_uid, like.st_gid):
+        return
+    try:
+        os.chown(path, like.st_uid, like.st_gid)
+    except PermissionError:
+        raise OSError(
+            f"its owner (uid {like.st_uid}, gid {like.st_gid}) could not be kept: only that user or root "
+            "can replace it without taking it over; run as that user or as root"
+        ) from None
+
+
+def _umask() -> int:
+    """The process's umask, read without setting it (``os.umask`` would change it for every thread meanwhile)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022  # where the system does not say: the usual default
+
+
+probe_local = Probe(
+    is_dir=os.path.isdir,
+    exists=os.path.lexists,
+    names_in=lambda folder: {name for name in os.listdir(folder) if os.path.isfile(os.path.join(folder, name))},
+)
+"""What opening a local store asks of its folder."""

@@ -1,0 +1,69 @@
+"""How a store is reached: one frozen value, validated once, that both tools and the command line take."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["JOBS", "REQUEST_TIMEOUT", "StoreOptions"]
+
+JOBS = 64
+"""Requests in flight on an object store by default: enough to hide a round trip of tens of milliseconds."""
+REQUEST_TIMEOUT = 60.0
+"""Seconds a request to an object store may take, its retries included, by default."""
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """How the store tools reach a store.
+
+    Parameters
+    ----------
+    jobs : int
+        Requests in flight at most on an fsspec file system with async
+        support (on S3, also the size of the connection pool unless
+        ``storage_options`` sets ``config_kwargs``).
+    storage_options : mapping, optional
+        Passed to fsspec with a URL (``endpoint_url``, ``profile``, ``anon``, ...).
+    request_timeout : float
+        Seconds each request to an fsspec file system may take, retries
+        included; a file whose request takes longer is reported.
+    run_timeout : float, optional
+        Seconds the whole run may take (no limit by default): past it, the run
+        stops between two batches with `problems.RunTimeoutError`, and
+        requests end by then.
+
+    Raises
+    ------
+    ValueError
+        For ``jobs`` below 1, a time that is not above 0 or not finite.
+
+    Examples
+    --------
+    >>> StoreOptions(jobs=8, run_timeout=3600)
+    StoreOptions(jobs=8, storage_options=None, request_timeout=60.0, run_timeout=3600)
+    >>> StoreOptions(request_timeout=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: request_timeout must be a number of seconds above 0, got 0
+    """
+
+    jobs: int = JOBS
+    storage_options: Mapping[str, Any] | None = field(default=None, hash=False)
+    request_timeout: float = REQUEST_TIMEOUT
+    run_timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
+            raise ValueError(f"jobs must be a whole number of 1 or more, got {self.jobs!r}")
+        for name in ("request_timeout", "run_timeout"):
+            seconds = getattr(self, name)
+            if name == "run_timeout" and seconds is None:
+                continue
+            number = isinstance(seconds, int | float) and not isinstance(seconds, bool)
+            if not number or not seconds > 0 or not math.isfinite(seconds):
+                raise ValueError(f"{name} must be a number of seconds above 0, got {seconds!r}")
+        if self.storage_options is not None and not isinstance(self.storage_options, Mapping):
+            raise TypeError(f"storage_options must be a mapping, got {type(self.storage_options).__name__}")

@@ -1,0 +1,178 @@
+"""S3 as `Files`: the conditions that S3 holds on the server, and the whole store in one listing.
+
+Every private s3fs call of the package is here. A new file is written only
+where none exists (``If-None-Match: *``), and a file is replaced or removed
+only while it is the version the walk listed or the run read (``If-Match`` on
+its ETag), where the server honours these (AWS S3, MinIO, moto): of two runs
+at once, each file is written by one. A write whose answer was lost (the
+server acted, then the retry was refused) is read back before it is called a
+conflict: a file that holds what was written was written. A server that
+ignores ``If-Match`` on DeleteObject deletes unconditionally; the client
+cannot tell.
+
+The walk first lists the whole store, a thousand keys a request, as long as
+that pays (each thousand keys name at least ``jobs`` nodes; else one folder at
+a time, ``jobs`` at once, is quicker: arrays of many chunks), and
+`LISTING_LIMIT` keys bound it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import aclosing
+from typing import Any
+
+from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
+from .fsspec_files import FsspecFiles, Listing, child_path
+from .layout import METADATA_NAMES, NODE_FILES
+from .options import StoreOptions
+
+__all__ = ["LISTING_LIMIT", "S3Files"]
+
+LISTING_LIMIT = 100 * BATCH
+"""Keys a listing of a whole object store holds at most: what bounds the memory of that listing."""
+
+
+class S3Files(FsspecFiles):
+    """S3 through s3fs: conditional writes and removals, the whole store listed at once where that pays."""
+
+    def __init__(self, fs: Any, root: str, options: StoreOptions, deadline: float | None) -> None:
+        super().__init__(fs, root, options, deadline)
+        # The version (ETag) of each metadata file as the walk listed it, or as read where not listed: what a
+        # replacement or removal holds on.
+        self._versions: dict[str, str] = {}
+
+    # -- the walk ----------------------------------------------------------------------------------------------
+
+    def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
+        whole, unreachable = self._whole_store()
+        if whole is None:
+            return super().walk(left_out)
+
+        def listed(paths: list[str]) -> Listed:
+            return Listed(self.found({path: whole.pop(path) for path in paths}), [])
+
+        return breadth_first(self.root, listed, child_path, left_out, unreachable)
+
+    def found(self, listings: dict[str, Listing]) -> list[Folder]:
+        """The folders of one batch of the walk, by path; the versions of their metadata files kept."""
+        for path, listing in listings.items():
+            self._versions.update(
+                (f"{path}/{name}", tag) for name, tag in listing.versions.items() if tag and name in METADATA_NAMES
+            )
+        return super().found(listings)
+
+    def _whole_store(self) -> tuple[dict[str, Listing] | None, list[tuple[str, str]]]:
+        """Every folder of the store from one listing of all its keys, a page after another, and the paths no key
+        reaches. None where that does not pay, and the walk lists folder by folder: a thousand keys (a page) that
+        name fewer nodes than ``jobs`` (one request each, at once), or more than `LISTING_LIMIT` keys."""
+        bucket, _, key = self.root.partition("/")
+        prefix = f"{key}/" if key else ""
+        problems: list[tuple[str, str]] = []
+
+        async def listing() -> dict[str, Listing] | None:
+            folders = {self.root: Listing()}
+            keys = nodes = 0
+            async with aclosing(self.fs._iterdir(bucket, delimiter="", prefix=prefix)) as entries:
+                while True:
+                    try:
+                        entry = await self.in_time(anext(entries))
+                    except StopAsyncIteration:
+                        return folders
+                    keys += 1
+                    nodes += _add_key(folders, self.root, entry, problems)
+                    if keys % BATCH == 0:
+                        if nodes < self.jobs or keys >= LISTING_LIMIT:
+                            return None
+                        nodes = 0
+
+        try:
+            result: dict[str, Listing] | None = self._sync(self._loop, listing)
+        except Exception:  # whatever stops the whole listing, listing folder by folder reports per folder
+            return None, []
+        return result, problems
+
+    # -- reads -------------------------------------------------------------------------------------------------
+
+    async def read_metadata(self, path: str) -> bytes:
+        """A metadata file's bytes; where the walk did not list its version, the version first."""
+        if path not in self._versions:
+            self._versions[path] = (await self._call("info", path))["ETag"]
+        return await self.bytes_of(path)
+
+    async def _version(self, path: str, expected: bytes | None) -> str:
+        """The version of ``path`` that was read; for a file not read through this object, its version now,
+        provided it holds ``expected`` (where given)."""
+        version = self._versions.get(path)
+        if version is None:
+            version = (await self._call("info", path))["ETag"]
+            if expected is not None and await self.bytes_of(path) != expected:
+                raise changed()
+        return version
+
+    # -- writes ------------------------------------------------------------------------------------------------
+
+    async def replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
+        """One PUT that holds only while the object is the version read (no second read)."""
+        condition = {"IfMatch": await self._version(path, expected)}
+        if backup:
+            await self.create_one(path + BACKUP_SUFFIX, expected)
+        try:
+            await self._call("pipe_file", path, data, **condition)
+        except OSError as exc:
+            if not refused_condition(exc):
+                raise
+            if await self.bytes_of(path) != data:  # a retry refused after the server acted: ours is there
+                raise changed() from None
+
+    async def create_one(self, path: str, data: bytes) -> None:
+        """One PUT that holds only where no object exists; one that holds ``data`` already is no failure."""
+        try:
+            await self._call("pipe_file", path, data, IfNoneMatch="*")
+        except OSError as exc:
+            if not (isinstance(exc, FileExistsError) or refused_condition(exc)):
+                raise
+            await self.same_or_exists(path, data)
+
+    async def remove_one(self, path: str, read: bytes | None) -> None:
+        """One DELETE that holds only while the object is the version read (s3fs's rm_file passes no condition)."""
+        if read is None:
+            await super().remove_one(path, read)
+            return
+        bucket, key, _ = self.fs.split_path(path)
+        self.fs.invalidate_cache(path)
+        try:
+            version = await self._version(path, None)
+            await self.fs._call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=version)
+        except FileNotFoundError:
+            pass  # gone already (or removed by a retry whose answer was lost)
+        except OSError as exc:
+            if refused_condition(exc):
+                raise changed(": not removed") from None
+            raise
+
+
+def refused_condition(exc: OSError) -> bool:
+    """Whether S3 refused a conditional write or removal (412 Precondition Failed), from the error s3fs raises."""
+    response = getattr(exc.__cause__, "response", None)
+    return isinstance(response, dict) and response.get("Error", {}).get("Code") == "PreconditionFailed"
+
+
+def _add_key(folders: dict[str, Listing], root: str, entry: Mapping[str, Any], problems: list[tuple[str, str]]) -> int:
+    """One key of a whole-store listing added to ``folders`` (by path), its folders with it; 1 if it names a
+    node's metadata file."""
+    relative = entry["name"][len(root) + 1 :]
+    *names, file = relative.split("/")
+    if "" in names:  # "a//b": no path reaches it (the keys below one such folder come together: one line)
+        where = f"{root}/{'/'.join(names[: names.index('') + 1])}"
+        if not problems or problems[-1][0] != where:
+            problems.append((where, "a folder with an empty name: not visited"))
+        return 0
+    path = root
+    for name in names:
+        folders[path].subfolders.add(name)
+        path = f"{path}/{name}"
+        folders.setdefault(path, Listing())
+    if file:  # "a/b/" is a folder marker, not a file
+        folders[path].versions[file] = entry.get("ETag")
+    return int(file in NODE_FILES)

@@ -1,0 +1,74 @@
+"""Groups: which get a ``zarr.json`` and when (deepest first, each once every node below it converted), and
+their consolidated metadata, made by zarr-python from every node below."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from ._zarr_api import zarr_api
+from .documents import IMPLICIT_GROUP, depth, encoded, parents
+from .nodes import Node, NodeIndex
+from .rules import UnconvertibleError
+
+__all__ = ["consolidated", "groups_by_depth"]
+
+
+def groups_by_depth(index: NodeIndex, folder_of: Callable[[str], str]) -> list[list[Node]]:
+    """The groups to write, deepest first, a list per depth; folders without v2 metadata that lead to nodes
+    (``folder_of``: a path's folder) become groups (zarr 2 reads through them)."""
+    for path in [*index.nodes, *index.failed]:
+        for parent in parents(path):
+            if parent in index.nodes or parent in index.arrays or parent in index.failed:
+                break
+            index.nodes[parent] = Node(folder_of(parent), parent, "group", IMPLICIT_GROUP, "implicit")
+    groups = [node for node in index.nodes.values() if node.kind == "group"]
+    return [
+        [node for node in groups if depth(node.path) == level]
+        for level in sorted({depth(node.path) for node in groups}, reverse=True)
+    ]
+
+
+def consolidated(index: NodeIndex, group: Node) -> dict[str, Any]:
+    """The group's document with every node below it consolidated, as zarr-python writes it.
+
+    Each node's document is parsed by zarr-python on the way: one it cannot
+    read is reported on its own line (in the index), and the group is not
+    written: `rules.UnconvertibleError`.
+    """
+    zarr = zarr_api()
+    prefix = f"{group.path}/" if group.path else ""
+    below = {path[len(prefix) :]: node for path, node in index.nodes.items() if path.startswith(prefix) and path}
+    documents = {"": group.document, **{path: node.document for path, node in below.items()}}
+    buffer = zarr.prototype.buffer
+    keys = {f"{path}/zarr.json".lstrip("/"): buffer.from_bytes(encoded(doc)) for path, doc in documents.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "consolidated metadata is not part of the v3 spec": asked for here
+        try:
+            zarr.consolidate(zarr.memory_store(keys), zarr_format=3)  # a MemoryStore works on the dict given
+        except Exception:
+            unreadable = {path: why for path, doc in documents.items() if (why := _unreadable_by_zarr(doc))}
+            for path, why in unreadable.items():
+                index.fail(f"{prefix}{path}".rstrip("/"), f"zarr-python {zarr.version} cannot read its zarr.json "
+                           f"({why}): it cannot be consolidated")  # fmt: skip
+            raise UnconvertibleError(
+                f"not consolidated: zarr-python {zarr.version} cannot read the zarr.json of "
+                f"{len(unreadable) or 'some'} node(s) below it"
+            ) from None
+    document: dict[str, Any] = json.loads(keys["zarr.json"].to_bytes())
+    return {**group.document, "consolidated_metadata": document.get("consolidated_metadata")}
+
+
+def _unreadable_by_zarr(document: dict[str, Any]) -> str | None:
+    """Why zarr-python cannot read a node's document (None where it can)."""
+    zarr = zarr_api()
+    parse = zarr.array_v3.from_dict if document.get("node_type") == "array" else zarr.group.from_dict
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parse(dict(document))
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None

@@ -1,0 +1,41 @@
+"""What `convert_store` tells its caller: each node converted, and what could not be."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .rules import ReadersNeed
+
+__all__ = ["ConversionReport", "NodeResult"]
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """One node converted: its path in the store and what was done."""
+
+    path: str  # relative to the store, "" for the root
+    kind: str  # "array" or "group"
+    action: str  # "written"; "kept": its zarr.json said this already; "updated": its consolidated metadata
+    folded: str | None = None  # e.g. "filters[0] 'bytes' (endian big)", where the filter was folded
+    implicit: bool = False  # a folder without v2 metadata that leads to nodes: made a group
+    document: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # its zarr.json
+    v3_only: bool = False  # a node with no v2 metadata: Zarr v3 already (written so, or converted and removed)
+
+
+@dataclass
+class ConversionReport:
+    """What `convert_store` did (or, in a dry run, would do)."""
+
+    converted: list[NodeResult] = field(default_factory=list)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (node or file, reason)
+    removed: list[str] = field(default_factory=list)  # v2 metadata files removed
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (node, zarr's warning or what was assumed)
+    readers: list[tuple[str, ReadersNeed]] = field(default_factory=list)  # arrays older zarr-python reads wrong
+    consolidated: bool = False  # the root's zarr.json holds every node's metadata (written, updated or kept)
+    leftovers_removed: list[str] = field(default_factory=list)  # temporary files of killed runs
+
+    @property
+    def written(self) -> list[NodeResult]:
+        """The nodes whose ``zarr.json`` this run wrote or brought up to date."""
+        return [node for node in self.converted if node.action != "kept"]

@@ -1,0 +1,306 @@
+"""The run of ``numcodecs-bytes to-v3`` over a store: walk, read, check, write, consolidate, remove.
+
+The rules are `rules`, the check `check` and `sampling`, the nodes `nodes`,
+the groups `groups`; store access does the reading and writing
+(`numcodecs_bytes.store`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ..problems import reason
+from ..store import BATCH, Folder, Removal, Replacement, Store, StoreBatch, StoreOptions, Walk, open_store
+from ..store.layout import NODE_FILES, chunk_folders
+from ..zarr_versions import version_numbers
+from ._zarr_api import zarr_api
+from .documents import encoded, parents, update
+from .groups import consolidated, groups_by_depth
+from .nodes import READ, Node, NodeIndex
+from .report import ConversionReport, NodeResult
+from .rules import UnconvertibleError
+from .sampling import Sampler
+
+__all__ = ["convert_store"]
+
+
+def convert_store(
+    location: str | os.PathLike[str],
+    *,
+    dry_run: bool = False,
+    remove_v2_metadata: bool = False,
+    verify: bool = True,
+    oldest_zarr: str | None = None,
+    on_node: Callable[[NodeResult], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    store_options: StoreOptions | None = None,
+) -> ConversionReport:
+    """Write a Zarr v3 ``zarr.json`` for every node of a Zarr v2 store, folding the bytes filter.
+
+    Parameters
+    ----------
+    location : str or path
+        A local folder (a group or an array), or an fsspec URL.
+    dry_run : bool
+        Report what would be written; write nothing (the checks still run).
+    remove_v2_metadata : bool
+        Once every node has its ``zarr.json``, remove the ``.zarray``,
+        ``.zgroup``, ``.zattrs`` and ``.zmetadata`` files this run read and
+        that still hold what it read; never a chunk. By default they stay, so
+        v2 readers keep working.
+    verify : bool
+        Before writing an array's ``zarr.json``, read the fill value and its
+        stored chunks (until one shows the mapping right) both as v2 and
+        through the new metadata as v3 with zarr-python's own codecs, and
+        convert only what reads the same (see `numcodecs_bytes.to_v3`).
+    oldest_zarr : str, optional
+        The oldest zarr-python release the store's readers use, e.g. ``"3.1"``:
+        arrays that release reads wrong are refused (left as v2, reported).
+        By default they are converted and listed in ``ConversionReport.readers``.
+    on_node : callable, optional
+        Called with each node converted, as it goes.
+    on_progress : callable, optional
+        Called after each batch of folders with (folders walked, folders found so far).
+    store_options : StoreOptions, optional
+        How the store is reached: requests in flight on an object store,
+        fsspec's options for a URL, time limits per request (a node whose
+        request takes longer is reported) and per run.
+
+    Returns
+    -------
+    ConversionReport
+        What cannot be converted (see `numcodecs_bytes.to_v3`) is listed with
+        the reason and left as it is, and so are the groups above it; the rest
+        is converted.
+
+    Raises
+    ------
+    problems.NotAStoreError
+        If ``location`` is not a folder holding Zarr metadata, or cannot be reached.
+    problems.StoreBusyError
+        If another run is working on the same local store.
+    problems.RunTimeoutError
+        If the run's time limit passed (what was written is whole; a rerun finishes).
+    ImportError
+        If zarr-python 3 is not installed.
+    """
+    zarr_api()  # before touching the store: a missing zarr is a usage error
+    oldest = None if oldest_zarr is None else version_numbers(oldest_zarr)
+    if oldest is not None and not oldest:
+        raise ValueError(f"oldest_zarr must be a version such as '3.1', got {oldest_zarr!r}")
+    store = open_store(location, store_options)
+    options = _Options(dry_run, remove_v2_metadata, verify, oldest, on_node)
+    with store.locked(dry_run):
+        walk = store.walk(dry_run=dry_run, on_progress=on_progress)
+        run = _Run(store, walk, options)
+        for batch in walk:
+            run.take(batch)
+        run.take_what_consolidations_list()
+        run.write_groups()
+        if remove_v2_metadata and not run.report.failures:
+            run.remove_v2_metadata()
+        return run.report
+
+
+class _Options(NamedTuple):
+    dry_run: bool
+    remove_v2_metadata: bool
+    verify: bool
+    oldest_zarr: tuple[int, ...] | None
+    on_node: Callable[[NodeResult], None] | None
+
+
+class _Run:
+    """One run of `convert_store` over a store: it takes the walk's batches, and writes what they convert to."""
+
+    def __init__(self, store: Store, walk: Walk, options: _Options) -> None:
+        self.store, self.walk, self.options = store, walk, options
+        self.report = ConversionReport()
+        self.index = NodeIndex(self.report, options.oldest_zarr)
+        self.sampler = Sampler(store.files, self.index)
+
+    # -- nodes, a batch at a time -------------------------------------------------------------------------------
+
+    def take(self, batch: StoreBatch) -> None:
+        """The nodes of one batch of the walk: converted, checked and (arrays) written."""
+        self.report.leftovers_removed += batch.leftovers_removed
+        for path, why in batch.problems:
+            self.index.fail(path, why)
+        found: list[tuple[Folder, str]] = []
+        for folder in batch.folders:
+            path = self.store.relative(folder.path)
+            if not set(folder.files) & set(NODE_FILES):
+                continue  # not a node; a group in v3 if nodes lie below it
+            container = self.index.container(path)
+            if container is not None:
+                self.index.arrays.add(path)
+                self.index.fail(path, f"a node inside the array {container or '.'}: Zarr v3 arrays hold no nodes; "
+                                      "left as v2")  # fmt: skip
+                continue
+            found.append((folder, path))
+        self.take_nodes(found)
+
+    def take_nodes(self, found: list[tuple[Folder, str]], walked: bool = True) -> None:
+        """``found`` nodes (folder, path): their files read, their documents made, arrays checked and written."""
+        present = {folder.path: [name for name in READ if name in folder.files] for folder, _ in found}
+        read = self.store.files.read(f"{folder.path}/{name}" for folder, _ in found for name in present[folder.path])
+        walk = self.walk if walked else None
+        built: list[Node] = []
+        for folder, path in found:
+            files = {name: read[f"{folder.path}/{name}"] for name in present[folder.path]}
+            try:
+                node = self.index.node(folder, path, files, walk)
+            except Exception as exc:  # one node's problem, whatever it is, is reported; the rest converts
+                self.index.fail(path, reason(exc))
+                if ".zarray" in folder.files:
+                    self.index.arrays.add(path)
+                    if walk is not None:  # no digit folder holds a node that zarr reads
+                        walk.leave_out(folder, chunk_folders(folder.subfolders, folder.files, None))
+                continue
+            built.append(node)
+        settled = self.index.settled(built, self.store.files)
+        self._write_arrays(settled)
+        for node in settled:
+            if node.kind == "group":
+                self.index.nodes[node.path] = node.kept()
+
+    def _write_arrays(self, nodes: list[Node]) -> None:
+        arrays = [node for node in nodes if node.kind == "array"]
+        if self.options.verify:
+            arrays = self.sampler.passing(arrays)
+        self.index.failed |= self._write([(node, node.document) for node in arrays])
+        for node in arrays:
+            if node.path not in self.index.failed:
+                self.index.nodes[node.path] = node.kept()
+
+    def take_what_consolidations_list(self) -> None:
+        """Nodes a consolidated metadata lists that the walk did not find: read from their own files where they
+        have them (a listing that missed them), else converted from the v2 entry (v2 readers reach them through
+        ``.zmetadata`` alone) or left out of a v3 consolidation (their ``zarr.json`` is gone)."""
+        missing = self.index.missing_from_walk()
+        for start in range(0, len(missing), BATCH):
+            paths = list(missing)[start : start + BATCH]
+            folders = {path: self.store.path(path) for path in paths}
+            read = self.store.files.read(f"{folders[path]}/{name}" for path in paths for name in READ)
+            found: list[tuple[Folder, str]] = []
+            for path in paths:
+                results = {name: read[f"{folders[path]}/{name}"] for name in READ}
+                present = [name for name, data in results.items() if not isinstance(data, FileNotFoundError)]
+                problem = next((data for data in results.values() if isinstance(data, Exception)), None)
+                if set(present) & set(NODE_FILES):  # its own node: the walk's listing missed it (a .zattrs alone
+                    # makes no node: zarr reads such a node through its .zmetadata entry)
+                    found.append((Folder(folders[path], (), tuple(sorted(present))), path))
+                    self.index.unlisted.add(path)
+                elif problem is not None and not isinstance(problem, FileNotFoundError):
+                    self.index.fail(path, reason(problem))
+                else:
+                    node = self.index.from_consolidation(Folder(folders[path], (), ()), path, *missing[path])
+                    if node is not None and node.kind == "array":
+                        self._write_arrays([node])
+                    elif node is not None:
+                        self.index.nodes[path] = node
+            self.take_nodes(found, walked=False)
+
+    # -- groups, and the consolidation -----------------------------------------------------------------------
+
+    def write_groups(self) -> None:
+        """Every group's ``zarr.json``, deepest first (a batch per depth), each only once everything below it
+        converted; the root last."""
+        index = self.index
+        blocked = {parent for path in index.failed for parent in parents(path)}
+        for groups in groups_by_depth(index, self.store.path):
+            writes = []
+            for node in groups:
+                if node.path in blocked:
+                    below = sum(path.startswith(f"{node.path}/") or not node.path for path in index.failed)
+                    if node.origin == "v2" and node.existing is None:
+                        index.fail(node.path, f"left as Zarr v2: {below} path(s) below it could not be converted")
+                    elif node.origin == "v2":
+                        index.fail(node.path, f"its zarr.json is left as it is: {below} path(s) below it could not "
+                                              "be converted")  # fmt: skip
+                    continue
+                document = node.document
+                if node.consolidates:
+                    try:
+                        document = consolidated(index, node)
+                    except UnconvertibleError as exc:
+                        index.fail(node.path, str(exc))
+                        continue
+                writes.append((node, document))
+            not_written = self._write(writes)
+            index.failed |= not_written
+            blocked |= {parent for path in not_written for parent in parents(path)}
+            self.report.consolidated |= any(
+                node.path == "" and node.consolidates and "" not in not_written for node, _ in writes
+            )
+
+    # -- writing ---------------------------------------------------------------------------------------------
+
+    def _write(self, writes: list[tuple[Node, dict[str, Any]]]) -> set[str]:
+        """Each node's ``zarr.json`` in one batch (created; never over another, but a consolidated group's
+        consolidation, or one brought up to date); the paths of the nodes not written."""
+        actions: dict[str, str] = {}
+        failures: dict[str, Exception] = {}
+        creates: dict[str, bytes] = {}
+        replacements: list[Replacement] = []
+        by_target = {f"{node.folder}/zarr.json": node.path for node, _ in writes}
+        for node, document in writes:
+            target = f"{node.folder}/zarr.json"
+            try:
+                if node.existing is None:
+                    actions[node.path] = "written"
+                    creates[target] = encoded(document)
+                    continue
+                replacement = update(node.existing, document, node.consolidates, node.replaces)
+                actions[node.path] = "kept" if replacement is None else "updated"
+                if replacement is not None:
+                    replacements.append(Replacement(target, replacement, node.existing))
+            except Exception as exc:
+                failures[node.path] = exc
+        if not self.options.dry_run:
+            written = {**self.store.files.create(creates), **self.store.files.replace(replacements)}
+            failures |= {by_target[target]: exc for target, exc in written.items()}
+        index = self.index
+        for node, document in writes:
+            if node.path in failures:
+                index.fail(node.path, reason(failures[node.path]))
+                continue
+            result = NodeResult(
+                node.path, node.kind, actions[node.path], node.folded, node.origin == "implicit", document,
+                v3_only=node.origin == "v3",
+            )  # fmt: skip
+            self.report.converted.append(result)
+            notes = index.notes.pop(node.path, [])
+            self.report.notes += [(node.path or ".", note) for note in index.standing.pop(node.path, [])]
+            if result.action != "kept":  # a rerun that writes nothing has nothing to tell again
+                self.report.notes += [(node.path or ".", note) for note in notes]
+                if node.readers is not None:
+                    self.report.readers.append((node.path or ".", node.readers))
+            if self.options.on_node is not None:
+                self.options.on_node(result)
+        return set(failures)
+
+    def remove_v2_metadata(self) -> None:
+        """The v2 metadata files this run read of every node, in batches, each only if it still holds what was
+        read; ``.zmetadata`` last (v2 readers of it find the chunks to the end)."""
+        for last in (False, True):
+            removals = {
+                f"{node.folder}/{name}": (f"{node.path}/{name}".lstrip("/"), read)
+                for node in self.index.nodes.values()
+                for name, read in node.read.items()
+                if (name == ".zmetadata") == last
+            }
+            paths = list(removals)
+            for start in range(0, len(paths), BATCH):
+                batch = paths[start : start + BATCH]
+                failures = {} if self.options.dry_run else self.store.files.remove(
+                    Removal(path, removals[path][1]) for path in batch
+                )  # fmt: skip
+                for path in batch:
+                    relative = removals[path][0]
+                    if path in failures:
+                        self.report.failures.append((relative, reason(failures[path])))
+                    else:
+                        self.report.removed.append(relative)
