@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("zarr", minversion="3", reason="these stores are written with zarr 3")
+pytest.importorskip("s3fs", reason="object stores need s3fs (the interop extra)")
 import fsspec
 from support.s3 import empty_bucket
 from support.stack import benchmark
