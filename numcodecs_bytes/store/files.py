@@ -13,6 +13,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar
 
+from .chunks import Packed, Shard
+
 __all__ = [
     "BACKUP_SUFFIX",
     "BATCH",
@@ -70,10 +72,12 @@ class Replacement(NamedTuple):
 
 
 class Removal(NamedTuple):
-    """A file to remove, only if it still holds what was read (its `digest`); None: whatever it holds."""
+    """A file to remove, only if it still holds what was read (its `digest`), or is still the version read (a data
+    file: `Files.versions`); neither: whatever it holds."""
 
     path: str
     read: bytes | None
+    version: str | None = None
 
 
 class Probe(NamedTuple):
@@ -125,6 +129,15 @@ class Files(Protocol):
 
     def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
         """Remove files that still hold what was read (a missing one is no failure); the failures."""
+        ...
+
+    def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
+        """Each data file's version as `pack` saw it (a file changed since has another); None where there is none."""
+        ...
+
+    def pack(self, shards: Iterable[Shard]) -> dict[str, Packed | Exception]:
+        """Each shard made of its chunk files (`chunks`), whole or not at all, read back and compared with them;
+        what was read of each source, or the failure (a source that changed meanwhile is one)."""
         ...
 
     def lock(self) -> AbstractContextManager[None]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from .chunks import Packed, Shard, ShardError, shard_index
 from .files import BACKUP_SUFFIX, Folder, Listed, Removal, Replacement, breadth_first, changed, digest, failures
 from .options import StoreOptions
 
@@ -86,17 +87,18 @@ class FsspecFiles:
             raise answer
         return answer
 
-    def run(self, work: Mapping[str, Awaitable[_T]]) -> dict[str, _T | Exception]:
+    def run(self, work: Mapping[str, Awaitable[_T]], limit: bool = True) -> dict[str, _T | Exception]:
         """Each path's work (a coroutine not started yet), at most ``jobs`` at a time, each in its time, on
-        fsspec's event loop; what each returned or raised."""
+        fsspec's event loop; what each returned or raised. ``limit=False``: the work bounds its own requests,
+        each in its time."""
 
         async def run_all() -> dict[str, _T | Exception]:
-            limit = asyncio.Semaphore(self.jobs)
+            jobs = asyncio.Semaphore(self.jobs if limit else len(work) or 1)
 
             async def one(path: str, job: Awaitable[_T]) -> tuple[str, _T | Exception]:
-                async with limit:
+                async with jobs:
                     try:
-                        return path, await self.in_time(job)
+                        return path, await (self.in_time(job) if limit else job)
                     except Exception as exc:  # each file system fails in its own words: reported per path
                         return path, exc
 
@@ -211,8 +213,11 @@ class FsspecFiles:
     def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
         return failures(self.run({removal.path: self.remove_one(*removal) for removal in removals}))
 
-    async def remove_one(self, path: str, read: bytes | None) -> None:
-        """Checked just before (a window of one request): removed only if it holds what was read."""
+    async def remove_one(self, path: str, read: bytes | None, version: str | None = None) -> None:
+        """Checked just before (a window of one request): removed only if it holds what was read (or is the
+        version read)."""
+        if version is not None and await self.version_of(path) not in (version, None):
+            raise changed(": not removed")
         if read is not None:
             try:
                 unchanged = digest(await self.bytes_of(path)) == read
@@ -225,9 +230,96 @@ class FsspecFiles:
         except FileNotFoundError:
             pass
 
+    # -- shards ----------------------------------------------------------------------------------------------
+
+    def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
+        return self.run({path: self.version_of(path) for path in paths})
+
+    async def version_of(self, path: str) -> str | None:
+        """A file's version: its ETag where the file system keeps one, else the digest of its bytes (a time
+        written may be too coarse to tell two writes apart, and some file systems keep none)."""
+        try:
+            info = await self._call("info", path)
+            return _tag(info) or _content_version(await self.bytes_of(path))
+        except FileNotFoundError:
+            return None
+
+    def pack(self, shards: Iterable[Shard]) -> dict[str, Packed | Exception]:
+        """Each shard's sources read (``jobs`` requests in flight), the shard written in one request, and read
+        back; in memory a shard at a time per ``jobs`` requests: memory grows with ``jobs`` and the shard size."""
+        shards = list(shards)
+        if not shards:
+            return {}
+        # Shards in memory at once: enough to keep ``jobs`` requests busy (two at least: one is written while
+        # the next one's chunks are read).
+        at_once = max(2, self.jobs // max(1, max(len(shard.sources) for shard in shards)))
+        limits: list[asyncio.Semaphore] = []
+
+        async def pack_one(shard: Shard) -> Packed:
+            if not limits:  # made on fsspec's loop, where the work runs
+                limits.extend((asyncio.Semaphore(self.jobs), asyncio.Semaphore(at_once)))
+            async with limits[1]:
+                return await self._pack_one(shard, limits[0])
+
+        return self.run({shard.path: pack_one(shard) for shard in shards}, limit=False)
+
+    async def _pack_one(self, shard: Shard, requests: asyncio.Semaphore) -> Packed:
+        async def source(path: str | None) -> tuple[bytes | None, str | None]:
+            if path is None:
+                return None, None
+            async with requests:
+                return await self.in_time(self.read_source(path))
+
+        read = await asyncio.gather(*(source(path) for path in shard.sources))
+        sizes = tuple(None if data is None else len(data) for data, _ in read)
+        versions = tuple(version for _, version in read)
+        present = [data for data, _ in read if data is not None]
+        async with requests:
+            if not present:  # no chunk: no shard (an interrupted run's object there says otherwise: it goes)
+                with suppress(FileNotFoundError):
+                    await self.in_time(self._call("rm_file", shard.path))
+                return Packed(sizes, versions, False)
+            body = b"".join(present) + shard_index(sizes)
+            written = await self.in_time(self.write_shard(shard, body))
+        return Packed(sizes, versions, written)
+
+    async def read_source(self, path: str) -> tuple[bytes | None, str | None]:
+        """A chunk file's bytes and its version as read (None, None where there is none): its ETag, taken
+        before the bytes (a write between makes a version the later check does not find), or their digest."""
+        try:
+            info = await self._call("info", path)
+            data = await self.bytes_of(path)
+        except FileNotFoundError:
+            return None, None
+        return data, _tag(info) or _content_version(data)
+
+    async def write_shard(self, shard: Shard, body: bytes) -> bool:
+        """The shard's object holding ``body``, read back: False where it held it already."""
+        try:
+            existing = await self.bytes_of(shard.path)
+        except FileNotFoundError:
+            existing = None
+        if existing == body:
+            return False
+        if existing is not None and not shard.replace:
+            raise ShardError(f"{shard.path.rsplit('/', 1)[-1]} exists already and holds another shard: left as it is")
+        await self._call("pipe_file", shard.path, body)
+        if await self.bytes_of(shard.path) != body:
+            raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
+        return True
+
     def lock(self) -> nullcontext[None]:
         """No lock on an object store: its writes are conditional instead (on S3), or checked just before."""
         return nullcontext()
+
+
+def _tag(info: Mapping[str, Any]) -> str | None:
+    tag = info.get("ETag")
+    return str(tag) if tag else None
+
+
+def _content_version(data: bytes) -> str:
+    return "sha256:" + digest(data).hex()
 
 
 def child_path(folder: Folder, name: str) -> str:

@@ -12,10 +12,8 @@ device) is refused, never read.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import stat
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -24,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ..problems import StoreBusyError
+from . import local_shards
+from .chunks import Packed, Shard
+from .disk import durable, file_version, umask
 from .files import (
     BACKUP_SUFFIX,
     TEMP_SUFFIX,
@@ -129,7 +130,7 @@ class LocalFiles:
 
     def _create(self, path: str, temporaries: Any, data: bytes) -> None:
         temporary, _ = temporaries
-        os.chmod(temporary, 0o666 & ~_umask())
+        os.chmod(temporary, 0o666 & ~umask())
         _link_or_same(temporary, path, data, f"{os.path.basename(path)} exists already")
 
     def _staged(self, files: dict[str, bytes], backups: dict[str, bytes]) -> dict[str, Any]:
@@ -146,7 +147,7 @@ class LocalFiles:
                 raise
 
         staged: dict[str, Any] = each({path: partial(stage, path, data) for path, data in files.items()})
-        _durable(_temporaries(staged), self.root)
+        durable(_temporaries(staged), self.root)
         return staged
 
     def _placed(self, staged: dict[str, Any], place: Mapping[str, Callable[[], None]]) -> dict[str, Exception]:
@@ -159,15 +160,15 @@ class LocalFiles:
             for temporary in _temporaries(staged):  # those renamed into place are gone already
                 Path(temporary).unlink(missing_ok=True)
         placed = {os.path.dirname(path) for path in place if path not in failed}
-        _durable(sorted(placed), self.root)
+        durable(sorted(placed), self.root)
         return failed
 
     def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
         return failures(each({removal.path: partial(self._remove, removal) for removal in removals}))
 
     def _remove(self, removal: Removal) -> None:
-        path, read = removal
-        if read is None:
+        path, read, version = removal
+        if read is None and version is None:
             Path(path).unlink(missing_ok=True)
             return
         folder, name = os.path.split(path)
@@ -178,7 +179,10 @@ class LocalFiles:
             return
         unchanged = False
         try:
-            unchanged = digest(_read_regular_file(aside)) == read
+            if version is not None:  # a data file, as a shard's source was read: the same file, not written since
+                unchanged = file_version(os.lstat(aside)) == version
+            else:
+                unchanged = digest(_read_regular_file(aside)) == read
         finally:  # what is not removed goes back, also where reading it failed or was interrupted
             if not unchanged:
                 with suppress(FileExistsError):  # unless a writer has made a new one meanwhile: theirs is newer
@@ -186,6 +190,18 @@ class LocalFiles:
             os.unlink(aside)
         if not unchanged:
             raise changed(": not removed")
+
+    # -- shards ----------------------------------------------------------------------------------------------
+
+    # -- shards ----------------------------------------------------------------------------------------------
+
+    def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
+        """Each file's version as `pack` records it (inode, size, time written); None where there is none."""
+        return local_shards.versions(paths)
+
+    def pack(self, shards: Iterable[Shard]) -> dict[str, Packed | Exception]:
+        """Each shard made by `local_shards.pack`: copied in the kernel, compared, linked into place."""
+        return local_shards.pack(shards, self.root)
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -238,7 +254,7 @@ def _listed(path: str, unvisited: list[tuple[str, str]]) -> Folder | None:
 
 
 def _temporary(target: str, data: bytes) -> str:
-    """A temporary file beside ``target`` holding ``data`` (not yet durable: see `_durable`)."""
+    """A temporary file beside ``target`` holding ``data`` (not yet durable: see `disk.durable`)."""
     folder, name = os.path.split(target)
     descriptor, temporary = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=TEMP_SUFFIX)
     try:
@@ -264,41 +280,6 @@ def _link_or_same(temporary: str, target: str, data: bytes, exists: str) -> None
             raise FileExistsError(f"{exists}: not overwritten") from None
 
 
-def _syncfs() -> Callable[[int], int] | None:
-    """Linux's ``syncfs``: every file of one file system on disk in one call; None elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        function = ctypes.CDLL(None, use_errno=True).syncfs
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int]
-    return function
-
-
-_SYNCFS = _syncfs()
-
-
-def _durable(paths: list[str], root: Path) -> None:
-    """Files written, or folders whose names changed, on disk: one ``syncfs`` of the store's file system on
-    Linux (where a folder of many small files would take a ``fsync`` each), else a ``fsync`` per path."""
-    if not paths:
-        return
-    if _SYNCFS is not None:
-        descriptor = os.open(root, os.O_RDONLY)
-        try:
-            if _SYNCFS(descriptor) == 0:
-                return
-        finally:
-            os.close(descriptor)
-    for path in paths:
-        descriptor = os.open(path or ".", os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-
-
 def _keep_owner(path: str, like: os.stat_result) -> None:
     if not hasattr(os, "chown"):
         return
@@ -312,17 +293,6 @@ def _keep_owner(path: str, like: os.stat_result) -> None:
             f"its owner (uid {like.st_uid}, gid {like.st_gid}) could not be kept: only that user or root "
             "can replace it without taking it over; run as that user or as root"
         ) from None
-
-
-def _umask() -> int:
-    """The process's umask, read without setting it (``os.umask`` would change it for every thread meanwhile)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022  # where the system does not say: the usual default
 
 
 probe_local = Probe(

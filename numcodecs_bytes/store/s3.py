@@ -18,10 +18,13 @@ a time, ``jobs`` at once, is quicker: arrays of many chunks), and
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterator, Mapping
 from contextlib import aclosing
 from typing import Any
 
+from .chunks import Shard, ShardError
 from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
 from .fsspec_files import FsspecFiles, Listing, child_path
 from .layout import METADATA_NAMES, NODE_FILES
@@ -134,15 +137,15 @@ class S3Files(FsspecFiles):
                 raise
             await self.same_or_exists(path, data)
 
-    async def remove_one(self, path: str, read: bytes | None) -> None:
+    async def remove_one(self, path: str, read: bytes | None, version: str | None = None) -> None:
         """One DELETE that holds only while the object is the version read (s3fs's rm_file passes no condition)."""
-        if read is None:
+        if read is None and version is None:
             await super().remove_one(path, read)
             return
         bucket, key, _ = self.fs.split_path(path)
         self.fs.invalidate_cache(path)
         try:
-            version = await self._version(path, None)
+            version = version if version is not None else await self._version(path, None)
             await self.fs._call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=version)
         except FileNotFoundError:
             pass  # gone already (or removed by a retry whose answer was lost)
@@ -150,6 +153,61 @@ class S3Files(FsspecFiles):
             if refused_condition(exc):
                 raise changed(": not removed") from None
             raise
+
+    # -- shards ----------------------------------------------------------------------------------------------
+
+    async def read_source(self, path: str) -> tuple[bytes | None, str | None]:
+        """A chunk object's bytes and its ETag, from one GET (None, None where there is none)."""
+        bucket, key, _ = self.fs.split_path(path)
+        try:
+            answer = await self.fs._call_s3("get_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            return None, None
+        body = answer["Body"]
+        try:
+            data = await body.read()
+        finally:
+            body.close()
+        return bytes(data), str(answer["ETag"])
+
+    async def write_shard(self, shard: Shard, body: bytes) -> bool:
+        """One PUT, only where no object exists (or, replacing an interrupted run's, only while it is the version
+        found), with the body's MD5 for S3 to check what it received (``Content-MD5``), and the ETag it answers
+        compared with it (where S3 makes it another, as with KMS, the object is read back): False where the object
+        held the shard already."""
+        bucket, key, _ = self.fs.split_path(shard.path)
+        name = key.rsplit("/", 1)[-1]
+        md5 = hashlib.md5(body, usedforsecurity=False)
+        condition: dict[str, str] = {"IfNoneMatch": "*"}
+        try:
+            existing = await self._call("info", shard.path)
+        except FileNotFoundError:
+            existing = None
+        if existing is not None:
+            # An ETag is the MD5 of one PUT's body, unless the bucket encrypts with KMS or it was a multipart upload
+            if existing.get("ETag") == f'"{md5.hexdigest()}"' or await self.bytes_of(shard.path) == body:
+                return False
+            if not shard.replace:
+                raise ShardError(f"{name} exists already and holds another shard: left as it is")
+            condition = {"IfMatch": existing["ETag"]}
+        if len(body) > _LARGEST_PUT:
+            raise ShardError(f"{name}: {len(body):,} bytes, more than S3 takes in one PUT: "
+                             "a smaller shard_size makes smaller shards")  # fmt: skip
+        self.fs.invalidate_cache(shard.path)
+        condition["ContentMD5"] = base64.b64encode(md5.digest()).decode()
+        try:
+            answer = await self.fs._call_s3("put_object", Bucket=bucket, Key=key, Body=body, **condition)
+        except OSError as exc:
+            if not refused_condition(exc):
+                raise
+            raise ShardError(f"{name}: written by someone else meanwhile: left as it is") from None
+        if answer.get("ETag") != f'"{md5.hexdigest()}"' and await self.bytes_of(shard.path) != body:
+            raise ShardError(f"{name}: S3 stored other bytes than were sent (read back)")
+        return True
+
+
+_LARGEST_PUT = 5 * 2**30
+"""The most bytes S3 takes in one PUT."""
 
 
 def refused_condition(exc: OSError) -> bool:

@@ -27,7 +27,7 @@ from support.zarr_read import in_a_fresh_interpreter as zarr_reads
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.migrate import migrate_store
-from numcodecs_bytes.store import Removal, digest, local, open_store
+from numcodecs_bytes.store import Removal, digest, disk, local, open_store
 from numcodecs_bytes.store.files import TEMP_SUFFIX
 from numcodecs_bytes.to_v3 import NodeResult, convert_store
 
@@ -321,17 +321,17 @@ def test_the_local_disk_sees_one_syncfs_per_batch_step_not_one_fsync_per_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Item 12: a batch of new files reaches the disk with one flush before the renames and one after."""
-    if local._SYNCFS is None:
+    if disk._SYNCFS is None:
         pytest.skip("syncfs is Linux's")
     calls: list[int] = []
     fsyncs: list[int] = []
-    flush = local._SYNCFS
+    flush = disk._SYNCFS
 
     def counted(descriptor: int) -> int:
         calls.append(descriptor)
         return flush(descriptor)
 
-    monkeypatch.setattr(local, "_SYNCFS", counted)
+    monkeypatch.setattr(disk, "_SYNCFS", counted)
     monkeypatch.setattr(os, "fsync", fsyncs.append)
     root = tmp_path / "s.zarr"
     consolidated_store(root, arrays=20)

@@ -1,0 +1,109 @@
+"""The chunk mover: shards made of a store's chunk files, byte for byte, without decoding a chunk.
+
+A shard (Zarr v3 ``sharding_indexed``, index at the end) is its inner
+chunks' bytes one after another, then an index of (offset, nbytes) pairs,
+little-endian uint64 in C order of the inner grid (both ``2**64 - 1`` for an
+empty entry), then the index's crc32c, 4 bytes little endian. Where the inner
+chunks are a Zarr v2 array's chunks and the inner codecs its own, each chunk
+file is an inner chunk as it is: a shard is those files one after another plus
+an index.
+
+Each backend packs a batch of `Shard`s (`Files.pack`): it reads the chunk
+files, writes each shard whole or not at all, reads it back and compares every
+inner chunk with its source, and says what it read of each source (a
+`Packed`), for the caller's later check that nothing changed since
+(`Files.versions`) and for removals that hold only while a file is unchanged.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import NamedTuple
+
+__all__ = ["EMPTY", "INDEX_ENTRY", "Packed", "Shard", "ShardError", "parsed_index", "same_bytes", "shard_index"]
+
+EMPTY = 2**64 - 1
+"""Offset and length of an inner chunk that is not stored."""
+INDEX_ENTRY = 16
+"""Bytes of one index entry: offset and length, uint64 each."""
+
+
+class Shard(NamedTuple):
+    """One shard to write: its file, and each inner chunk's source file in C order of the inner grid."""
+
+    path: str
+    sources: tuple[str | None, ...]  # None: no chunk there (past the array's edge)
+    replace: bool = True  # an existing file is an interrupted run's: replaced where it is not this shard already
+
+
+class Packed(NamedTuple):
+    """What packing one shard read and wrote."""
+
+    sizes: tuple[int | None, ...]  # each inner chunk's bytes; None where its source was missing
+    versions: tuple[str | None, ...]  # what each source was when read (see `Files.versions`); None: missing
+    written: bool  # False where nothing was written: every source missing (no shard), or the file held it already
+
+
+class ShardError(OSError):
+    """A shard that could not be made as its sources say (a source changed while it was read, a shard file that
+    holds something else)."""
+
+
+def shard_index(sizes: Sequence[int | None]) -> bytes:
+    """The index of a shard whose inner chunks have ``sizes`` (None: empty), stored one after another in that
+    order: the (offset, nbytes) pairs and their crc32c.
+
+    >>> index = shard_index([3, None, 2])
+    >>> index[:16].hex(), index[16:32].hex(), len(index)
+    ('00000000000000000300000000000000', 'ffffffffffffffffffffffffffffffff', 52)
+    """
+    entries, offset = [], 0
+    for size in sizes:
+        if size is None:
+            entries.append((EMPTY, EMPTY))
+        else:
+            entries.append((offset, size))
+            offset += size
+    index = b"".join(struct.pack("<QQ", start, length) for start, length in entries)
+    return index + struct.pack("<I", _crc32c(index))
+
+
+def parsed_index(data: bytes | memoryview, count: int) -> list[tuple[int, int] | None]:
+    """The (offset, nbytes) of each of ``count`` inner chunks from a shard's last bytes, its crc32c checked."""
+    size = count * INDEX_ENTRY
+    if len(data) < size + 4:
+        raise ShardError(f"shard of {len(data)} bytes is shorter than its index ({size + 4} bytes)")
+    index, checksum = data[-size - 4 : -4], data[-4:]
+    if struct.pack("<I", _crc32c(bytes(index))) != bytes(checksum):
+        raise ShardError("the shard's index does not match its checksum")
+    pairs = struct.unpack(f"<{2 * count}Q", index)
+    return [None if pairs[i] == EMPTY else (pairs[i], pairs[i + 1]) for i in range(0, 2 * count, 2)]
+
+
+def _crc32c(data: bytes) -> int:
+    """The CRC-32C of ``data`` by the library zarr's crc32c codec uses: google-crc32c since zarr 3.1.4 (it
+    replaced numcodecs' crc32c package), crc32c before."""
+    try:
+        import google_crc32c
+    except ImportError:
+        from crc32c import crc32c
+
+        return int(crc32c(data))
+    return int(google_crc32c.value(data))
+
+
+def same_bytes(a: memoryview, b: memoryview) -> bool:
+    """Whether two buffers hold the same bytes, compared a word at a time in blocks (memory speed, no copy)."""
+    import numpy as np
+
+    if a.nbytes != b.nbytes:
+        return False
+    left, right = np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8)
+    words = a.nbytes // 8 * 8
+    wide_left, wide_right = left[:words].view(np.uint64), right[:words].view(np.uint64)
+    step = 1 << 19  # 4 MiB of words a block: the comparison's scratch stays in cache
+    for start in range(0, wide_left.size, step):
+        if not np.array_equal(wide_left[start : start + step], wide_right[start : start + step]):
+            return False
+    return bool(np.array_equal(left[words:], right[words:]))

@@ -1,0 +1,41 @@
+"""Shards packed on a dask cluster: each task opens the store where it runs and packs a few shards.
+
+The store must be where every worker reaches it by the same location: an
+object store, or a file system every worker mounts at the same path. What
+each task packed comes back to the caller, which checks and switches to the
+shards (`numcodecs_bytes.to_v3.sharded`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from .chunks import Packed, Shard
+from .engine import open_store
+from .options import StoreOptions
+
+__all__ = ["pack_on_cluster"]
+
+SHARDS_PER_TASK = 4
+"""Shards one task packs: few, so that tasks spread over the workers and one lost worker costs little."""
+
+
+def pack_on_cluster(
+    client: Any, location: str | os.PathLike[str], options: StoreOptions, shards: Sequence[Shard]
+) -> dict[str, Packed | Exception]:
+    """Each shard packed by a task on ``client``'s cluster; what each task packed, or what it met."""
+    tasks = [list(shards[start : start + SHARDS_PER_TASK]) for start in range(0, len(shards), SHARDS_PER_TASK)]
+    futures = client.map(_pack_task, [os.fspath(location)] * len(tasks), [options] * len(tasks), tasks, pure=False)
+    results: dict[str, Packed | Exception] = {}
+    for future, task in zip(futures, tasks, strict=True):
+        try:
+            results |= future.result()
+        except Exception as exc:  # the task failed as a whole (a worker lost, the store unreachable there)
+            results |= dict.fromkeys((shard.path for shard in task), exc)
+    return results
+
+
+def _pack_task(location: str, options: StoreOptions, shards: list[Shard]) -> dict[str, Packed | Exception]:
+    return open_store(location, options).files.pack(shards)
