@@ -36,6 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         verify=not args.no_verify,
         show_documents=args.show_documents,
         oldest_zarr=args.oldest_zarr,
+        shard_size=args.shard_size,
+        scheduler=args.scheduler,
         **shared,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any
 
 from .. import __version__
@@ -69,6 +70,19 @@ def parser() -> argparse.ArgumentParser:
     to_v3.add_argument(
         "--show-documents", action="store_true", help="print each zarr.json written (or, in a dry run, to write)"
     )
+    to_v3.add_argument(
+        "--shard-size",
+        type=byte_count,
+        metavar="SIZE",
+        help="shard every array of more than one chunk: its v2 chunk files, byte for byte, in shards of as many "
+        "whole chunks as fit in SIZE of uncompressed data (e.g. 256MiB, 1GB; no chunk is decoded)",
+    )
+    to_v3.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="pack the shards as tasks on the dask cluster at ADDRESS (tcp://host:8786); every worker must reach "
+        "the store at the same location",
+    )
     _store_arguments(to_v3, "each node (kept ones too) and each file removed")
     return command_line
 
@@ -133,6 +147,26 @@ def _store_arguments(command: argparse.ArgumentParser, listed: str) -> None:
         metavar="SECONDS",
         help="how long the whole run may take (default: no limit); it then stops between two batches, exit code 1",
     )
+
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip
+
+
+def byte_count(text: str) -> int:
+    """A number of bytes, as people write it: ``1048576``, ``64MiB``, ``1.5 GB``.
+
+    >>> byte_count("64MiB"), byte_count("1.5 GB"), byte_count("512")
+    (67108864, 1500000000, 512)
+    """
+    found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
+    unit = found.group(2).upper() if found else ""
+    if found is None or unit not in _UNITS or float(found.group(1)) * _UNITS[unit] < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of bytes such as 268435456, 256MiB or 1GB (units B, KB, MB, GB, TB, KiB, MiB, "
+            f"GiB, TiB), got {text!r}"
+        )
+    return int(float(found.group(1)) * _UNITS[unit])
 
 
 def _seconds(text: str) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["Progress", "count", "say"]
+__all__ = ["Progress", "count", "say", "size"]
 
 
 class Progress:
@@ -23,11 +23,26 @@ class Progress:
         now = time.monotonic()
         if not self.enabled or now - self.drawn_at < 0.2:
             return
-        self.drawn_at = now
         rate = done / (now - self.started)
         line = f"{self.tool}: {done:,} of {found:,} folders, {rate:,.0f}/s"
         if 0 < done < found:
             line += f", about {duration((found - done) / rate)} left"
+        self._draw(line, now)
+
+    def shards(self, done: int, total: int, packed: int) -> None:
+        """The sharding pass: shards packed of all, and the bytes they hold."""
+        now = time.monotonic()
+        self.sharded_from = getattr(self, "sharded_from", now)
+        if not self.enabled or now - self.drawn_at < 0.2:
+            return
+        rate = packed / max(now - self.sharded_from, 1e-9)
+        line = f"{self.tool}: {done:,} of {total:,} shards, {size(packed)} at {size(rate)}/s"
+        if 0 < done < total:
+            line += f", about {duration((total - done) * (now - self.sharded_from) / done)} left"
+        self._draw(line, now)
+
+    def _draw(self, line: str, now: float) -> None:
+        self.drawn_at = now
         sys.stderr.write(f"\r\033[K{line}")
         sys.stderr.flush()
         self.visible = True
@@ -51,6 +66,19 @@ class Progress:
 
 def duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def size(nbytes: float) -> str:
+    """Bytes as people read them: ``401 MB``, ``1.2 GB``.
+
+    >>> size(401_000_000), size(1_234_000_000), size(12_000)
+    ('401 MB', '1.2 GB', '12 kB')
+    """
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            shown = nbytes / scale
+            return f"{shown:.1f} {unit}" if shown < 10 else f"{shown:,.0f} {unit}"
+    return f"{nbytes:.0f} B"
 
 
 def say(progress: Progress, line: str, error: bool = False) -> None:

@@ -10,14 +10,14 @@ import textwrap
 from collections.abc import Callable
 from contextlib import suppress
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..migrate import METADATA_FILES, RENAME, Change, migrate_store
 from ..problems import NotAStoreError, RunTimeoutError, StoreBusyError
 from ..store import StoreOptions
 from ..zarr_versions import release
 from .output import shown
-from .progress import Progress, count, say
+from .progress import Progress, count, say, size
 
 __all__ = ["EXIT_CODES", "run_migrate", "run_to_v3"]
 
@@ -135,6 +135,8 @@ def run_to_v3(
     show_documents: bool = False,
     oldest_zarr: str | None = None,
     store_options: StoreOptions | None = None,
+    shard_size: int | None = None,
+    scheduler: str | None = None,
 ) -> int:
     """``numcodecs-bytes to-v3``: a summary (each node too, with ``verbose``); return the exit code
     (`EXIT_CODES`)."""
@@ -163,6 +165,7 @@ def run_to_v3(
     run = partial(
         convert_store, location, dry_run=dry_run, remove_v2_metadata=remove_v2_metadata, verify=verify,
         oldest_zarr=oldest_zarr, on_node=on_node, on_progress=status.update, store_options=store_options,
+        shard_size=shard_size, client=None if scheduler is None else _client(scheduler), on_shards=status.shards,
     )  # fmt: skip
     report = _run_tool(status, run, ImportError)  # ImportError: zarr is not installed
     if isinstance(report, int):
@@ -191,13 +194,27 @@ def run_to_v3(
     return 1 if report.failures else 0
 
 
+def _client(address: str) -> Any:
+    """A dask distributed client of the cluster at ``address``, or a usage error that says why there is none."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise NotAStoreError(f"a dask cluster ({address}) needs distributed: pip install distributed") from None
+    try:
+        return cast(Any, Client)(address, timeout=30)
+    except Exception as exc:  # OSError, TimeoutError: the scheduler is not there
+        raise NotAStoreError(f"no dask scheduler at {address} ({type(exc).__name__}: {exc})") from None
+
+
 def _conversion_summary(report: Any, dry_run: bool) -> str:
     """What a to-v3 run did, counted: zarr.json written, brought up to date, kept; files removed; failures."""
     written = [node for node in report.converted if node.action == "written"]
     updated = [node for node in report.converted if node.action == "updated"]
     v3_only = sum(node.action == "kept" and node.v3_only for node in report.converted)
     kept = len(report.converted) - len(written) - len(updated) - v3_only
-    if not written and not updated and not report.removed and not report.failures:
+    sharding = report.shards_written or report.chunks_removed or report.shards_to_write or report.sharded
+    sharding = sharding or report.finished_removals
+    if not written and not updated and not report.removed and not report.failures and not sharding:
         if not kept:
             return f"nothing to do: {count(v3_only, 'node')} {'is' if v3_only == 1 else 'are'} Zarr v3 already"
         return f"nothing to do: {count(kept, 'node')} already converted" + (
@@ -216,6 +233,16 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
         parts.append(f"{count(v3_only, 'node')} Zarr v3 already")
     if report.removed:
         parts.append(f"{count(len(report.removed), 'v2 metadata file')} {'to remove' if dry_run else 'removed'}")
+    if report.shards_to_write:
+        parts.append(f"{count(report.shards_to_write, 'shard')} to write")
+    if report.shards_written or report.sharded:
+        parts.append(f"{count(len(report.sharded), 'array')} sharded ({count(report.shards_written, 'shard')} "
+                     f"written, {count(report.chunks_packed, 'chunk')}, {size(report.shard_bytes)})")  # fmt: skip
+    if report.chunks_removed:
+        parts.append(f"{count(report.chunks_removed, 'v2 chunk file')} removed")
+    if report.finished_removals:
+        parts.append(f"the removal of {count(len(report.finished_removals), 'array')}'s v2 files finished "
+                     "(an interrupted run's)")  # fmt: skip
     if report.consolidated and any(node.path == "" for node in (*written, *updated)):
         parts.append("consolidated")
     summary = ", ".join(parts)

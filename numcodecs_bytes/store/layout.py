@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "METADATA_NAMES",
     "NODE_FILES",
+    "REMOVING_V2",
     "V2_METADATA_FILES",
     "chunk_folders",
     "chunk_indices",
@@ -23,7 +24,10 @@ __all__ = [
 
 NODE_FILES = ("zarr.json", ".zarray", ".zgroup", ".zmetadata")
 """Any of these makes a folder a Zarr node."""
-METADATA_NAMES = (*NODE_FILES, ".zattrs")
+REMOVING_V2 = ".zarray.numcodecs-bytes-removing"
+"""A sharded array's v2 metadata, kept aside (v2 readers do not see it) while to-v3 removes the chunk files its
+shards replaced: a killed run's rerun knows them by it, and finishes."""
+METADATA_NAMES = (*NODE_FILES, ".zattrs", REMOVING_V2)
 """The metadata files of a node: the files the tools read, replace or remove (never a chunk)."""
 V2_METADATA_FILES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 """The Zarr v2 metadata files (never a chunk)."""

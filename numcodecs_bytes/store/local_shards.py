@@ -10,6 +10,7 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
@@ -44,6 +45,7 @@ def pack(shards: Iterable[Shard], root: Path) -> dict[str, Packed | Exception]:
     kept = each({shard.path: partial(_kept_shard, shard) for shard in shards})
     results: dict[str, Packed | Exception] = {path: found for path, found in kept.items() if found is not None}
     pending = [shard for shard in shards if kept[shard.path] is None]
+    _remove_killed_runs_temporaries(pending)
     staged = each({shard.path: partial(_staged_shard, shard) for shard in pending})
     good = {path: item for path, item in staged.items() if not isinstance(item, Exception)}
     temporaries = [temporary for temporary, _, _ in good.values() if temporary]
@@ -64,6 +66,24 @@ def pack(shards: Iterable[Shard], root: Path) -> dict[str, Packed | Exception]:
             Path(temporary).unlink(missing_ok=True)
     durable(sorted({os.path.dirname(shard.path) for shard in pending}), root)
     return results
+
+
+def _remove_killed_runs_temporaries(shards: list[Shard]) -> None:
+    """The temporary files a killed run left for these shards (the walk enters no chunk folder to find them).
+    Only these shards' own: another task may be packing others in the same folder."""
+    names: dict[str, set[str]] = {}
+    for shard in shards:
+        folder, name = os.path.split(shard.path)
+        names.setdefault(folder, set()).add(name)
+    for folder, here in names.items():
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue  # no folder yet (staging makes it), or one staging will report
+        for entry in entries:
+            if entry.startswith(".") and entry.endswith(TEMP_SUFFIX) and entry[1:].rsplit(".", 2)[0] in here:
+                with suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, entry))
 
 
 def _stat(path: str) -> os.stat_result | None:

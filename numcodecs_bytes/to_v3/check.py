@@ -72,26 +72,39 @@ def check_fill_value(zarray: dict[str, Any], document: dict[str, Any]) -> None:
 
 
 def check_chunk(
-    zarray: dict[str, Any], document: dict[str, Any], index: tuple[int, ...], chunk: bytes | Exception | None
+    zarray: dict[str, Any],
+    document: dict[str, Any],
+    index: tuple[int, ...],
+    chunk: bytes | Exception | None,
+    v3_files: dict[str, bytes] | None = None,
 ) -> bool:
     """Read the stored chunk at ``index`` (``chunk``: what reading it gave, None where there is none) as v2 and as
-    v3; raise `UnconvertibleError` if they differ. Whether it was read and shows the mapping."""
+    v3 (from ``v3_files`` where given: the shard that holds it); raise `UnconvertibleError` if they differ.
+    Whether it was read and shows the mapping."""
     if isinstance(chunk, Exception):
         raise chunk
     if chunk is None:
         return False
     region = chunk_region(zarray, index)
     what = "chunk 0" if not any(index) else f"chunk {chunk_key(zarray, index)}"
-    return shows_the_mapping(_compare(zarray, document, {chunk_key(zarray, index): chunk}, region, what))
+    v2_chunks = {chunk_key(zarray, index): chunk}
+    return shows_the_mapping(_compare(zarray, document, v2_chunks, region, what, v3_files))
 
 
 def _compare(
-    zarray: dict[str, Any], document: dict[str, Any], chunks: dict[str, bytes], region: tuple[slice, ...], what: str
+    zarray: dict[str, Any],
+    document: dict[str, Any],
+    chunks: dict[str, bytes],
+    region: tuple[slice, ...],
+    what: str,
+    v3_chunks: dict[str, bytes] | None = None,
 ) -> np.ndarray[Any, Any]:
-    """``region`` read as v2 and as v3 from the metadata and ``chunks``; what v2 read, where v3 read the same."""
+    """``region`` read as v2 and as v3 from the metadata and ``chunks`` (``v3_chunks`` for v3 where given); what
+    v2 read, where v3 read the same."""
     zarr = zarr_api()
     v2_files, v3_files = {".zarray": _json(_v2_readable(zarray))}, {"zarr.json": _json(document)}
-    expected, got = _read_samples([({**v2_files, **chunks}, 2), ({**v3_files, **chunks}, 3)], region)
+    v3 = {**v3_files, **(chunks if v3_chunks is None else v3_chunks)}
+    expected, got = _read_samples([({**v2_files, **chunks}, 2), (v3, 3)], region)
     if isinstance(expected, Exception):
         raise UnconvertibleError(
             f"its conversion cannot be checked: reading {what} as Zarr v2 fails "

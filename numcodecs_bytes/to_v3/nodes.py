@@ -13,15 +13,16 @@ from typing import Any, NamedTuple
 
 from ..problems import reason
 from ..store import Files, Folder, Walk, digest
-from ..store.layout import chunk_folders, nested_layout
+from ..store.layout import REMOVING_V2, chunk_folders, nested_layout
 from ..zarr_versions import release
-from .documents import depth, differences, existing_document, holds_consolidation, parents
+from .documents import depth, differences, encoded, existing_document, holds_consolidation, parents
 from .report import ConversionReport
 from .rules import Conversion, ReadersNeed, UnconvertibleError, array_document, group_document
+from .sharding import ShardLayout, unsharded
 
 __all__ = ["READ", "Consolidation", "Node", "NodeIndex"]
 
-READ = (".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json")
+READ = (".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json", REMOVING_V2)
 """The files a node's zarr.json is made from, or compared with."""
 
 
@@ -42,10 +43,15 @@ class Node(NamedTuple):
     readers: ReadersNeed | None = None  # where older zarr-python releases read it wrong
     replaces: bool = False  # its zarr.json is older than its v2 metadata, which a v2 writer changed: brought up to date
     chunk_names: tuple[str, ...] | None = None  # the files of an array's folder, where chunks may be (None: not listed)
+    shard_zarray: dict[str, Any] | None = None  # an array's v2 metadata as stored, for its shards
+    sharded: ShardLayout | None = None  # where its zarr.json is its conversion, sharded by an earlier run
+    unsharded: dict[str, Any] | None = None  # then: its conversion, unsharded
+    removing_v2: bool = False  # a killed run was removing its v2 files (see `store.layout.REMOVING_V2`)
 
     def kept(self) -> Node:
         """The node as the run keeps it to the end, for the groups and the consolidation: what those need only."""
-        return self._replace(v2_array=None, existing=self.existing if self.kind == "group" else None, chunk_names=None)
+        existing = self.existing if self.kind == "group" else None
+        return self._replace(v2_array=None, existing=existing, chunk_names=None, shard_zarray=None, unsharded=None)
 
 
 class Consolidation(NamedTuple):
@@ -120,6 +126,8 @@ class NodeIndex:
             kind = "array" if document.get("node_type") == "array" else "group"
             if kind == "array" and walk is not None:
                 walk.leave_out(folder, folder.subfolders)  # a Zarr v3 array holds chunks only
+            if kind == "array" and REMOVING_V2 in read:
+                return self._being_removed(folder, path, document, parsed(REMOVING_V2), digests, existing)
             consolidated = document.get("consolidated_metadata")
             if kind == "group" and isinstance(consolidated, dict):
                 self.listed.setdefault(path, Consolidation(3, _v3_entries(consolidated)))
@@ -139,6 +147,22 @@ class NodeIndex:
         self._compare_with_consolidation(path, zarray, zattrs)
         v2_array = self.as_stored(folder, path, zarray)
         return self.converted(folder, path, v2_array, zattrs, digests, existing)
+
+    def _being_removed(self, folder: Folder, path: str, document: dict[str, Any], kept: Any,
+                       read: dict[str, bytes], existing: bytes | None) -> Node:  # fmt: skip
+        """An array sharded by a run that was killed while it removed its v2 files: finished where its zarr.json
+        is the sharding of the conversion kept aside; else it stays as it is (the file kept aside, reported)."""
+        if not isinstance(kept, dict) or not isinstance(kept.get("unsharded"), dict):
+            raise UnconvertibleError(f"{REMOVING_V2} is not what to-v3 keeps there: left as it is")
+        zarray = self.as_stored(folder, path, kept.get("zarray"))
+        layout = unsharded(document, kept["unsharded"])
+        if layout is None:
+            raise UnconvertibleError(
+                f"its zarr.json is not the sharding of the conversion in {REMOVING_V2}, which a killed to-v3 run "
+                "kept there while it removed the chunk files: left as it is"
+            )
+        return Node(folder.path, path, "array", document, "v3", read, existing, shard_zarray=zarray, sharded=layout,
+                    unsharded=kept["unsharded"], chunk_names=folder.files, removing_v2=True)  # fmt: skip
 
     def as_stored(self, folder: Folder, path: str, metadata: Any) -> dict[str, Any]:
         """A ``.zarray`` with the chunk layout the store shows where it says none."""
@@ -180,7 +204,7 @@ class NodeIndex:
         for note in conversion.notes:
             self.note(path, note)
         kind = "group" if zarray is None else "array"
-        return Node(
+        node = Node(
             folder.path,
             path,
             kind,
@@ -193,7 +217,13 @@ class NodeIndex:
             consolidates=".zmetadata" in read or holds_consolidation(existing),
             readers=readers,
             chunk_names=None if zarray is None or path in self.unlisted else folder.files,
+            shard_zarray=zarray,
         )
+        found = existing_document(existing) if zarray is not None else None
+        layout = None if found is None else unsharded(found, json.loads(encoded(conversion.document)))
+        if layout is not None and found is not None:  # an earlier run's sharding of this conversion: shards checked
+            return node._replace(document=found, v2_array=None, sharded=layout, unsharded=conversion.document)
+        return node
 
     # -- a node whose zarr.json and v2 metadata disagree ---------------------------------------------------------
 

@@ -8,11 +8,13 @@ the groups `groups`; store access does the reading and writing
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..problems import reason
 from ..store import BATCH, Folder, Removal, Replacement, Store, StoreBatch, StoreOptions, Walk, open_store
+from ..store.chunks import Packed, Shard
+from ..store.distributed import pack_on_cluster
 from ..store.layout import NODE_FILES, chunk_folders
 from ..zarr_versions import version_numbers
 from ._zarr_api import zarr_api
@@ -22,6 +24,7 @@ from .nodes import READ, Node, NodeIndex
 from .report import ConversionReport, NodeResult
 from .rules import UnconvertibleError
 from .sampling import Sampler
+from .sharded import Sharding, ShardWork
 
 __all__ = ["convert_store"]
 
@@ -36,6 +39,10 @@ def convert_store(
     on_node: Callable[[NodeResult], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     store_options: StoreOptions | None = None,
+    shard_size: int | None = None,
+    shard_shapes: Mapping[str, Sequence[int]] | None = None,
+    client: Any = None,
+    on_shards: Callable[[int, int, int], None] | None = None,
 ) -> ConversionReport:
     """Write a Zarr v3 ``zarr.json`` for every node of a Zarr v2 store, folding the bytes filter.
 
@@ -67,6 +74,20 @@ def convert_store(
         How the store is reached: requests in flight on an object store,
         fsspec's options for a URL, time limits per request (a node whose
         request takes longer is reported) and per run.
+    shard_size : int, optional
+        Shard every converted array of more than one chunk: its v2 chunk
+        files, byte for byte, become the inner chunks of shards that hold as
+        many whole chunks as fit in ``shard_size`` bytes of uncompressed data
+        (`sharding`; no chunk is decoded). Arrays of strings of any length
+        stay unsharded, with a note.
+    shard_shapes : mapping, optional
+        A shard shape for some arrays, by path in the store (a multiple of
+        their chunks), in place of the one ``shard_size`` gives.
+    client : distributed.Client, optional
+        Pack the shards as tasks on this dask cluster (every worker must reach
+        the store by the same location); the rest of the run stays here.
+    on_shards : callable, optional
+        Called as shards are packed, with (shards done, shards to do, bytes packed).
 
     Returns
     -------
@@ -90,8 +111,11 @@ def convert_store(
     oldest = None if oldest_zarr is None else version_numbers(oldest_zarr)
     if oldest is not None and not oldest:
         raise ValueError(f"oldest_zarr must be a version such as '3.1', got {oldest_zarr!r}")
+    if shard_size is not None and (isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1):
+        raise ValueError(f"shard_size must be a whole number of bytes, 1 or more, got {shard_size!r}")
     store = open_store(location, store_options)
-    options = _Options(dry_run, remove_v2_metadata, verify, oldest, on_node)
+    sharding = _Sharding(shard_size, dict(shard_shapes or {}), client, on_shards, location, store_options)
+    options = _Options(dry_run, remove_v2_metadata, verify, oldest, on_node, sharding)
     with store.locked(dry_run):
         walk = store.walk(dry_run=dry_run, on_progress=on_progress)
         run = _Run(store, walk, options)
@@ -99,9 +123,24 @@ def convert_store(
             run.take(batch)
         run.take_what_consolidations_list()
         run.write_groups()
-        if remove_v2_metadata and not run.report.failures:
-            run.remove_v2_metadata()
+        removing = remove_v2_metadata and not run.report.failures
+        if removing:  # the arrays to shard keep theirs until they read their shards: a killed run's rerun shards them
+            run.remove_v2_metadata([path for path in run.index.nodes if path not in run.shardable])
+        run.shard(removing)
         return run.report
+
+
+class _Sharding(NamedTuple):
+    shard_size: int | None
+    shard_shapes: dict[str, Sequence[int]]
+    client: Any
+    on_shards: Callable[[int, int, int], None] | None
+    location: str | os.PathLike[str]
+    store_options: StoreOptions | None
+
+    @property
+    def asked(self) -> bool:
+        return self.shard_size is not None or bool(self.shard_shapes)
 
 
 class _Options(NamedTuple):
@@ -110,6 +149,7 @@ class _Options(NamedTuple):
     verify: bool
     oldest_zarr: tuple[int, ...] | None
     on_node: Callable[[NodeResult], None] | None
+    sharding: _Sharding
 
 
 class _Run:
@@ -120,6 +160,8 @@ class _Run:
         self.report = ConversionReport()
         self.index = NodeIndex(self.report, options.oldest_zarr)
         self.sampler = Sampler(store.files, self.index)
+        self.current: dict[str, bytes] = {}  # each node's zarr.json as this run left it (written or found)
+        self.shardable: dict[str, ShardWork] = {}  # the arrays the sharding pass takes, as this run left them
 
     # -- nodes, a batch at a time -------------------------------------------------------------------------------
 
@@ -174,6 +216,11 @@ class _Run:
         for node in arrays:
             if node.path not in self.index.failed:
                 self.index.nodes[node.path] = node.kept()
+                if node.shard_zarray is not None and (self.options.sharding.asked or node.sharded is not None):
+                    self.shardable[node.path] = ShardWork(
+                        node.path, node.folder, node.shard_zarray, node.unsharded or node.document,
+                        self.current[node.path], node.chunk_names, node.sharded, node.removing_v2,
+                    )  # fmt: skip
 
     def take_what_consolidations_list(self) -> None:
         """Nodes a consolidated metadata lists that the walk did not find: read from their own files where they
@@ -271,6 +318,7 @@ class _Run:
                 node.path, node.kind, actions[node.path], node.folded, node.origin == "implicit", document,
                 v3_only=node.origin == "v3",
             )  # fmt: skip
+            self.current[node.path] = encoded(document) if actions[node.path] != "kept" else node.existing or b""
             self.report.converted.append(result)
             notes = index.notes.pop(node.path, [])
             self.report.notes += [(node.path or ".", note) for note in index.standing.pop(node.path, [])]
@@ -282,25 +330,49 @@ class _Run:
                 self.options.on_node(result)
         return set(failures)
 
-    def remove_v2_metadata(self) -> None:
-        """The v2 metadata files this run read of every node, in batches, each only if it still holds what was
-        read; ``.zmetadata`` last (v2 readers of it find the chunks to the end)."""
+    def shard(self, removing: bool) -> None:
+        """The sharding pass (`sharded`): the arrays to shard, or sharded by an earlier run, packed and switched to;
+        where ``removing``, their v2 metadata then their v2 chunk files removed."""
+        if not self.shardable:
+            return
+        sharding = self.options.sharding
+        if sharding.client is not None:
+
+            def pack(shards: list[Shard]) -> dict[str, Packed | Exception]:
+                return pack_on_cluster(
+                    sharding.client, sharding.location, sharding.store_options or StoreOptions(), shards
+                )
+        else:
+            pack = self.store.files.pack
+        Sharding(
+            self.store, self.index, self.report, shard_size=sharding.shard_size, shard_shapes=sharding.shard_shapes,
+            dry_run=self.options.dry_run, removing=removing, current=self.current, pack=pack,
+            remove_v2_metadata=self.remove_v2_metadata, on_shards=sharding.on_shards,
+        ).run(list(self.shardable.values()))  # fmt: skip
+
+    def remove_v2_metadata(self, paths: Collection[str]) -> set[str]:
+        """The v2 metadata files this run read of the nodes at ``paths``, in batches, each only if it still holds
+        what was read; ``.zmetadata`` last (v2 readers of it find the chunks to the end). The nodes where one
+        was not removed."""
+        failed = set()
         for last in (False, True):
             removals = {
-                f"{node.folder}/{name}": (f"{node.path}/{name}".lstrip("/"), read)
-                for node in self.index.nodes.values()
+                f"{node.folder}/{name}": (node.path, f"{node.path}/{name}".lstrip("/"), read)
+                for node in (self.index.nodes[path] for path in paths)
                 for name, read in node.read.items()
                 if (name == ".zmetadata") == last
             }
-            paths = list(removals)
-            for start in range(0, len(paths), BATCH):
-                batch = paths[start : start + BATCH]
+            files = list(removals)
+            for start in range(0, len(files), BATCH):
+                batch = files[start : start + BATCH]
                 failures = {} if self.options.dry_run else self.store.files.remove(
-                    Removal(path, removals[path][1]) for path in batch
+                    Removal(path, removals[path][2]) for path in batch
                 )  # fmt: skip
                 for path in batch:
-                    relative = removals[path][0]
+                    node, relative, _ = removals[path]
                     if path in failures:
                         self.report.failures.append((relative, reason(failures[path])))
+                        failed.add(node)
                     else:
                         self.report.removed.append(relative)
+        return failed

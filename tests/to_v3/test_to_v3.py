@@ -9,7 +9,6 @@ codec classes gets exactly the values the v2 store gives.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -22,8 +21,8 @@ import pytest
 
 pytest.importorskip("zarr", minversion="3", reason="to-v3 needs zarr 3")
 import numcodecs
-from support.samples import array_of
 from support.stack import benchmark, has_module
+from support.v2_stores import files_of, read_as_v3_in_a_fresh_interpreter, v3_documents, write_v2_store
 
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
@@ -33,81 +32,6 @@ from numcodecs_bytes.to_v3.rules import array_document
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "zarr218"
-SHAPE, CHUNKS = (3, 5), (2, 3)  # edge chunks on both axes
-DTYPES = [
-    *["<i2", "<i4", "<i8", "<u2", "<u4", "<u8", "<f2", "<f4", "<f8", "<c8", "<c16"],
-    *["|b1", "|i1", "|u1", "<M8[ns]", "<m8[s]", "<U3", "|S5"],
-]
-COMPRESSORS: list[Any] = [
-    None,
-    numcodecs.GZip(level=1),
-    numcodecs.Zstd(level=1),
-    numcodecs.Blosc(cname="lz4", clevel=1, shuffle=1),
-]
-
-
-def write_v2_store(root: Path, codec_id: str = "bytes") -> dict[str, np.ndarray[Any, Any]]:
-    """Every dtype x endian x order as arrays of one v2 group; separators and compressors cycle."""
-    group = zarr.open_group(str(root), mode="w", zarr_format=2)
-    group.attrs["title"] = "v2 store"
-    written: dict[str, np.ndarray[Any, Any]] = {}
-    case = 0
-    for dtype_text in DTYPES:
-        dtype = np.dtype(dtype_text)
-        for endian in ("little", "big"):
-            for order in ("C", "F"):
-                name = f"{dtype.str.strip('<|').replace('[', '_').replace(']', '')}_{endian}_{order}"
-                data = array_of(dtype, SHAPE)
-                config = {"id": codec_id, "endian": endian, "dtype": dtype.str}
-                array = group.create_array(
-                    name, shape=SHAPE, chunks=CHUNKS, dtype=dtype, order=order,
-                    filters=[numcodecs.get_codec(config)], compressors=COMPRESSORS[case % 4],
-                    chunk_key_encoding={"name": "v2", "separator": "/." [case % 3 % 2]},
-                    fill_value=np.zeros((), dtype)[()],
-                )  # fmt: skip
-                array[...] = data
-                written[name] = data
-                case += 1
-    plain = group.create_group("nested", attributes={"level": 1}).create_array(
-        "plain_big_f8", shape=(6,), chunks=(4,), dtype=">f8", compressors=numcodecs.Zstd(level=1)
-    )
-    plain[...] = written["nested/plain_big_f8"] = np.linspace(-1, 1, 6)
-    return written
-
-
-def files_of(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != "zarr.json"
-    }
-
-
-def v3_documents(root: Path) -> dict[str, bytes]:
-    """Every zarr.json of a store: its path in the store to its bytes (what ``files_of`` leaves out)."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("zarr.json"))}
-
-
-def read_as_v3_in_a_fresh_interpreter(root: Path, expected: dict[str, np.ndarray[Any, Any]], tmp: Path) -> None:
-    """Every array read as Zarr v3, with zarr-python's own codec classes, equals ``expected``."""
-    arrays = {name.replace("/", "__"): data for name, data in expected.items()}
-    np.savez(tmp / "expected.npz", **arrays)  # type: ignore[arg-type]
-    code = f"""
-import numpy as np, zarr
-expected = np.load({str(tmp / "expected.npz")!r})
-group = zarr.open_group({str(root)!r}, mode="r", zarr_format=3)
-for key in expected.files:
-    array = group[key.replace("__", "/")]
-    serializer = [c for c in array.metadata.codecs if type(c).__name__ == "BytesCodec"]
-    assert serializer and type(serializer[0]).__module__ == "zarr.codecs.bytes", array.metadata.codecs
-    got = array[...]
-    assert got.dtype == expected[key].dtype.newbyteorder("="), (key, got.dtype)
-    assert got.tolist() == expected[key].tolist(), key
-print(len(expected.files))
-"""
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert int(result.stdout) == len(expected)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,318 @@
+"""to-v3 --shard-size: v2 chunk files packed, byte for byte, into Zarr v3 shards (issue 44).
+
+The oracles: zarr-python reading every array as v2 before and as v3 after in
+a fresh interpreter, with its own codec classes (and with the zarrs pipeline);
+tensorstore reading the numeric arrays; the shard format as the spec gives it,
+rebuilt here from the chunk files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections.abc import Callable
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+pytest.importorskip("zarr", minversion="3", reason="to-v3 needs zarr 3")
+import numcodecs
+from support.stack import has_module
+from support.v2_stores import files_of, read_as_v3_in_a_fresh_interpreter, write_v2_store
+
+from numcodecs_bytes import BytesCodec
+from numcodecs_bytes.cli import main
+from numcodecs_bytes.to_v3 import convert_store
+from numcodecs_bytes.to_v3.sharding import ShardLayout, shard_shape, sharded_document, shards_of, unsharded
+
+zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
+
+
+# -- the rules ---------------------------------------------------------------------------------------------------
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 50), st.integers(1, 9)), min_size=1, max_size=4),
+    st.sampled_from([1, 2, 4, 8]),
+    st.integers(1, 4096),
+)
+def test_a_shard_holds_as_many_whole_chunks_as_fit_from_the_last_axis_to_the_first(
+    axes: list[tuple[int, int]], itemsize: int, size: int
+) -> None:
+    """The oracle: the rule as the guide states it, one axis after another."""
+    shape, chunks = [n for n, _ in axes], [c for _, c in axes]
+    shard = shard_shape(shape, chunks, itemsize, size)
+    counts = [s // c for s, c in zip(shard, chunks, strict=True)]
+    assert all(s % c == 0 for s, c in zip(shard, chunks, strict=True))
+    grid = [-(-n // c) for n, c in zip(shape, chunks, strict=True)]
+    assert all(1 <= k <= g for k, g in zip(counts, grid, strict=True))
+    chunk_bytes = math.prod(chunks) * itemsize
+    assert math.prod(counts) * chunk_bytes <= max(size, chunk_bytes)  # fits, or is one chunk
+    fit = max(1, size // chunk_bytes)
+    for axis in reversed(range(len(chunks))):  # each axis as large as fits, the last first
+        assert counts[axis] == max(1, min(grid[axis], fit))
+        fit //= counts[axis]
+
+
+@given(st.lists(st.tuples(st.integers(1, 12), st.integers(1, 4), st.integers(1, 3)), min_size=1, max_size=3))
+def test_every_chunk_of_an_array_is_in_one_shard_at_its_place(axes: list[tuple[int, int, int]]) -> None:
+    shape = [n for n, _, _ in axes]
+    inner = tuple(c for _, c, _ in axes)
+    layout = ShardLayout(tuple(c * k for _, c, k in axes), inner)
+    seen: list[tuple[int, ...]] = []
+    for plan in shards_of(shape, layout):
+        seen += [index for index in plan.inner if index is not None]
+        assert len(plan.inner) == math.prod(s // c for s, c in zip(layout.shape, inner, strict=True))
+    grid = [-(-n // c) for n, c in zip(shape, inner, strict=True)]
+    assert sorted(seen) == list(product(*map(range, grid)))
+
+
+def test_a_sharded_document_is_known_as_an_earlier_runs_own() -> None:
+    document = {"zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "int32",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+                "chunk_key_encoding": {"name": "v2", "configuration": {"separator": "."}}, "fill_value": 0,
+                "codecs": [{"name": "bytes", "configuration": {"endian": "big"}}], "attributes": {"a": 1}}  # fmt: skip
+    layout = ShardLayout((4,), (2,))
+    sharded = sharded_document(document, layout)
+    assert sharded["chunk_key_encoding"] == {"name": "default", "configuration": {"separator": "/"}}
+    assert sharded["codecs"][0]["configuration"]["codecs"] == document["codecs"]
+    assert unsharded(json.loads(json.dumps(sharded)), document) == layout
+    assert unsharded({**sharded, "attributes": {"a": 2}}, document) is None  # another document: not ours
+    assert unsharded(document, document) is None
+
+
+# -- whole stores --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def v2_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, np.ndarray[Any, Any]]]:
+    root = tmp_path_factory.mktemp("v2") / "store.zarr"
+    return root, write_v2_store(root)
+
+
+def sharded_copy(source: Path, tmp_path: Path, *options: str) -> Path:
+    root = tmp_path / "store.zarr"
+    shutil.copytree(source, root)
+    assert main(["to-v3", str(root), *options]) == 0
+    return root
+
+
+def test_every_dtype_endian_order_separator_and_compressor_reads_the_same_through_shards(
+    v2_store: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """72 arrays of 2x2 chunks (edges on both axes), this package's filter in both byte orders, C and F order,
+    both separators, four compressors: each in shards of two chunks, read by zarr with its own codecs."""
+    source, expected = v2_store
+    before = files_of(source)
+    root = sharded_copy(source, tmp_path, "--shard-size", "24")  # 2 chunks of 2x3 int16, 1 of the wider types
+    out = capsys.readouterr().out
+    assert f"{len(expected)} arrays sharded" in out, out
+    assert {path: digest for path, digest in files_of(root).items() if "/c/" not in f"/{path}"} == before
+    for name in expected:
+        document = json.loads((root / name / "zarr.json").read_text())
+        assert document["codecs"][0]["name"] == "sharding_indexed", name
+        assert document["chunk_key_encoding"]["name"] == "default"
+    read_as_v3_in_a_fresh_interpreter(root, expected, tmp_path)
+    if has_module("zarrs"):
+        # zarrs-python 0.2.3 reads big-endian complex arrays wrong, zarr-python's own too (sharded or not): left out
+        zarrs_reads_right = {name: data for name, data in expected.items() if not ("c" in name[:3] and "_big_" in name)}
+        read_as_v3_in_a_fresh_interpreter(root, zarrs_reads_right, tmp_path, zarrs=True)
+
+
+@pytest.mark.skipif(not has_module("tensorstore"), reason="tensorstore is not installed (the interop extra)")
+def test_tensorstore_reads_the_sharded_store(
+    v2_store: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path
+) -> None:
+    import tensorstore as ts
+
+    source, expected = v2_store
+    root = sharded_copy(source, tmp_path, "--shard-size", "24")
+    checked = 0
+    for name, data in expected.items():
+        if data.dtype.kind not in "biufc" or data.dtype.str.endswith("f2"):
+            continue  # tensorstore's zarr3 driver: numeric types
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(root / name)}}
+        assert ts.open(spec, open=True).result().read().result().tolist() == data.tolist(), name
+        checked += 1
+    assert checked >= 30
+
+
+def test_missing_chunks_filters_and_a_file_count_that_falls(tmp_path: Path) -> None:
+    """Missing chunks are empty entries (read as the fill value); Delta, Quantize and this filter in big endian
+    shard as they convert; a 2-d array of 10x10 chunks in shards of 25 chunks (two whole rows of chunks: 20): 97
+    chunk files become 5 shards."""
+    root = tmp_path / "s.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    data = np.arange(400, dtype="<i4").reshape(20, 20)
+    grid = group.create_array("grid", shape=(20, 20), chunks=(2, 2), dtype="<i4", fill_value=-1,
+                              filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+    grid[...] = data
+    for name in ("0.0", "3.4", "9.9"):
+        (root / "grid" / name).unlink()
+    expected = data.copy()
+    for i, j in ((0, 0), (3, 4), (9, 9)):
+        expected[2 * i : 2 * i + 2, 2 * j : 2 * j + 2] = -1
+    delta = group.create_array("delta", shape=(12,), chunks=(3,), dtype="<i8", filters=[numcodecs.Delta("<i8")])
+    delta[...] = np.arange(12) ** 2
+    quantize = group.create_array("quantize", shape=(9,), chunks=(2,), dtype="<f8",
+                                  filters=[numcodecs.Quantize(digits=3, dtype="<f8")])  # fmt: skip
+    quantize[...] = np.linspace(0, 1, 9)
+    chunk_files = len([p for p in (root / "grid").iterdir() if not p.name.startswith(".")])
+    report = convert_store(root, shard_size=25 * 2 * 2 * 4, remove_v2_metadata=True)
+    assert report.failures == [] and sorted(report.sharded) == ["delta", "grid", "quantize"]
+    assert chunk_files == 97 and sorted(p.name for p in (root / "grid").iterdir()) == ["c", "zarr.json"]
+    shards = sorted(p.relative_to(root / "grid").as_posix() for p in (root / "grid" / "c").rglob("*") if p.is_file())
+    assert shards == [f"c/{row}/0" for row in range(5)]
+    opened = zarr.open_group(str(root), mode="r", zarr_format=3)
+    assert opened["grid"][...].tolist() == expected.tolist()
+    assert opened["delta"][...].tolist() == (np.arange(12) ** 2).tolist()
+    np.testing.assert_allclose(opened["quantize"][...], np.linspace(0, 1, 9), atol=1e-3)
+
+
+def test_arrays_with_nothing_to_shard_stay_as_they_are(tmp_path: Path) -> None:
+    """One chunk, 0-d, zero-size: nothing to gather; strings of any length: no fixed size (a note)."""
+    root = tmp_path / "s.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    group.create_array("one", shape=(4,), chunks=(4,), dtype="<i4")[...] = [1, 2, 3, 4]
+    group.create_array("scalar", shape=(), dtype="<f8")[...] = 1.5
+    group.create_array("empty", shape=(0, 3), chunks=(2, 3), dtype="<f4")
+    strings = group.create_array("strings", shape=(4,), chunks=(2,), dtype=str)
+    strings[...] = np.array(["a", "bb", "", "ccc"], dtype=object)
+    report = convert_store(root, shard_size=1)
+    assert report.failures == [] and report.sharded == []
+    assert ("strings", "left unsharded: its elements have no fixed size, so no shard size says how many fit") in (
+        report.notes
+    )
+    assert not list(root.rglob("c"))
+
+
+def test_sharding_now_and_removing_the_v2_files_later(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run that shards and keeps the v2 files; a rerun, which keeps every shard; a run that removes the v2
+    metadata and the chunk files the shards hold, each only if unchanged."""
+    root = tmp_path / "s.zarr"
+    array = zarr.create_array(str(root), shape=(8, 6), chunks=(2, 3), dtype=">f8", zarr_format=2)
+    array[...] = np.arange(48.0).reshape(8, 6)
+    assert main(["to-v3", str(root), "--shard-size", "96"]) == 0
+    assert "1 array sharded (4 shards written, 8 chunks" in capsys.readouterr().out
+    assert main(["to-v3", str(root)]) == 0  # no --shard-size: the shards are its own, kept
+    assert capsys.readouterr().out.startswith("nothing to do: 1 node already converted")
+    assert zarr.open_array(str(root), mode="r", zarr_format=2)[...].tolist() == array[...].tolist()  # v2 too
+    assert main(["to-v3", str(root), "--remove-v2-metadata"]) == 0
+    assert "8 v2 chunk files removed" in capsys.readouterr().out
+    assert sorted(p.name for p in root.iterdir()) == ["c", "zarr.json"]
+    assert zarr.open_array(str(root), mode="r", zarr_format=3)[...].tolist() == np.arange(48.0).reshape(8, 6).tolist()
+
+
+@pytest.mark.parametrize("element", [0, 6], ids=["the chunk the check reads", "another chunk"])
+def test_a_chunk_written_while_its_shard_is_made_keeps_the_array_unsharded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, element: int
+) -> None:
+    """A v2 writer changes a chunk between its packing and the switch: the array is reported and keeps reading
+    its chunk files, which v2 readers keep too; the other array is sharded."""
+    from numcodecs_bytes.store.local import LocalFiles
+
+    root = tmp_path / "s.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    for name in ("a", "b"):
+        group.create_array(name, shape=(8,), chunks=(2,), dtype="<i4")[...] = np.arange(8)
+    pack = LocalFiles.pack
+
+    def writer_meanwhile(self: LocalFiles, shards: Any) -> Any:
+        packed = pack(self, shards)
+        zarr.open_array(str(root / "a"), mode="r+", zarr_format=2)[element] = 99  # after the copy, before the switch
+        return packed
+
+    monkeypatch.setattr(LocalFiles, "pack", writer_meanwhile)
+    report = convert_store(root, shard_size=16)
+    chunk = element // 2
+    assert dict(report.failures)["a"] == f"{chunk}: written by someone else while its shard was made: left unsharded"
+    assert report.sharded == ["b"]
+    assert json.loads((root / "a" / "zarr.json").read_text())["codecs"][0]["name"] == "bytes"
+    assert json.loads((root / "b" / "zarr.json").read_text())["codecs"][0]["name"] == "sharding_indexed"
+    for zarr_format in (2, 3):
+        array = zarr.open_array(str(root / "a"), mode="r", zarr_format=zarr_format)
+        assert array[...].tolist() == [99 if i == element else i for i in range(8)]
+
+
+SLOWED = (  # 3 ms more per file put in place or renamed, so that a run can be watched and killed halfway
+    "import os, sys, time\n"
+    "for name in ('link', 'replace', 'rename'):\n"
+    "    setattr(os, name, lambda *a, _f=getattr(os, name), **k: (time.sleep(0.003), _f(*a, **k))[1])\n"
+    "from numcodecs_bytes.cli import console; sys.argv[0] = 'numcodecs-bytes'; sys.exit(console())"
+)
+
+
+def _chunk_files(root: Path) -> int:
+    return sum(1 for p in root.glob("a*/*") if p.is_file() and p.name.isdigit())
+
+
+KILLED_WHILE: dict[str, Callable[[Path, int], bool]] = {
+    "shards are placed": lambda root, _: any(p.is_file() for p in root.glob("a*/c/*")),
+    "arrays switch to them": lambda root, _: any(
+        b"sharding_indexed" in p.read_bytes() for p in root.glob("a*/zarr.json")
+    ),
+    "chunk files are removed": lambda root, chunks: _chunk_files(root) < chunks,
+}
+
+
+@pytest.mark.parametrize(
+    ("moment", "removing"),
+    [("shards are placed", False), ("arrays switch to them", False), ("shards are placed", True),
+     ("arrays switch to them", True), ("chunk files are removed", True)],
+)  # fmt: skip
+def test_a_run_killed_anywhere_leaves_every_array_readable_and_a_rerun_finishes(
+    tmp_path: Path, moment: str, removing: bool
+) -> None:
+    """SIGKILL at a moment of the sharding pass: every array reads its values through whichever metadata it has
+    (v3 and, where it is still there, v2); a rerun shards every array, with no temporary file left and, where it
+    removes, no chunk file (an array's v2 metadata, kept aside while its chunk files go, tells the rerun which)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = tmp_path / "s.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    expected = {f"a{i}": np.arange(64, dtype="<i4") * (i + 1) for i in range(8)}
+    for name, data in expected.items():
+        group.create_array(name, shape=(64,), chunks=(4,), dtype="<i4")[...] = data
+    chunks = _chunk_files(root)
+    options = ["--shard-size", "64", *(["--remove-v2-metadata"] if removing else [])]
+    process = subprocess.Popen([sys.executable, "-c", SLOWED, "to-v3", str(root), *options], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not KILLED_WHILE[moment](root, chunks):
+        assert process.poll() is None and time.monotonic() < deadline, "the run finished before it could be killed"
+        time.sleep(0.002)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL, "the run finished before it could be killed"
+
+    for name, data in expected.items():
+        formats = [f for f, file in ((3, "zarr.json"), (2, ".zarray")) if (root / name / file).exists()]
+        assert formats, f"{name}: no metadata left"
+        for zarr_format in formats:
+            assert zarr.open_array(str(root / name), mode="r", zarr_format=zarr_format)[...].tolist() == data.tolist()
+
+    if moment == "chunk files are removed":
+        assert list(root.glob("a*/.zarray.numcodecs-bytes-removing")), "killed after the removal, not during it"
+    assert main(["to-v3", str(root), *options]) == 0
+    for name, data in expected.items():
+        assert json.loads((root / name / "zarr.json").read_text())["codecs"][0]["name"] == "sharding_indexed", name
+        assert zarr.open_array(str(root / name), mode="r", zarr_format=3)[...].tolist() == data.tolist()
+    assert not [p for p in root.rglob("*") if p.name.endswith((".numcodecs-bytes-tmp", ".numcodecs-bytes-removing"))]
+    assert _chunk_files(root) == (0 if removing else chunks)
+    assert (root / "a0" / ".zarray").exists() != removing
+
+
+def test_a_bad_size_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["to-v3", str(tmp_path), "--shard-size", "12 parsecs"])
+    assert exited.value.code == 2
+    assert "must be a number of bytes such as 268435456, 256MiB or 1GB" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="shard_size must be a whole number of bytes, 1 or more, got 0"):
+        convert_store(tmp_path, shard_size=0)
