@@ -162,12 +162,17 @@ def run_to_v3(
             line += "\n" + textwrap.indent(json.dumps(node.document, indent=2, allow_nan=True), "  ")
         say(status, line)
 
+    client = None if scheduler is None else _client(scheduler)
     run = partial(
         convert_store, location, dry_run=dry_run, remove_v2_metadata=remove_v2_metadata, verify=verify,
         oldest_zarr=oldest_zarr, on_node=on_node, on_progress=status.update, store_options=store_options,
-        shard_size=shard_size, client=None if scheduler is None else _client(scheduler), on_shards=status.shards,
+        shard_size=shard_size, client=client, on_shards=status.shards,
     )  # fmt: skip
-    report = _run_tool(status, run, ImportError)  # ImportError: zarr is not installed
+    try:
+        report = _run_tool(status, run, ImportError)  # ImportError: zarr is not installed
+    finally:
+        if client is not None:
+            client.close()
     if isinstance(report, int):
         return report
     if verbose:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Iterator, Mapping
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from typing import Any
 
 from .chunks import Shard, ShardError
@@ -157,18 +157,24 @@ class S3Files(FsspecFiles):
     # -- shards ----------------------------------------------------------------------------------------------
 
     async def read_source(self, path: str) -> tuple[bytes | None, str | None]:
-        """A chunk object's bytes and its ETag, from one GET (None, None where there is none)."""
+        """A chunk object's bytes and its ETag, from one GET (None, None where there is none); a body cut short
+        is asked for again, as s3fs's ``cat_file`` does (its retry loop)."""
+        from s3fs.core import _error_wrapper
+
         bucket, key, _ = self.fs.split_path(path)
-        try:
+
+        async def get() -> tuple[bytes, str]:
             answer = await self.fs._call_s3("get_object", Bucket=bucket, Key=key)
+            try:
+                return bytes(await answer["Body"].read()), str(answer["ETag"])
+            finally:
+                answer["Body"].close()
+
+        try:
+            data, tag = await _error_wrapper(get, retries=self.fs.retries)
         except FileNotFoundError:
             return None, None
-        body = answer["Body"]
-        try:
-            data = await body.read()
-        finally:
-            body.close()
-        return bytes(data), str(answer["ETag"])
+        return data, tag
 
     async def write_shard(self, shard: Shard, body: bytes) -> bool:
         """One PUT, only where no object exists (or, replacing an interrupted run's, only while it is the version
@@ -200,6 +206,9 @@ class S3Files(FsspecFiles):
         except OSError as exc:
             if not refused_condition(exc):
                 raise
+            with suppress(FileNotFoundError):  # refused to a retry whose first try the server took, its answer lost
+                if await self.bytes_of(shard.path) == body:
+                    return True
             raise ShardError(f"{name}: written by someone else meanwhile: left as it is") from None
         if answer.get("ETag") != f'"{md5.hexdigest()}"' and await self.bytes_of(shard.path) != body:
             raise ShardError(f"{name}: S3 stored other bytes than were sent (read back)")

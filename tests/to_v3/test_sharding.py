@@ -209,6 +209,16 @@ def test_sharding_now_and_removing_the_v2_files_later(tmp_path: Path, capsys: py
     assert zarr.open_array(str(root), mode="r", zarr_format=3)[...].tolist() == np.arange(48.0).reshape(8, 6).tolist()
 
 
+def test_a_dry_run_counts_the_shards_and_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "s.zarr"
+    zarr.create_array(str(root), shape=(8, 6), chunks=(2, 3), dtype="<f8", zarr_format=2)[...] = 1.0
+    before = {path: path.read_bytes() for path in root.rglob("*") if path.is_file()}
+    assert main(["to-v3", str(root), "--shard-size", "96", "--remove-v2-metadata", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dry run: 1 zarr.json to write, 2 v2 metadata files to remove, 4 shards to write ("), out
+    assert {path: path.read_bytes() for path in root.rglob("*") if path.is_file()} == before
+
+
 @pytest.mark.parametrize("element", [0, 6], ids=["the chunk the check reads", "another chunk"])
 def test_a_chunk_written_while_its_shard_is_made_keeps_the_array_unsharded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, element: int

@@ -14,6 +14,7 @@ variable of the same dtype (masks, times, strings decoded alike).
 from __future__ import annotations
 
 import json
+import math
 import pickle
 import shutil
 import subprocess
@@ -88,22 +89,40 @@ def assert_identical(opened: dict[str, dict[str, Any]]) -> None:
     assert not different, json.dumps(different, indent=1)
 
 
-@pytest.mark.parametrize("remove", [False, True], ids=["v2 metadata kept", "v2 metadata removed"])
+@pytest.mark.parametrize(
+    "options",
+    [[], ["--remove-v2-metadata"], ["--shard-size", "1KiB", "--remove-v2-metadata"]],
+    ids=["v2 metadata kept", "v2 metadata removed", "sharded, v2 files removed"],
+)
 def test_every_kind_of_store_xarray_writes_opens_identical_after_to_v3(
-    corpus: dict[str, tuple[Path, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str], remove: bool
+    corpus: dict[str, tuple[Path, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str]
 ) -> None:
-    options = ["--remove-v2-metadata"] if remove else []
     opened = convert_and_open(corpus, tmp_path, capsys, *options)
     assert_identical(opened)
-    if remove:
-        assert not [path for name in opened for path in (tmp_path / "v3" / f"{name}.zarr").rglob(".z*")]
+    stores = [tmp_path / "v3" / f"{name}.zarr" for name in opened]
+    if "--remove-v2-metadata" in options:
+        assert not [path for store in stores for path in store.rglob(".z*")]
+    if "--shard-size" in options:  # every array of more than one chunk of fixed-size elements, in shards
+        arrays = {}
+        for name in opened:
+            for zarray in corpus[name][0].rglob(".zarray"):
+                meta = json.loads(zarray.read_text())
+                grid = [-(-n // c) for n, c in zip(meta["shape"], meta["chunks"], strict=True)]
+                many = all(meta["shape"]) and math.prod(grid) > 1 and meta["dtype"] != "|O"
+                arrays[tmp_path / "v3" / zarray.parent.relative_to(corpus[name][0].parent)] = many
+        sharded = {folder: json.loads((folder / "zarr.json").read_text())["codecs"][0]["name"] == "sharding_indexed"
+                   for folder in arrays}  # fmt: skip
+        assert sharded == arrays, {str(folder): many for folder, many in arrays.items() if sharded[folder] != many}
+        assert sum(arrays.values()) >= 8
+        assert not [p for folder in arrays if arrays[folder] for p in folder.iterdir() if p.name[0].isdigit()]
 
 
 @pytest.mark.skipif(not ZARR218.exists(), reason="no fixtures written by xarray with zarr 2.18")
+@pytest.mark.parametrize("options", [[], ["--shard-size", "1KiB"]], ids=["metadata only", "sharded"])
 def test_stores_xarray_wrote_with_zarr_2_18_open_identical_after_to_v3(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str]
 ) -> None:
-    assert_identical(convert_and_open(zarr218_corpus(), tmp_path, capsys))
+    assert_identical(convert_and_open(zarr218_corpus(), tmp_path, capsys, *options))
 
 
 def test_the_corpus_covers_each_kind_of_variable(corpus: dict[str, tuple[Path, str]]) -> None:

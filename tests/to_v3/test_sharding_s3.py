@@ -1,0 +1,129 @@
+"""to-v3 --shard-size on S3 (moto on a loopback port) behind the fault-injecting proxy: errors, resets,
+truncated bodies, answers lost after the server acted, a writer between a chunk's read and the switch.
+
+The oracle is zarr-python in a fresh interpreter: what it reads from the v2 store before, it reads from the
+sharded v3 store after (or the run reports the array and it reads as before).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("zarr", minversion="3", reason="these stores are written with zarr 3")
+pytest.importorskip("s3fs", reason="object stores need s3fs (the interop extra)")
+from support.s3 import Fault, FaultProxy, empty_bucket, fault_proxy
+from support.zarr_read import in_a_fresh_interpreter as zarr_reads
+
+from numcodecs_bytes import BytesCodec
+from numcodecs_bytes.cli import main
+
+zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
+
+BUCKET = "sharding"
+URL = f"s3://{BUCKET}/s"
+ARRAYS = 4
+CHUNKS = 8  # per array, of 4 int32: shards of two chunks with --shard-size 32
+
+
+@pytest.fixture
+def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    yield from empty_bucket(endpoint, monkeypatch, BUCKET)
+
+
+@pytest.fixture
+def proxy(endpoint: str) -> Iterator[FaultProxy]:
+    with fault_proxy(endpoint) as running:
+        yield running
+
+
+def upload(s3: Any, tmp_path: Path) -> None:
+    """Four arrays of 8 chunks (one missing in a001), this package's big-endian filter, consolidated."""
+    local = tmp_path / "store.zarr"
+    group = zarr.open_group(str(local), mode="w", zarr_format=2)
+    for i in range(ARRAYS):
+        array = group.create_array(f"a{i:03d}", shape=(4 * CHUNKS,), chunks=(4,), dtype="<i4", fill_value=-1,
+                                   filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+        array[...] = np.arange(4 * CHUNKS, dtype="<i4") + 256 * i
+    (local / "a001" / "5").unlink()
+    zarr.consolidate_metadata(str(local))
+    s3.put(str(local), f"{BUCKET}/s", recursive=True)
+    s3.invalidate_cache()
+
+
+def run(proxy: FaultProxy, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, str, str]:
+    code = main(["to-v3", URL, "--storage-option", f"endpoint_url={proxy.endpoint}", "--shard-size", "32", *options])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def keys(s3: Any) -> list[str]:
+    s3.invalidate_cache()
+    return sorted(path.removeprefix(f"{BUCKET}/s/") for path in s3.find(f"{BUCKET}/s"))
+
+
+def codec_of(s3: Any, array: str) -> str:
+    return str(json.loads(s3.cat_file(f"{BUCKET}/s/{array}/zarr.json"))["codecs"][0]["name"])
+
+
+@pytest.mark.parametrize("removing", [False, True], ids=["v2 kept", "v2 removed"])
+def test_failing_requests_are_retried_and_every_array_is_sharded(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], removing: bool
+) -> None:
+    upload(s3, tmp_path)
+    before = zarr_reads(URL, 2, endpoint)
+    proxy.add(
+        Fault("error", "GET", r"a000/3$", times=2, status=503),  # a chunk read for a shard
+        Fault("reset", "GET", r"a001/6$"),
+        Fault("truncate", "GET", r"a002/7$"),
+        Fault("error", "PUT", r"a000/c/1$", status=503),  # a shard written
+        Fault("reset", "PUT", r"a001/c/2$"),
+        Fault("lost", "PUT", r"a002/c/0$"),  # the server wrote it; the retry is refused (If-None-Match), and fine
+        Fault("lost", "DELETE", r"a003/1$"),  # removing: the server removed it; the retry finds nothing
+    )
+    code, out, err = run(proxy, capsys, *(["--remove-v2-metadata"] if removing else []))
+    assert code == 0 and "failed" not in err, err
+    assert f"{ARRAYS} arrays sharded ({4 * ARRAYS} shards written, {CHUNKS * ARRAYS - 1} chunks" in out, out
+    hit = [fault.hits == fault.times for fault in proxy.faults]
+    assert all(hit[:-1]) and hit[-1] == removing, [(f.action, f.key, f.hits) for f in proxy.faults]
+    assert zarr_reads(URL, 3, endpoint) == before
+    for i in range(ARRAYS):
+        assert codec_of(s3, f"a{i:03d}") == "sharding_indexed"
+    root = json.loads(s3.cat_file(f"{BUCKET}/s/zarr.json"))
+    assert root["consolidated_metadata"]["metadata"]["a000"]["codecs"][0]["name"] == "sharding_indexed"
+    chunk_keys = [key for key in keys(s3) if key.rsplit("/", 1)[-1].isdigit() and "/c/" not in key]
+    assert len(chunk_keys) == (0 if removing else CHUNKS * ARRAYS - 1)
+    assert not [key for key in keys(s3) if "numcodecs-bytes" in key]
+    if not removing:
+        assert zarr_reads(URL, 2, endpoint) == before  # v2 readers keep theirs
+
+
+def test_a_chunk_written_between_its_read_and_the_switch_keeps_its_array_unsharded(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A v2 writer rewrites a002's chunk 6 after it was packed (just before its shard is written): the ETag
+    check before the switch sees it; a002 is reported, reads its chunk files as v3 and as v2, and keeps them."""
+    upload(s3, tmp_path)
+
+    def writer() -> None:
+        array = zarr.open_array(f"{URL}/a002", mode="r+", zarr_format=2,
+                                storage_options={"endpoint_url": endpoint})  # fmt: skip
+        array[24] = 99
+
+    proxy.add(Fault("before", "PUT", r"a002/c/3$", hook=writer))
+    code, _out, err = run(proxy, capsys, "--remove-v2-metadata")
+    assert code == 1 and proxy.faults[0].hits == 1
+    assert "failed a002: 6: written by someone else while its shard was made: left unsharded" in err, err
+    assert codec_of(s3, "a002") == "bytes" and codec_of(s3, "a001") == "sharding_indexed"
+    expected = (np.arange(4 * CHUNKS) + 512).tolist()
+    expected[24] = 99
+    for zarr_format in (2, 3):
+        array = zarr.open_array(f"{URL}/a002", mode="r", zarr_format=zarr_format,
+                                storage_options={"endpoint_url": endpoint})  # fmt: skip
+        assert array[...].tolist() == expected
+    assert s3.exists(f"{BUCKET}/s/a002/6") and not s3.exists(f"{BUCKET}/s/a001/6")
