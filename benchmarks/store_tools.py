@@ -90,20 +90,32 @@ def moto_server() -> Iterator[str]:
 
 @contextmanager
 def delaying_proxy(target_port: int, rtt: float) -> Iterator[str]:
-    """A TCP proxy on 127.0.0.1 that holds each piece of data rtt/2 in each direction."""
+    """A TCP proxy on 127.0.0.1 that holds each piece of data rtt/2 in each direction (a round trip's latency;
+    the pieces of a large body follow each other without a wait of their own)."""
     port = _free_port()
     loop = asyncio.new_event_loop()
     started = threading.Event()
 
     async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Each piece passed on rtt/2 after it arrived: latency, not a bandwidth (pieces in flight overlap)."""
+        pieces: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def deliver() -> None:
+            while (piece := await pieces.get())[1]:
+                await asyncio.sleep(max(0.0, piece[0] + rtt / 2 - loop.time()))
+                writer.write(piece[1])
+                await writer.drain()
+
+        delivering = asyncio.ensure_future(deliver())
         try:
             while data := await reader.read(65536):
-                await asyncio.sleep(rtt / 2)
-                writer.write(data)
-                await writer.drain()
+                pieces.put_nowait((loop.time(), data))
+            pieces.put_nowait((loop.time(), b""))
+            await delivering
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
+            delivering.cancel()
             writer.close()
 
     async def handle(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:

@@ -217,7 +217,7 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
     updated = [node for node in report.converted if node.action == "updated"]
     v3_only = sum(node.action == "kept" and node.v3_only for node in report.converted)
     kept = len(report.converted) - len(written) - len(updated) - v3_only
-    sharding = report.shards_written or report.chunks_removed or report.shards_to_write or report.sharded
+    sharding = report.chunks_removed or report.shards_to_write or report.sharded
     sharding = sharding or report.finished_removals
     if not written and not updated and not report.removed and not report.failures and not sharding:
         if not kept:
@@ -240,9 +240,9 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
         parts.append(f"{count(len(report.removed), 'v2 metadata file')} {'to remove' if dry_run else 'removed'}")
     if report.shards_to_write:
         parts.append(f"{count(report.shards_to_write, 'shard')} to write")
-    if report.shards_written or report.sharded:
-        parts.append(f"{count(len(report.sharded), 'array')} sharded ({count(report.shards_written, 'shard')} "
-                     f"written, {count(report.chunks_packed, 'chunk')}, {size(report.shard_bytes)})")  # fmt: skip
+    if report.sharded:
+        parts.append(f"{count(len(report.sharded), 'array')} sharded ({count(report.shards, 'shard')}, "
+                     f"{count(report.chunks_packed, 'chunk')}, {size(report.shard_bytes)})")  # fmt: skip
     if report.chunks_removed:
         parts.append(f"{count(report.chunks_removed, 'v2 chunk file')} removed")
     if report.finished_removals:

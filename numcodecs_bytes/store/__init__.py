@@ -35,19 +35,23 @@ What holds:
 The modules, each with one job: `options` (`StoreOptions`), `files` (the
 `Files` protocol and its values), `layout` (the Zarr layout facts),
 `local`, `fsspec_files` and `s3` (the backends), `remote` (opening a URL),
-`engine` (opening, locking and walking a store).
+`engine` (opening, locking and walking a store); the chunk mover: `chunks`
+(the shard format, what packing is asked and answers), `local_shards` and
+`disk` (a local disk's packing and durability), `distributed` (packing as
+dask tasks).
 """
 
 from __future__ import annotations
 
 from .engine import Store, StoreBatch, Walk, open_store
-from .files import BATCH, Files, Folder, Removal, Replacement, digest
+from .files import BATCH, ByteRange, Files, Folder, Removal, Replacement, digest
 from .options import JOBS, REQUEST_TIMEOUT, StoreOptions
 
 __all__ = [
     "BATCH",
     "JOBS",
     "REQUEST_TIMEOUT",
+    "ByteRange",
     "Files",
     "Folder",
     "Removal",

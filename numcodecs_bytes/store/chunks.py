@@ -21,7 +21,17 @@ import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["EMPTY", "INDEX_ENTRY", "Packed", "Shard", "ShardError", "parsed_index", "same_bytes", "shard_index"]
+__all__ = [
+    "EMPTY",
+    "INDEX_ENTRY",
+    "KEPT_SHARD",
+    "Packed",
+    "Shard",
+    "ShardError",
+    "parsed_index",
+    "same_bytes",
+    "shard_index",
+]
 
 EMPTY = 2**64 - 1
 """Offset and length of an inner chunk that is not stored."""
@@ -43,6 +53,13 @@ class Packed(NamedTuple):
     sizes: tuple[int | None, ...]  # each inner chunk's bytes; None where its source was missing
     versions: tuple[str | None, ...]  # what each source was when read (see `Files.versions`); None: missing
     written: bool  # False where nothing was written: every source missing (no shard), or the file held it already
+
+
+KEPT_SHARD = (
+    "a zarr.json reads this shard already, and it holds other bytes than its chunk files now (one side was "
+    "written since it was made): left as it is"
+)
+"""Why a shard that may not be replaced (`Shard.replace` False) was not."""
 
 
 class ShardError(OSError):

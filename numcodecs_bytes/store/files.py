@@ -8,7 +8,7 @@ store's root, ``/``-separated on object stores.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar
@@ -19,6 +19,7 @@ __all__ = [
     "BACKUP_SUFFIX",
     "BATCH",
     "TEMP_SUFFIX",
+    "ByteRange",
     "Files",
     "Folder",
     "Listed",
@@ -39,6 +40,7 @@ BATCH = 1000
 """Folders listed, or files read or written, per batch: what bounds the memory a run needs."""
 
 _T = TypeVar("_T")
+_K = TypeVar("_K", bound=Hashable)
 
 
 def digest(data: bytes) -> bytes:
@@ -80,6 +82,14 @@ class Removal(NamedTuple):
     version: str | None = None
 
 
+class ByteRange(NamedTuple):
+    """Bytes ``start`` to ``end`` (exclusive) of a data file."""
+
+    path: str
+    start: int
+    end: int
+
+
 class Probe(NamedTuple):
     """Three questions about a location, each one request: what opening a store asks before it calls it one."""
 
@@ -111,6 +121,11 @@ class Files(Protocol):
 
     def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
         """Data files such as chunks, links followed; None where there is none."""
+        ...
+
+    def read_ranges(self, ranges: Iterable[ByteRange]) -> dict[ByteRange, bytes | Exception]:
+        """Byte ranges of data files (a shard's index and one chunk, not the whole shard); a range past a file's
+        end is an OSError, a missing file a FileNotFoundError."""
         ...
 
     def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
@@ -178,9 +193,9 @@ def breadth_first(
         yield Listed([], refused)
 
 
-def each(work: Mapping[str, Callable[[], _T]]) -> dict[str, _T | Exception]:
+def each(work: Mapping[_K, Callable[[], _T]]) -> dict[_K, _T | Exception]:
     """Each path's work in turn; what each returned, or the OSError it raised."""
-    results: dict[str, _T | Exception] = {}
+    results: dict[_K, _T | Exception] = {}
     for path, job in work.items():
         try:
             results[path] = job()

@@ -13,19 +13,31 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Hashable, Iterable, Iterator, Mapping
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from .chunks import Packed, Shard, ShardError, shard_index
-from .files import BACKUP_SUFFIX, Folder, Listed, Removal, Replacement, breadth_first, changed, digest, failures
+from .chunks import KEPT_SHARD, Packed, Shard, ShardError, shard_index
+from .files import (
+    BACKUP_SUFFIX,
+    ByteRange,
+    Folder,
+    Listed,
+    Removal,
+    Replacement,
+    breadth_first,
+    changed,
+    digest,
+    failures,
+)
 from .options import StoreOptions
 
 __all__ = ["FsspecFiles"]
 
 _T = TypeVar("_T")
+_K = TypeVar("_K", bound=Hashable)
 
 
 @dataclass
@@ -87,15 +99,15 @@ class FsspecFiles:
             raise answer
         return answer
 
-    def run(self, work: Mapping[str, Awaitable[_T]], limit: bool = True) -> dict[str, _T | Exception]:
+    def run(self, work: Mapping[_K, Awaitable[_T]], limit: bool = True) -> dict[_K, _T | Exception]:
         """Each path's work (a coroutine not started yet), at most ``jobs`` at a time, each in its time, on
         fsspec's event loop; what each returned or raised. ``limit=False``: the work bounds its own requests,
         each in its time."""
 
-        async def run_all() -> dict[str, _T | Exception]:
+        async def run_all() -> dict[_K, _T | Exception]:
             jobs = asyncio.Semaphore(self.jobs if limit else len(work) or 1)
 
-            async def one(path: str, job: Awaitable[_T]) -> tuple[str, _T | Exception]:
+            async def one(path: _K, job: Awaitable[_T]) -> tuple[_K, _T | Exception]:
                 async with jobs:
                     try:
                         return path, await (self.in_time(job) if limit else job)
@@ -104,7 +116,7 @@ class FsspecFiles:
 
             return dict(await asyncio.gather(*(one(path, job) for path, job in work.items())))
 
-        result: dict[str, _T | Exception] = self._sync(self._loop, run_all)
+        result: dict[_K, _T | Exception] = self._sync(self._loop, run_all)
         return result
 
     # -- the walk ----------------------------------------------------------------------------------------------
@@ -157,6 +169,15 @@ class FsspecFiles:
                 return None
 
         return self.run({path: read(path) for path in paths})
+
+    def read_ranges(self, ranges: Iterable[ByteRange]) -> dict[ByteRange, bytes | Exception]:
+        async def read(wanted: ByteRange) -> bytes:
+            data = bytes(await self._call("cat_file", wanted.path, start=wanted.start, end=wanted.end))
+            if len(data) != wanted.end - wanted.start:
+                raise OSError(f"{wanted.path}: {wanted.start + len(data):,} bytes, not {wanted.end:,}")
+            return data
+
+        return self.run({wanted: read(wanted) for wanted in ranges})
 
     def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
         async def modified(path: str) -> float:
@@ -302,7 +323,7 @@ class FsspecFiles:
         if existing == body:
             return False
         if existing is not None and not shard.replace:
-            raise ShardError(f"{shard.path.rsplit('/', 1)[-1]} exists already and holds another shard: left as it is")
+            raise ShardError(KEPT_SHARD)
         await self._call("pipe_file", shard.path, body)
         if await self.bytes_of(shard.path) != body:
             raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")

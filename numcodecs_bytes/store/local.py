@@ -28,6 +28,7 @@ from .disk import durable, file_version, umask
 from .files import (
     BACKUP_SUFFIX,
     TEMP_SUFFIX,
+    ByteRange,
     Folder,
     Listed,
     Probe,
@@ -85,6 +86,18 @@ class LocalFiles:
             return Path(path).read_bytes()
 
         return each({path: partial(read, path) for path in paths})
+
+    def read_ranges(self, ranges: Iterable[ByteRange]) -> dict[ByteRange, bytes | Exception]:
+        def read(wanted: ByteRange) -> bytes:
+            with open(wanted.path, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    raise OSError(f"{wanted.path}: not a regular file: not read")
+                data = os.pread(handle.fileno(), wanted.end - wanted.start, wanted.start)
+            if len(data) != wanted.end - wanted.start:
+                raise OSError(f"{wanted.path}: {wanted.start + len(data):,} bytes, not {wanted.end:,}")
+            return data
+
+        return each({wanted: partial(read, wanted) for wanted in ranges})
 
     def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
         return each({path: partial(lambda path: os.stat(path, follow_symlinks=False).st_mtime_ns / 1e9, path)

@@ -14,7 +14,7 @@ from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
-from .chunks import Packed, Shard, ShardError, parsed_index, same_bytes, shard_index
+from .chunks import KEPT_SHARD, Packed, Shard, ShardError, parsed_index, same_bytes, shard_index
 from .disk import durable, file_version, past_their_tick, umask
 from .files import TEMP_SUFFIX, each
 
@@ -190,7 +190,7 @@ def _kept_shard(shard: Shard) -> Packed | None:
     if same:
         return Packed(sizes, versions, False)
     if not shard.replace:
-        raise ShardError(f"{os.path.basename(shard.path)} exists already and holds another shard: left as it is")
+        raise ShardError(KEPT_SHARD)
     return None
 
 
@@ -252,9 +252,7 @@ def _placed_shard(
         os.link(temporary, shard.path)
     except FileExistsError:
         if not shard.replace:
-            raise ShardError(
-                f"{os.path.basename(shard.path)} exists already and holds another shard: left as it is"
-            ) from None
+            raise ShardError(KEPT_SHARD) from None
         os.replace(temporary, shard.path)
     return Packed(sizes, versions, True)
 

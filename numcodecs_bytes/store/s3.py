@@ -18,13 +18,14 @@ a time, ``jobs`` at once, is quicker: arrays of many chunks), and
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
-from collections.abc import Iterator, Mapping
-from contextlib import aclosing, suppress
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
-from .chunks import Shard, ShardError
+from .chunks import KEPT_SHARD, Shard, ShardError
 from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
 from .fsspec_files import FsspecFiles, Listing, child_path
 from .layout import METADATA_NAMES, NODE_FILES
@@ -176,43 +177,83 @@ class S3Files(FsspecFiles):
             return None, None
         return data, tag
 
+    def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
+        """Each object's ETag, from listings of the key range each folder's paths span (a thousand keys a
+        request: an array's chunks in a few requests, not a HEAD each); the rest from HEADs, where the range
+        holds many more keys than were asked for."""
+        names: dict[str, list[str]] = {}
+        for path in paths:
+            folder, name = path.rsplit("/", 1)
+            names.setdefault(folder, []).append(name)
+        listed = self.run({folder: self._listed_versions(folder, sorted(found)) for folder, found in names.items()})
+        versions: dict[str, str | Exception | None] = {}
+        for folder, result in listed.items():
+            for name in names[folder]:
+                versions[f"{folder}/{name}"] = result if isinstance(result, Exception) else result[name]
+        return versions
+
+    async def _listed_versions(self, folder: str, names: list[str]) -> dict[str, str | None]:
+        bucket, prefix, _ = self.fs.split_path(folder)
+        prefix = f"{prefix}/" if prefix else ""
+        first, last = names[0], names[-1]
+        # just before the first name (a key listed too early is left out), and at most a page per 100 names
+        start = prefix + first[:-1] + (chr(ord(first[-1]) - 1) if first and first[-1] > "\0" else "")
+        arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "StartAfter": start}
+        found: dict[str, str] = {}
+        complete = False
+        for _ in range(max(1, len(names) // 100)):
+            answer = await self.fs._call_s3("list_objects_v2", **arguments)
+            page = {entry["Key"][len(prefix) :]: str(entry["ETag"]) for entry in answer.get("Contents", [])}
+            found |= page
+            if (page and max(page) >= last) or not answer.get("IsTruncated"):
+                complete = True
+                break
+            arguments["ContinuationToken"] = answer["NextContinuationToken"]
+        versions: dict[str, str | None] = {name: found.get(name) for name in names if name in found or complete}
+        rest = [name for name in names if name not in versions]
+        heads = await asyncio.gather(*(self.version_of(f"{folder}/{name}") for name in rest))
+        return versions | dict(zip(rest, heads, strict=True))
+
     async def write_shard(self, shard: Shard, body: bytes) -> bool:
-        """One PUT, only where no object exists (or, replacing an interrupted run's, only while it is the version
-        found), with the body's MD5 for S3 to check what it received (``Content-MD5``), and the ETag it answers
-        compared with it (where S3 makes it another, as with KMS, the object is read back): False where the object
-        held the shard already."""
+        """One PUT where no object exists (a first run: no request before it); where one does, kept if it holds
+        the shard, else replaced only while it is the version found, where it may be. The body's MD5 goes with
+        it for S3 to check (``Content-MD5``), and the ETag S3 answers is compared with it (where S3 makes it
+        another, as with KMS, the object is read back). False where the object held the shard already."""
         bucket, key, _ = self.fs.split_path(shard.path)
         name = key.rsplit("/", 1)[-1]
-        md5 = hashlib.md5(body, usedforsecurity=False)
-        condition: dict[str, str] = {"IfNoneMatch": "*"}
-        try:
-            existing = await self._call("info", shard.path)
-        except FileNotFoundError:
-            existing = None
-        if existing is not None:
-            # An ETag is the MD5 of one PUT's body, unless the bucket encrypts with KMS or it was a multipart upload
-            if existing.get("ETag") == f'"{md5.hexdigest()}"' or await self.bytes_of(shard.path) == body:
-                return False
-            if not shard.replace:
-                raise ShardError(f"{name} exists already and holds another shard: left as it is")
-            condition = {"IfMatch": existing["ETag"]}
         if len(body) > _LARGEST_PUT:
             raise ShardError(f"{name}: {len(body):,} bytes, more than S3 takes in one PUT: "
                              "a smaller shard_size makes smaller shards")  # fmt: skip
-        self.fs.invalidate_cache(shard.path)
-        condition["ContentMD5"] = base64.b64encode(md5.digest()).decode()
-        try:
-            answer = await self.fs._call_s3("put_object", Bucket=bucket, Key=key, Body=body, **condition)
-        except OSError as exc:
-            if not refused_condition(exc):
-                raise
-            with suppress(FileNotFoundError):  # refused to a retry whose first try the server took, its answer lost
-                if await self.bytes_of(shard.path) == body:
-                    return True
-            raise ShardError(f"{name}: written by someone else meanwhile: left as it is") from None
-        if answer.get("ETag") != f'"{md5.hexdigest()}"' and await self.bytes_of(shard.path) != body:
-            raise ShardError(f"{name}: S3 stored other bytes than were sent (read back)")
-        return True
+        md5 = hashlib.md5(body, usedforsecurity=False)
+        tag = f'"{md5.hexdigest()}"'
+        looked = not shard.replace  # a shard that may not be replaced is looked at first
+        while True:
+            condition: dict[str, str] = {"IfNoneMatch": "*"}
+            if looked:
+                try:
+                    existing = await self._call("info", shard.path)
+                except FileNotFoundError:
+                    existing = None
+                if existing is not None:
+                    if existing.get("ETag") == tag or await self.bytes_of(shard.path) == body:
+                        return False  # an earlier run's, or a retry's whose answer was lost
+                    if not shard.replace:
+                        raise ShardError(KEPT_SHARD)
+                    condition = {"IfMatch": existing["ETag"]}
+            self.fs.invalidate_cache(shard.path)
+            condition["ContentMD5"] = base64.b64encode(md5.digest()).decode()
+            try:
+                answer = await self.fs._call_s3("put_object", Bucket=bucket, Key=key, Body=body, **condition)
+            except OSError as exc:
+                if not refused_condition(exc):
+                    raise
+                if looked:
+                    raise ShardError(f"{name}: written by someone else meanwhile: left as it is") from None
+                looked = True  # an object is there: an interrupted run's, or this PUT's retry found its first try's
+                continue
+            if answer.get("ETag") != tag and await self.bytes_of(shard.path) != body:
+                raise ShardError(f"{name}: S3 stored other bytes than were sent (read back)")
+            return True
 
 
 _LARGEST_PUT = 5 * 2**30

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,7 +77,7 @@ def check_chunk(
     document: dict[str, Any],
     index: tuple[int, ...],
     chunk: bytes | Exception | None,
-    v3_files: dict[str, bytes] | None = None,
+    v3_files: dict[str, bytes | bytearray] | None = None,
 ) -> bool:
     """Read the stored chunk at ``index`` (``chunk``: what reading it gave, None where there is none) as v2 and as
     v3 (from ``v3_files`` where given: the shard that holds it); raise `UnconvertibleError` if they differ.
@@ -97,13 +98,13 @@ def _compare(
     chunks: dict[str, bytes],
     region: tuple[slice, ...],
     what: str,
-    v3_chunks: dict[str, bytes] | None = None,
+    v3_chunks: dict[str, bytes | bytearray] | None = None,
 ) -> np.ndarray[Any, Any]:
     """``region`` read as v2 and as v3 from the metadata and ``chunks`` (``v3_chunks`` for v3 where given); what
     v2 read, where v3 read the same."""
     zarr = zarr_api()
     v2_files, v3_files = {".zarray": _json(_v2_readable(zarray))}, {"zarr.json": _json(document)}
-    v3 = {**v3_files, **(chunks if v3_chunks is None else v3_chunks)}
+    v3: dict[str, bytes | bytearray] = {**v3_files, **(chunks if v3_chunks is None else v3_chunks)}
     expected, got = _read_samples([({**v2_files, **chunks}, 2), (v3, 3)], region)
     if isinstance(expected, Exception):
         raise UnconvertibleError(
@@ -133,7 +134,9 @@ def _json(document: dict[str, Any]) -> bytes:
     return json.dumps(document, allow_nan=True).encode("utf-8")
 
 
-async def _read_sample(files: dict[str, bytes], zarr_format: int, region: tuple[slice, ...]) -> np.ndarray[Any, Any]:
+async def _read_sample(
+    files: Mapping[str, bytes | bytearray], zarr_format: int, region: tuple[slice, ...]
+) -> np.ndarray[Any, Any]:
     """``region`` of the array whose metadata and chunks are ``files``, read by zarr-python."""
     zarr = zarr_api()
     store = zarr.memory_store({key: zarr.prototype.buffer.from_bytes(data) for key, data in files.items()})
@@ -141,7 +144,7 @@ async def _read_sample(files: dict[str, bytes], zarr_format: int, region: tuple[
     return np.asarray(await array.getitem(region))
 
 
-def _read_samples(reads: list[tuple[dict[str, bytes], int]], region: tuple[slice, ...]) -> list[Any]:
+def _read_samples(reads: Sequence[tuple[Mapping[str, bytes | bytearray], int]], region: tuple[slice, ...]) -> list[Any]:
     """Each read of `_read_sample` (a value, or the exception it raised), in one trip to zarr's event loop."""
     zarr = zarr_api()
 

@@ -32,8 +32,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..problems import reason
-from ..store import BATCH, Removal, Replacement, Store, digest
-from ..store.chunks import Packed, Shard
+from ..store import BATCH, ByteRange, Removal, Replacement, Store, digest
+from ..store.chunks import INDEX_ENTRY, Packed, Shard
 from ..store.layout import REMOVING_V2, chunk_indices, chunk_key
 from .check import check_chunk
 from .documents import encoded, parents
@@ -161,6 +161,12 @@ class Sharding:
         )
         unchanged = [array for array in good if self._unchanged(array, packed, versions)]
         switched = self._switched(unchanged)
+        for array in unchanged:
+            if array.work.path in switched and array.work.sharded is None:  # counted once: by the run that switched
+                results = [result for shard in array.shards if isinstance(result := packed[shard.path], Packed)]
+                self.report.shards += sum(any(size is not None for size in result.sizes) for result in results)
+                self.report.chunks_packed += sum(size is not None for result in results for size in result.sizes)
+                self.report.shard_bytes += sum(_bytes(result) for result in results)
         if self.removing:
             self._remove_v2_files([array for array in unchanged if array.work.path in switched], packed)
 
@@ -171,7 +177,8 @@ class Sharding:
         for shard in array.shards:
             result = packed[shard.path]
             if isinstance(result, Exception):
-                self.index.fail(work.path, f"{shard.path[len(work.folder) + 1 :]}: {reason(result)}; left unsharded")
+                left = "; left unsharded" if work.sharded is None else ""
+                self.index.fail(work.path, f"{shard.path[len(work.folder) + 1 :]}: {reason(result)}{left}")
                 return False
         fixed = _fixed_chunk_size(work.document)
         for shard in array.shards:
@@ -185,14 +192,11 @@ class Sharding:
                 self.index.fail(work.path, f"{path[len(work.folder) + 1:]}: {size:,} bytes, where its codecs make "
                                            f"{fixed:,}: left unsharded")  # fmt: skip
                 return False
-            written = sum(size is not None for size in result.sizes)
-            self.report.chunks_packed += written
-            self.report.shard_bytes += _bytes(result)
-            self.report.shards_written += result.written
         return self._sample(array, packed)
 
     def _sample(self, array: _Array, packed: Mapping[str, Packed | Exception]) -> bool:
-        """The first stored chunk of the array read through its sharded document and as v2, compared."""
+        """The first stored chunk of the array read through its sharded document and as v2, compared: the
+        shard's index and that chunk's bytes read from the store (not the whole shard), as a reader reads them."""
         work = array.work
         for plan, shard in zip(array.plans, array.shards, strict=True):
             result = packed[shard.path]
@@ -203,11 +207,18 @@ class Sharding:
             index = plan.inner[stored[0]]
             assert index is not None
             source = f"{work.folder}/{chunk_key(work.zarray, index)}"
-            read = self.store.files.read_data([shard.path, source])
+            start = sum(size or 0 for size in result.sizes[: stored[0]])
+            size, total = result.sizes[stored[0]] or 0, sum(size or 0 for size in result.sizes)
+            footer = INDEX_ENTRY * len(result.sizes) + 4
+            wanted = [ByteRange(source, 0, size), ByteRange(shard.path, start, start + size),
+                      ByteRange(shard.path, total, total + footer)]  # fmt: skip
+            read = self.store.files.read_ranges(wanted)
             try:
-                shard_bytes = _present(read[shard.path], plan.key)
-                check_chunk(work.zarray, sharded_document(work.document, array.layout), index, read[source],
-                            v3_files={plan.key: shard_bytes})  # fmt: skip
+                chunk, inner, index_bytes = (_present(read[part]) for part in wanted)
+                sparse = bytearray(total + footer)  # the shard as a reader sees it: zeros where it reads nothing
+                sparse[start : start + size], sparse[total:] = inner, index_bytes
+                check_chunk(work.zarray, sharded_document(work.document, array.layout), index, chunk,
+                            v3_files={plan.key: sparse})  # fmt: skip
             except Exception as exc:
                 if self.store.files.versions([source]).get(source) != result.versions[stored[0]]:
                     self.index.fail(work.path, _written_meanwhile(work, source))  # the likelier story
@@ -330,12 +341,10 @@ def _written_meanwhile(work: ShardWork, path: str) -> str:
     return f"{path[len(work.folder) + 1 :]}: written by someone else while its shard was made: left unsharded"
 
 
-def _present(data: bytes | Exception | None, key: str) -> bytes:
-    """A file's bytes as read; what reading it met, raised (a FileNotFoundError where it is gone)."""
+def _present(data: bytes | Exception) -> bytes:
+    """Bytes as read; what reading them met, raised."""
     if isinstance(data, Exception):
         raise data
-    if data is None:
-        raise FileNotFoundError(f"{key}: gone")
     return data
 
 

@@ -199,7 +199,7 @@ def test_sharding_now_and_removing_the_v2_files_later(tmp_path: Path, capsys: py
     array = zarr.create_array(str(root), shape=(8, 6), chunks=(2, 3), dtype=">f8", zarr_format=2)
     array[...] = np.arange(48.0).reshape(8, 6)
     assert main(["to-v3", str(root), "--shard-size", "96"]) == 0
-    assert "1 array sharded (4 shards written, 8 chunks" in capsys.readouterr().out
+    assert "1 array sharded (4 shards, 8 chunks" in capsys.readouterr().out
     assert main(["to-v3", str(root)]) == 0  # no --shard-size: the shards are its own, kept
     assert capsys.readouterr().out.startswith("nothing to do: 1 node already converted")
     assert zarr.open_array(str(root), mode="r", zarr_format=2)[...].tolist() == array[...].tolist()  # v2 too
