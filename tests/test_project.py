@@ -82,6 +82,15 @@ def test_the_bool_check_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> No
         assert re.search(rf"^1 MiB {way} +\d+\.\d\d \.\. \d+\.\d\d$", out, re.M), way
 
 
+def test_the_shard_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/shard.py keeps working: 64 MiB on the local disk, one round, every contender's result read
+    equal to the source (the benchmark checks it)."""
+    pytest.importorskip("zarr", minversion="3", reason="the benchmark shards with zarr 3")
+    out = run_benchmark("shard", capsys, "--gib", "0.0625", "--s3-mib", "0", "--rounds", "1")
+    assert "files: 66 before (v2), 2 after --remove-v2-metadata" in out, out  # 64 chunks into one shard
+    assert "what sharding adds to the metadata-only run" in out
+
+
 def test_the_zarr_arrays_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/zarr_arrays.py keeps working (quick mode: 4 MiB, one round)."""
     if not has_module("zarr"):

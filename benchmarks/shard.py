@@ -1,0 +1,348 @@
+"""``to-v3 --shard-size`` against the tools that decode and re-encode to shard, and against a plain copy.
+
+    python benchmarks/shard.py                          # 1 GiB on the local disk, 64 MiB on S3, 3 rounds
+    python benchmarks/shard.py --gib 0.25 --s3-mib 16 --rounds 1
+
+The data: a float32 v2 array (8192 x 32768 per GiB, chunks 256 x 1024: 1 MiB
+raw each), a smooth field plus noise, bit-rounded to 16 mantissa bits as
+climate data is (numcodecs' ``BitRound``), in Blosc zstd with byte shuffle:
+about 3x smaller stored. Each contender is a process of its own, on a fresh
+copy of the v2 store where it writes into it (copied, and flushed, untimed),
+its time including what makes its files durable (ours flushes its own writes;
+the others end with ``sync``). The shards: 64 MiB of raw data (64 chunks).
+
+- ``to-v3 --shard-size``: metadata converted and checked, every chunk file
+  packed into shards, byte for byte, each shard read back and compared, one
+  chunk per array read through zarr's sharding codec, ``zarr.json`` switched.
+- ``to-v3``, metadata only: the fixed cost (interpreter, imports, checks).
+- ``cp -r`` then ``sync``: the floor, the same stored bytes read and written once.
+- tensorstore: the v2 array copied into a ``zarr3`` array with the same shard
+  layout and codecs (its ``write`` of the source), every chunk decoded and encoded.
+- ``zarr.from_array`` with the same shards and codecs (and again with the zarrs
+  codec pipeline where it is installed).
+
+On S3 (moto's server behind a proxy adding a 20 ms round trip), the same
+contenders but ``cp``: the floor is a process that lists the chunk objects and
+copies them through s3fs, as many requests in flight as ours (``JOBS``), each
+byte read and written once. Reported: each contender's median seconds over
+the rounds (interleaved, in a new order each round), min .. max, stored MB/s,
+its peak memory (maximum resident set), and ratios: the whole run against the
+faster re-encoder (goal: 5x faster or more); what sharding adds to the
+metadata-only run against the copy floor (goal: 1.25x of it or less).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from numcodecs_bytes.to_v3.sharding import shard_shape
+
+CHUNK = (256, 1024)
+SHARD_MIB = 64
+TS_CODECS = [
+    {"name": "bytes", "configuration": {"endian": "little"}},
+    {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4}},
+]
+
+# One contender's work, run as ``python shard.py --contender NAME SOURCE TARGET ROWS`` in a process of its own.
+TENSORSTORE = """
+import os, sys, tensorstore as ts
+source, target, shard, endpoint = sys.argv[1], sys.argv[2], [int(n) for n in sys.argv[3].split(",")], sys.argv[4]
+def kvstore(path):
+    if not path.startswith("s3://"):
+        return {"driver": "file", "path": path}
+    bucket, _, prefix = path[5:].partition("/")
+    return {"driver": "s3", "bucket": bucket, "path": prefix + "/", "endpoint": endpoint, "aws_region": "us-east-1",
+            "aws_credentials": {"type": "environment"}}
+src = ts.open({"driver": "zarr", "kvstore": kvstore(source)}, read=True).result()
+codecs = CODECS
+layout = {"name": "sharding_indexed", "configuration": {"chunk_shape": CHUNK_SHAPE, "codecs": codecs,
+          "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}
+dst = ts.open({"driver": "zarr3", "kvstore": kvstore(target), "create": True, "metadata": {
+    "shape": list(src.shape), "data_type": "float32", "codecs": [layout],
+    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shard}}}}).result()
+dst.write(src).result()
+os.sync()
+""".replace("CODECS", repr(TS_CODECS)).replace("CHUNK_SHAPE", repr(list(CHUNK)))
+
+FROM_ARRAY = """
+import os, sys, zarr
+from zarr.codecs import BloscCodec
+source, target, shard, endpoint, pipeline = sys.argv[1:6]
+options = {"storage_options": {"endpoint_url": endpoint}} if source.startswith("s3://") else {}
+if pipeline == "zarrs":
+    zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
+src = zarr.open_array(source, mode="r", zarr_format=2, **options)
+zarr.from_array(target, data=src, chunks=CHUNK_SHAPE, shards=tuple(int(n) for n in shard.split(",")), zarr_format=3,
+                compressors=BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"), filters=None, **options)
+os.sync()
+""".replace("CHUNK_SHAPE", repr(CHUNK))
+
+S3_FLOOR = """
+import os, sys, s3fs
+source, target, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fs = s3fs.S3FileSystem(config_kwargs={"max_pool_connections": jobs})
+names = [p for p in fs.find(source.removeprefix("s3://")) if p.rsplit("/", 1)[-1][0].isdigit()]
+for start in range(0, len(names), jobs):
+    batch = fs.cat(names[start : start + jobs])
+    fs.pipe({target.removeprefix("s3://") + path[len(source) - 5 :]: data for path, data in batch.items()})
+"""
+
+
+def write_v2_array(root: Path, rows: int) -> int:
+    """The v2 array, a band of chunk rows at a time (bounded memory); its stored bytes."""
+    import numcodecs
+    import zarr
+
+    array = zarr.create_array(str(root), shape=(rows, 32768), chunks=CHUNK, dtype="<f4", zarr_format=2,
+                              compressors=numcodecs.Blosc("zstd", 3, numcodecs.Blosc.SHUFFLE))  # fmt: skip
+    rng, bitround = np.random.default_rng(0), numcodecs.BitRound(16)
+    x = np.linspace(0, 100, 32768, dtype="f4")[None, :]
+    for start in range(0, rows, CHUNK[0]):
+        y = np.linspace(start / 300, (start + CHUNK[0]) / 300, CHUNK[0], dtype="f4")[:, None]
+        field = np.sin(y) * np.cos(x) * 10 + 280 + rng.normal(0, 0.2, (CHUNK[0], 32768)).astype("f4")
+        array[start : start + CHUNK[0]] = bitround.encode(field).view("f4")
+    return sum(p.stat().st_size for p in root.iterdir() if p.name[0].isdigit())
+
+
+PEAK = """
+import os, sys, time
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(time.perf_counter() - start, usage.ru_maxrss, file=sys.stderr)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Runs a command and says its wall seconds and peak memory (KiB): from a small process, since a child's peak
+memory counts the memory of the process it was forked from (Linux keeps it across exec)."""
+
+
+def run_process(command: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """A command's wall seconds and peak memory (MiB), run as a process of its own."""
+    result = subprocess.run([sys.executable, "-c", PEAK, *command], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, check=False)  # fmt: skip
+    if result.returncode:
+        raise RuntimeError(f"{command[:4]} failed: {result.stderr[-2000:]}")
+    seconds, peak = result.stderr.splitlines()[-1].split()
+    return float(seconds), int(peak) / 1024
+
+
+def equal_samples(source: str, target: str, endpoint: str | None) -> None:
+    """Four regions of the v3 target equal the v2 source's (zarr-python's reading of both)."""
+    import zarr
+
+    options: dict[str, Any] = {"storage_options": {"endpoint_url": endpoint}} if endpoint else {}
+    src = zarr.open_array(source, mode="r", zarr_format=2, **options)
+    dst = zarr.open_array(target, mode="r", zarr_format=3, **options)
+    rows, columns = src.shape
+    for row, column in ((0, 0), (rows - 300, columns - 2000), (rows // 2, 777), (123, columns // 3)):
+        region = (slice(row, row + 300), slice(column, column + 2000))
+        if not np.array_equal(src[region], dst[region]):
+            raise AssertionError(f"{target}: {region} differs from the source")
+
+
+class Bench:
+    """Contenders timed in rounds, interleaved, each on its own fresh target."""
+
+    def __init__(self, rounds: int) -> None:
+        self.rounds, self.times, self.memory = rounds, {}, {}  # type: ignore[var-annotated]
+
+    def run(self, contenders: dict[str, Callable[[int], tuple[float, float]]]) -> None:
+        names, order = list(contenders), random.Random(0)
+        for round_ in range(self.rounds):
+            order.shuffle(names)
+            for name in names:
+                seconds, peak = contenders[name](round_)
+                self.times.setdefault(name, []).append(seconds)
+                self.memory[name] = max(self.memory.get(name, 0.0), peak)
+            print(f"-- round {round_ + 1} of {self.rounds}: "
+                  + ", ".join(f"{n} {self.times[n][-1]:.2f} s" for n in names), flush=True)  # fmt: skip
+
+    def table(self, stored: int, floor: str) -> dict[str, float]:
+        medians = {name: statistics.median(values) for name, values in self.times.items()}
+        print(f"\n{'contender':<36} {'median s':>9} {'min .. max':>15} {'MB/s':>7} {'peak MiB':>9} {'x floor':>8}")
+        for name, values in self.times.items():
+            print(f"{name:<36} {medians[name]:9.2f} {min(values):6.2f} .. {max(values):5.2f} "
+                  f"{stored / 1e6 / medians[name]:7.0f} {self.memory[name]:9.0f} "
+                  f"{medians[name] / medians[floor]:8.2f}")  # fmt: skip
+        return medians
+
+
+def goals(medians: dict[str, float], floor: str) -> None:
+    encoders = [name for name in medians if name.startswith(("tensorstore", "zarr.from_array"))]
+    fastest = min(encoders, key=medians.__getitem__)
+    added = medians["to-v3 --shard-size"] - medians["to-v3, metadata only"]
+    print(f"\nthe whole run: {medians[fastest] / medians['to-v3 --shard-size']:.1f}x faster than {fastest} "
+          "(goal: 5x or more)")  # fmt: skip
+    print(f"what sharding adds to the metadata-only run: {added:.2f} s, {added / medians[floor]:.2f}x the "
+          f"floor ({floor}; goal: 1.25x or less)")  # fmt: skip
+
+
+def has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def local_disk(folder: Path, gib: float, rounds: int) -> None:
+    rows = int(8192 * gib) // CHUNK[0] * CHUNK[0]
+    source = folder / "v2.zarr"
+    stored = write_v2_array(source, rows)
+    shard = ",".join(map(str, shard_shape([rows, 32768], CHUNK, 4, SHARD_MIB * 2**20)))  # ours, by its rule
+    raw = rows * 32768 * 4
+    print(f"{rows} x 32768 float32 ({raw / 2**30:.2f} GiB raw, {stored / 1e6:.0f} MB stored, {raw / stored:.1f}x), "
+          f"{rows // CHUNK[0] * 32} chunk files; shards {shard}", flush=True)  # fmt: skip
+    target = folder / "target.zarr"
+    checked: set[str] = set()
+
+    def fresh_copy() -> None:
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(source, target)
+        os.sync()
+
+    def ours(options: list[str], name: str) -> Callable[[int], tuple[float, float]]:
+        def run(round_: int) -> tuple[float, float]:
+            fresh_copy()
+            measured = run_process([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(target), *options])
+            if name not in checked:
+                equal_samples(str(source), str(target), None)
+                checked.add(name)
+            return measured
+
+        return run
+
+    def writer(command: list[str], name: str) -> Callable[[int], tuple[float, float]]:
+        def run(round_: int) -> tuple[float, float]:
+            shutil.rmtree(target, ignore_errors=True)
+            os.sync()
+            measured = run_process([part.replace("TARGET", str(target)) for part in command])
+            if name not in checked and name != "cp -r, then sync":
+                equal_samples(str(source), str(target), None)
+                checked.add(name)
+            return measured
+
+        return run
+
+    contenders = {
+        "to-v3 --shard-size": ours(["--shard-size", f"{SHARD_MIB}MiB"], "ours"),
+        "to-v3, metadata only": ours([], "metadata"),
+        "cp -r, then sync": writer(["sh", "-c", f"cp -r '{source}' 'TARGET' && sync"], "cp -r, then sync"),
+    }
+    if has("tensorstore"):
+        contenders["tensorstore copy"] = writer(
+            [sys.executable, "-c", TENSORSTORE, str(source), "TARGET", shard, "-"], "tensorstore"
+        )
+    contenders["zarr.from_array"] = writer(
+        [sys.executable, "-c", FROM_ARRAY, str(source), "TARGET", shard, "-", "zarr"], "zarr.from_array"
+    )
+    if has("zarrs"):
+        contenders["zarr.from_array, zarrs pipeline"] = writer(
+            [sys.executable, "-c", FROM_ARRAY, str(source), "TARGET", shard, "-", "zarrs"], "zarrs"
+        )
+    bench = Bench(rounds)
+    bench.run(contenders)
+    files_before = sum(1 for _ in source.iterdir())
+    fresh_copy()
+    subprocess.run([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(target), "--shard-size",
+                    f"{SHARD_MIB}MiB", "--remove-v2-metadata"], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    files_after = sum(1 for p in target.rglob("*") if p.is_file())
+    print(f"\nfiles: {files_before:,} before (v2), {files_after:,} after --remove-v2-metadata")
+    goals(bench.table(stored, "cp -r, then sync"), "cp -r, then sync")
+    shutil.rmtree(target, ignore_errors=True)
+
+
+def object_store(folder: Path, mib: int, rounds: int, rtt: float) -> None:
+    import s3fs
+    from store_tools import delaying_proxy, moto_server
+
+    from numcodecs_bytes.store import JOBS
+
+    rows = max(CHUNK[0], mib * 2**20 // (32768 * 4) // CHUNK[0] * CHUNK[0])
+    local = folder / "s3-source.zarr"
+    stored = write_v2_array(local, rows)
+    shard = ",".join(map(str, shard_shape([rows, 32768], CHUNK, 4, SHARD_MIB * 2**20)))  # ours, by its rule
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    os.environ.update({key: env[key] for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")})
+    print(f"\nS3 (moto) behind a {rtt * 1000:.0f} ms round trip: {rows} x 32768 float32 ({stored / 1e6:.0f} MB "
+          f"stored), shards {shard}", flush=True)  # fmt: skip
+    with moto_server() as direct, delaying_proxy(int(direct.rsplit(":", 1)[1]), rtt) as proxied:
+        fs = s3fs.S3FileSystem(endpoint_url=direct, skip_instance_cache=True)
+        counter = iter(range(10**6))
+        checked: set[str] = set()
+
+        def bucket_with_source() -> str:
+            bucket = f"shard-bench-{next(counter)}"
+            fs.mkdir(bucket)
+            fs.put(str(local), f"{bucket}/v2", recursive=True)
+            return bucket
+
+        def contender(name: str, command: Callable[[str], list[str]], in_place: bool) -> Callable[[int], Any]:
+            def run(round_: int) -> tuple[float, float]:
+                bucket = bucket_with_source()  # a bucket a run: moto lists by scanning every key of a bucket
+                target = f"s3://{bucket}/{'v2' if in_place else 'v3'}"
+                measured = run_process(command(bucket), env={**env, "FSSPEC_S3_ENDPOINT_URL": proxied})
+                if name not in checked and "floor" not in name:
+                    equal_samples(f"s3://{bucket}/v2", target, direct)
+                    checked.add(name)
+                fs.rm(bucket, recursive=True)
+                return measured
+
+            return run
+
+        def ours(*options: str) -> Callable[[str], list[str]]:
+            return lambda bucket: [sys.executable, "-m", "numcodecs_bytes", "to-v3", f"s3://{bucket}/v2", *options]
+
+        contenders = {
+            "to-v3 --shard-size": contender("ours", ours("--shard-size", f"{SHARD_MIB}MiB"), True),
+            "to-v3, metadata only": contender("metadata", ours(), True),
+            "floor: chunk objects copied": contender("floor", lambda bucket: [
+                sys.executable, "-c", S3_FLOOR, f"s3://{bucket}/v2", f"s3://{bucket}/copy", str(JOBS)], True),
+        }  # fmt: skip
+
+        def rewrite(script: str, *extra: str) -> Callable[[str], list[str]]:
+            return lambda bucket: [sys.executable, "-c", script, f"s3://{bucket}/v2", f"s3://{bucket}/v3", shard,
+                                   proxied, *extra]  # fmt: skip
+
+        if has("tensorstore"):
+            contenders["tensorstore copy"] = contender("tensorstore", rewrite(TENSORSTORE), False)
+        contenders["zarr.from_array"] = contender("zarr.from_array", rewrite(FROM_ARRAY, "zarr"), False)
+        bench = Bench(rounds)
+        bench.run(contenders)
+        goals(bench.table(stored, "floor: chunk objects copied"), "floor: chunk objects copied")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--gib", type=float, default=1.0, help="raw data on the local disk, in GiB")
+    parser.add_argument("--s3-mib", type=int, default=64, help="raw data on S3, in MiB (0: no S3 part)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rtt", type=float, default=0.02, help="round trip the proxy adds on S3, in seconds")
+    args = parser.parse_args(argv)
+    from machine import describe
+
+    print(describe(), flush=True)
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
+        if args.gib > 0:
+            local_disk(Path(folder), args.gib, args.rounds)
+        if args.s3_mib > 0:
+            object_store(Path(folder), args.s3_mib, args.rounds, args.rtt)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
