@@ -140,8 +140,10 @@ def array_document(zarray: Any, zattrs: Mapping[str, Any]) -> Conversion:
         document = _with_serializer(document, v3_entry(CODEC_ID, endian))
     elif fold is not None and _serializer_endian(document) != fold.endian:
         raise UnconvertibleError(f"zarr-python {zarr.version} maps data type {source['dtype']!r} without byte order")
-    if fold is not None and source["filters"] and fold.endian not in (None, _NATIVE):
-        readers = _filters_before_a_swap(fold.endian)
+    swapped = _serializer_endian(document)
+    if source["filters"] and swapped not in (None, _NATIVE):
+        readers = _filters_before_a_swap(swapped)
+        document = _filters_in_native_order(document)
     document = _with_attributes(document, attributes, dimension_names)
     return Conversion(document, (*notes, *assumed, *xarray_notes), None if fold is None else fold.description, readers)
 
@@ -238,7 +240,7 @@ def position_of_this_codec(filter_ids: list[Any]) -> int | None:
     return ours[0] if ours else None
 
 
-def _filters_before_a_swap(endian: Endian) -> ReadersNeed:
+def _filters_before_a_swap(endian: Any) -> ReadersNeed:
     """What zarr-python before 3.4 does with filters before a bytes codec in the other byte order."""
     zarr = zarr_api()
     if not zarr_has(FILTERS_GET_NATIVE_ARRAYS):
@@ -252,6 +254,41 @@ def _filters_before_a_swap(endian: Endian) -> ReadersNeed:
         f"zarr-python before {release(FILTERS_GET_NATIVE_ARRAYS)} hands its filters (Delta, Quantize, ...) the "
         f"{endian} endian data as stored, which they read as native: wrong values, no error",
     )
+
+
+_DTYPE_KEYS = ("dtype", "astype", "encode_dtype", "decode_dtype")
+"""numcodecs filters' settings that name a data type (Delta, Quantize, FixedScaleOffset, Categorize, AsType)."""
+
+
+def _filters_in_native_order(document: dict[str, Any]) -> dict[str, Any]:
+    """The filters before the serializer with the data types they name in native byte order: zarr-python 3.4
+    hands them native arrays (a Delta or Quantize of ``>f8`` views a native array as big endian: wrong values,
+    no error), where zarr's mapping keeps the v2 spelling.
+
+    >>> document = {"codecs": [{"name": "numcodecs.quantize", "configuration": {"digits": 3, "dtype": ">f8"}},
+    ...                        {"name": "bytes", "configuration": {"endian": "big"}}]}
+    >>> _filters_in_native_order(document)["codecs"][0]["configuration"]["dtype"] == np.dtype("=f8").str
+    True
+    """
+    codecs = []
+    before_serializer = True
+    for codec in document["codecs"]:
+        before_serializer = before_serializer and v3_name(codec) != CODEC_ID
+        settings = codec.get("configuration") if isinstance(codec, dict) else None
+        if before_serializer and isinstance(settings, dict):
+            codec = {**codec, "configuration": {key: _native_dtype(value) if key in _DTYPE_KEYS else value
+                                                for key, value in settings.items()}}  # fmt: skip
+        codecs.append(codec)
+    return {**document, "codecs": codecs}
+
+
+def _native_dtype(value: Any) -> Any:
+    """A data type's spelling in native byte order (``>f8`` -> ``<f8`` here); anything else as it is."""
+    try:
+        dtype = np.dtype(value) if isinstance(value, str) else None
+    except TypeError:
+        return value
+    return value if dtype is None or dtype.byteorder in ("=", "|") else dtype.newbyteorder("=").str
 
 
 def _v2_dtype(dtype: np.dtype[Any]) -> Any:

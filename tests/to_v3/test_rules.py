@@ -248,6 +248,36 @@ def test_filters_before_a_swapped_serializer_need_zarr_3_4_to_read_right() -> No
     assert readers is not None and readers.since == (3, 4) and "wrong values, no error" in readers.why
 
 
+def test_filters_of_a_big_endian_array_get_native_data_types_for_zarr_3_4(tmp_path: Path) -> None:
+    """A '>f8' array with Quantize(dtype='>f8') (a '>i4' one with Delta): zarr's mapping keeps '>f8' in the
+    filter, which zarr 3.1 reads right and zarr 3.4, handing the filter a native array, reads as garbage (2e-319
+    for 0.125), without an error. Converted on zarr 3.4: the filters name native data types, and readers need
+    3.4; on zarr 3.1: refused, as any document 3.1 reads right 3.4 reads wrong."""
+    quantize = zarray(">f8", 0.0, filters=[{"id": "quantize", "digits": 3, "dtype": ">f8", "astype": ">f8"}])
+    delta = zarray(">i4", 0, filters=[{"id": "delta", "dtype": ">i4", "astype": ">i4"}])
+    if not ZARR_HANDS_FILTERS_NATIVE_ARRAYS:
+        for metadata in (quantize, delta):
+            with pytest.raises(UnconvertibleError, match=r"big endian data as it is stored.*zarr-python 3\.4 reads"):
+                array_document(metadata, {})
+        return
+    for metadata in (quantize, delta):
+        conversion = array_document(metadata, {})
+        assert conversion.readers is not None and conversion.readers.since == (3, 4)
+        settings = conversion.document["codecs"][0]["configuration"]
+        native = np.dtype(metadata["dtype"]).newbyteorder("=").str
+        assert (settings["dtype"], settings["astype"]) == (native, native)
+    root = tmp_path / "s.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    group.create_array("q", shape=(9,), chunks=(3,), dtype=">f8", fill_value=0.0,
+                       filters=[numcodecs.Quantize(digits=3, dtype=">f8")])[...] = np.linspace(0, 1, 9)  # fmt: skip
+    group.create_array("d", shape=(9,), chunks=(3,), dtype=">i4", fill_value=0,
+                       filters=[numcodecs.Delta(dtype=">i4")])[...] = np.arange(9) ** 2  # fmt: skip
+    assert convert_store(root).failures == []
+    opened = zarr.open_group(str(root), mode="r", zarr_format=3)
+    assert opened["q"][...].tolist() == np.linspace(0, 1, 9).tolist()
+    assert opened["d"][...].tolist() == (np.arange(9) ** 2).tolist()
+
+
 def test_big_endian_struct_fields_need_zarr_3_3_to_read_right() -> None:
     metadata = zarray([["a", ">i4"], ["b", ">f8"]], None)
     if not ZARR_SWAPS_STRUCT_FIELDS:
