@@ -237,7 +237,8 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
                 f"the bytes codec of this {chunk_spec.dtype.to_native_dtype()} array has no endian, which the "
                 f"spec requires for multi-byte types: reading and writing it as {self.endian} endian, this "
                 f"machine's byte order, as zarr-python {zarr.__version__}'s own codec does (zarr-python "
-                f"{release(REFUSES_MISSING_ENDIAN)}+ refuses such metadata)",
+                f"{release(REFUSES_MISSING_ENDIAN)}+ refuses such metadata; numcodecs-bytes migrate writes the "
+                "draft's default, little, into it)",
                 UserWarning,
                 stacklevel=3,
             )

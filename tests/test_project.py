@@ -126,11 +126,14 @@ ROOMS = [
     ("the data type table and the swap core", ["data_types", "_threads", "swap", "names", "chunk_bytes"]),
     ("the codecs", ["codec", "zarr3", "__init__"]),
     ("store access", ["store"]),
-    ("the tools' rules", ["to_v3._zarr_api", "to_v3.xarray", "to_v3.rules", "migrate.rules"]),
+    (
+        "the tools' rules",
+        ["to_v3._zarr_api", "to_v3.xarray", "to_v3.rules", "to_v3.sharding", "migrate.text", "migrate.rules"],
+    ),
     ("the tools' runs", ["to_v3", "migrate"]),
     ("the command line", ["cli", "__main__"]),
 ]
-RULES = ["to_v3.xarray", "to_v3.rules", "migrate.rules"]
+RULES = ["to_v3.xarray", "to_v3.rules", "to_v3.sharding", "migrate.text", "migrate.rules"]
 
 
 def modules() -> dict[str, Any]:

@@ -28,7 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return dtypes()
     shared = {"verbose": args.verbose, "progress": args.progress, "store_options": store_options(args)}
     if args.command == "migrate":
-        return run_migrate(args.path, dry_run=args.dry_run, backup=args.backup, **shared)
+        return run_migrate(args.path, dry_run=args.dry_run, backup=args.backup, struct_endian=args.struct_endian,
+                           **shared)  # fmt: skip
     return run_to_v3(
         args.path,
         dry_run=args.dry_run,

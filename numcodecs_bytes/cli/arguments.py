@@ -25,15 +25,23 @@ def parser() -> argparse.ArgumentParser:
     migrate = _store_command(
         commands,
         "migrate",
-        help="upgrade a store written with the legacy endian codec",
+        help="upgrade a store written with the legacy endian codec, or with v3 bytes codecs that state no endian",
         description=(
             "Rename every legacy 'endian' codec to 'bytes' in the metadata of a Zarr store (v2 .zarray, "
-            ".zmetadata; v3 zarr.json, sharding, consolidated metadata). Each file is replaced atomically, only "
-            "if it still holds what was read; chunks are never touched."
+            ".zmetadata; v3 zarr.json, sharding, consolidated metadata), and give every v3 'bytes' codec of a "
+            'multi-byte data type that states no byte order the draft\'s default, "endian": "little" (what '
+            "zarr-python before 3.3 read; 3.3 refuses such metadata). Each file is replaced atomically, only if "
+            "it still holds what was read; chunks are never touched."
         ),
     )
     migrate.add_argument("--dry-run", action="store_true", help="say what would change; change nothing")
     migrate.add_argument("--backup", action="store_true", help="keep each original beside it as <name>.bak")
+    migrate.add_argument(
+        "--struct-endian",
+        choices=("little", "big"),
+        help="the byte order of struct arrays' fields where their bytes codec states none (zarr-python's "
+        "releases read them differently: without it such arrays are reported and left as they are)",
+    )
     _store_arguments(migrate, "each file changed")
     to_v3 = _store_command(
         commands,

@@ -10,7 +10,7 @@ import textwrap
 from collections.abc import Callable
 from contextlib import suppress
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from ..migrate import METADATA_FILES, RENAME, Change, migrate_store
 from ..problems import NotAStoreError, RunTimeoutError, StoreBusyError
@@ -82,6 +82,7 @@ def run_migrate(
     *,
     dry_run: bool,
     backup: bool,
+    struct_endian: Literal["little", "big"] | None = None,
     verbose: bool = False,
     progress: bool | None = None,
     store_options: StoreOptions | None = None,
@@ -94,12 +95,12 @@ def run_migrate(
     def on_change(relative: str, changes: list[Change]) -> None:
         status.written += 1
         if verbose:
-            lines = [f"{verb} {shown(relative)}:", *(f"  {change.location}: {RENAME}" for change in changes)]
+            lines = [f"{verb} {shown(relative)}:", *(f"  {change.location}: {change.what}" for change in changes)]
             say(status, "\n".join(lines))
 
     run = partial(
-        migrate_store, location, dry_run=dry_run, backup=backup, on_change=on_change, on_progress=status.update,
-        store_options=store_options,
+        migrate_store, location, dry_run=dry_run, backup=backup, struct_endian=struct_endian, on_change=on_change,
+        on_progress=status.update, store_options=store_options,
     )  # fmt: skip
     report = _run_tool(status, run)
     if isinstance(report, int):
@@ -109,6 +110,10 @@ def run_migrate(
             print(f"{'would remove' if dry_run else 'removed'} {shown(leftover)} (left by an interrupted run)")
     for relative, why in report.failures:
         print(f"failed {shown(relative or '.')}: {shown(why)}", file=sys.stderr)
+    added = [change for change in report.changes if change.what != RENAME]
+    if added:
+        print(f"note: {count(len(added), 'bytes codec')} given the endian {'they' if len(added) > 1 else 'it'} "
+              "did not state: the draft's default, what zarr-python before 3.3 read", file=sys.stderr)  # fmt: skip
     prefix = "dry run: " if dry_run else ""
     if not report.files_changed and not report.failures:
         print(f"{prefix}nothing to do: no legacy codec in {count(report.nodes, 'node')} ({status.elapsed()})")

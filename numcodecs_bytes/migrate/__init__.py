@@ -82,6 +82,7 @@ nothing to do: no legacy codec in 1 node (... s)
 from __future__ import annotations
 
 from .rules import (
+    ENDIAN_ADDED,
     LEGACY_NAME,
     METADATA_FILES,
     RENAME,
@@ -90,11 +91,13 @@ from .rules import (
     legacy_codecs,
     migrate_config,
     migrate_metadata,
+    missing_endians,
     rewrite_text,
 )
 from .run import MigrationReport, migrate_store
 
 __all__ = [
+    "ENDIAN_ADDED",
     "LEGACY_NAME",
     "METADATA_FILES",
     "RENAME",
@@ -105,5 +108,6 @@ __all__ = [
     "migrate_config",
     "migrate_metadata",
     "migrate_store",
+    "missing_endians",
     "rewrite_text",
 ]

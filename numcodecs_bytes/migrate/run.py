@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..problems import reason
 from ..store import Replacement, Store, StoreOptions, open_store
@@ -35,11 +36,14 @@ def migrate_store(
     *,
     dry_run: bool = False,
     backup: bool = False,
+    struct_endian: Literal["little", "big"] | None = None,
     on_change: Callable[[str, list[Change]], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     store_options: StoreOptions | None = None,
 ) -> MigrationReport:
-    """Rename every legacy ``endian`` codec in a Zarr store's metadata to ``bytes``.
+    """Rename every legacy ``endian`` codec in a Zarr store's metadata to ``bytes``, and give every v3 ``bytes``
+    codec of a multi-byte data type that states no byte order the draft's default, ``"endian": "little"`` (what
+    zarr-python before 3.3 read; 3.3 refuses such metadata).
 
     Parameters
     ----------
@@ -50,6 +54,10 @@ def migrate_store(
     backup : bool
         Keep each original beside it as ``<name>.bak`` (an existing one is
         never overwritten: that file is reported and left as it is).
+    struct_endian : {"little", "big"}, optional
+        The byte order of struct arrays' fields where their ``bytes`` codec
+        states none: zarr-python's releases read such fields differently, so
+        without it they are reported and left as they are.
     on_change : callable, optional
         Called with each file (relative to the store) and its changes, as it goes.
     on_progress : callable, optional
@@ -74,15 +82,18 @@ def migrate_store(
     problems.RunTimeoutError
         If the run's time limit passed (what was written is whole; a rerun finishes).
     """
+    if struct_endian not in (None, "little", "big"):
+        raise ValueError(f"struct_endian must be 'little' or 'big', got {struct_endian!r}")
     store = open_store(location, store_options)
     with store.locked(dry_run):
-        return _migrated(store, dry_run, backup, on_change, on_progress)
+        return _migrated(store, dry_run, backup, struct_endian, on_change, on_progress)
 
 
 def _migrated(
     store: Store,
     dry_run: bool,
     backup: bool,
+    struct_endian: Literal["little", "big"] | None,
     on_change: Callable[[str, list[Change]], None] | None,
     on_progress: Callable[[int, int], None] | None,
 ) -> MigrationReport:
@@ -98,17 +109,19 @@ def _migrated(
             folder, name = metadata[path]
             relative = store.relative(path)
             try:
-                document, found, renamed = migrated_file(name, _read(data))
+                mended = migrated_file(name, _read(data), struct_endian)
             except Exception as exc:
                 report.failures.append((relative, reason(exc)))
                 continue
+            document = mended.document
             if name == ".zarray":
                 walk.leave_out(folder, chunk_folders(folder.subfolders, folder.files, document))
             elif name == "zarr.json" and isinstance(document, dict) and document.get("node_type") == "array":
                 walk.leave_out(folder, folder.subfolders)  # a Zarr v3 array holds chunks only
-            if found:
-                replacement = Replacement(path, renamed, _read(data), backup)
-                changed[path] = (replacement, [Change(relative, location) for location, _ in found])
+            report.failures += [(relative, problem) for problem in mended.problems]
+            if mended.changes:
+                replacement = Replacement(path, mended.data, _read(data), backup)
+                changed[path] = (replacement, [Change(relative, where, what) for where, what in mended.changes])
         write_failures = {} if dry_run else store.files.replace(replacement for replacement, _ in changed.values())
         for path, (_, changes) in changed.items():
             relative = store.relative(path)
