@@ -2,12 +2,15 @@
 
 `migrate_config` renames one codec config. `migrate_store` walks a Zarr store
 (v2 and v3, groups, consolidated metadata, sharding) and rewrites each metadata
-file that names the legacy codec, atomically, touching nothing else: not the
-chunks, not the rest of the file's text.
+file that names the legacy codec, or whose v3 ``bytes`` codecs of multi-byte
+data types state no ``endian`` (the draft's default, little, is written in),
+atomically, touching nothing else: not the chunks, not the rest of the file's
+text.
 
 What `migrate_store` (and ``numcodecs-bytes migrate``) guarantees:
 
-- Only codec names change. A codec is ours by its `id` in v2 metadata and
+- Only codec names change, and missing ``endian`` keys are added (in the
+  file's own style). A codec is ours by its `id` in v2 metadata and
   by its `name` in v3 metadata (`{"id": "zlib", "name": "endian"}` is a zlib
   codec and stays as it is; so do user attributes that say `endian`). In the
   text, only the name's own string token is replaced (located from the text's
