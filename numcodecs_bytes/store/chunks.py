@@ -91,23 +91,49 @@ def parsed_index(data: bytes | memoryview, count: int) -> list[tuple[int, int] |
     size = count * INDEX_ENTRY
     if len(data) < size + 4:
         raise ShardError(f"shard of {len(data)} bytes is shorter than its index ({size + 4} bytes)")
-    index, checksum = data[-size - 4 : -4], data[-4:]
-    if struct.pack("<I", _crc32c(bytes(index))) != bytes(checksum):
+    tail = bytes(data[len(data) - size - 4 :])  # a copy: no view of the caller's buffer outlives the call
+    index, checksum = tail[:size], tail[size:]
+    if struct.pack("<I", _crc32c(index)) != checksum:
         raise ShardError("the shard's index does not match its checksum")
     pairs = struct.unpack(f"<{2 * count}Q", index)
     return [None if pairs[i] == EMPTY else (pairs[i], pairs[i + 1]) for i in range(0, 2 * count, 2)]
 
 
 def _crc32c(data: bytes) -> int:
-    """The CRC-32C of ``data`` by the library zarr's crc32c codec uses: google-crc32c since zarr 3.1.4 (it
-    replaced numcodecs' crc32c package), crc32c before."""
+    """The CRC-32C of ``data``: by the library zarr's crc32c codec uses where one is installed (google-crc32c
+    since zarr 3.1.4, numcodecs' crc32c before), else a table here (an index is small: 16 bytes a chunk)."""
     try:
         import google_crc32c
     except ImportError:
-        from crc32c import crc32c
-
+        try:
+            from crc32c import crc32c
+        except ImportError:
+            return _table_crc32c(data)
         return int(crc32c(data))
     return int(google_crc32c.value(data))
+
+
+def _table_crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), a byte at a time from a table.
+
+    >>> hex(_table_crc32c(b"123456789"))  # the catalogue's check value for CRC-32/ISCSI
+    '0xe3069283'
+    """
+    if not _CRC32C_TABLE:
+        _CRC32C_TABLE.extend(_crc32c_row(byte) for byte in range(256))
+    table, crc = _CRC32C_TABLE, 0xFFFFFFFF
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def _crc32c_row(byte: int) -> int:
+    for _ in range(8):
+        byte = (byte >> 1) ^ (0x82F63B78 if byte & 1 else 0)
+    return byte
+
+
+_CRC32C_TABLE: list[int] = []
 
 
 def same_bytes(a: memoryview, b: memoryview) -> bool:

@@ -8,9 +8,9 @@ import mmap
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 
@@ -219,8 +219,7 @@ def _compared(shard: Shard, descriptor: int) -> tuple[tuple[int | None, ...], tu
     try:
         if os.fstat(descriptor).st_size == 0:
             return sizes, versions, False
-        with mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ) as mapped:
-            view = memoryview(mapped)
+        with _mapped(descriptor) as view:
             try:
                 index = parsed_index(view, len(sizes))
                 same = [entry is None for entry in index] == [size is None for size in sizes]
@@ -232,8 +231,6 @@ def _compared(shard: Shard, descriptor: int) -> tuple[tuple[int | None, ...], tu
                     offset += size or 0
             except ShardError:
                 same = False
-            finally:
-                view.release()
         return sizes, versions, same
     finally:
         _close(sources)
@@ -261,9 +258,21 @@ def _same_as_file(data: memoryview, descriptor: int) -> bool:
     size = os.fstat(descriptor).st_size
     if size != data.nbytes:
         return False
-    with mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ) as mapped:
-        view = memoryview(mapped)
+    with _mapped(descriptor) as view:
+        return same_bytes(data, view)
+
+
+@contextmanager
+def _mapped(descriptor: int) -> Iterator[memoryview]:
+    """A file's bytes, mapped; unmapped after, unless a view of them is still held (by the traceback of an error
+    on its way out: the error goes on, the mapping goes with the view)."""
+    mapped = mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ)
+    view = memoryview(mapped)
+    try:
+        yield view
+    finally:
         try:
-            return same_bytes(data, view)
-        finally:
             view.release()
+            mapped.close()
+        except BufferError:
+            pass

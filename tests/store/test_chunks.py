@@ -52,6 +52,14 @@ def test_the_crc32c_oracle_gives_the_check_value() -> None:
     assert crc32c(b"123456789") == 0xE3069283  # the catalogue's check value for CRC-32/ISCSI
 
 
+@given(st.binary(max_size=300))
+def test_the_crc32c_without_a_library_is_the_oracles(data: bytes) -> None:
+    """Where neither google-crc32c nor crc32c is installed (no zarr), the index's checksum comes from a table."""
+    from numcodecs_bytes.store.chunks import _table_crc32c
+
+    assert _table_crc32c(data) == crc32c(data)
+
+
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=40)), max_size=12))
 def test_the_index_is_the_specs_and_reads_back(chunks: list[bytes | None]) -> None:
     sizes = [None if chunk is None else len(chunk) for chunk in chunks]
@@ -266,3 +274,20 @@ def test_a_linked_chunk_file_is_packed_as_v2_readers_read_it(tmp_path: Path) -> 
     result = open_store(tmp_path).files.pack([Shard(str(tmp_path / "s" / "0"), (str(tmp_path / "0"),))])
     assert isinstance(result[str(tmp_path / "s" / "0")], Packed)
     assert (tmp_path / "s" / "0").read_bytes() == expected_shard([b"the target's bytes"])
+
+
+def test_an_error_while_comparing_is_raised_as_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected error inside the comparison of a mapped shard goes on as it is (the views of the mapping it
+    leaves in its traceback must not turn it into 'cannot close exported pointers')."""
+    (tmp_path / ".zgroup").write_text("{}")
+    (tmp_path / "0").write_bytes(b"abc")
+    shard = Shard(str(tmp_path / "s" / "0"), (str(tmp_path / "0"),))
+    store = open_store(tmp_path)
+    assert isinstance(store.files.pack([shard])[shard.path], Packed)
+
+    def failing(a: memoryview, b: memoryview) -> bool:
+        raise RuntimeError("a comparison that fails")
+
+    monkeypatch.setattr(local_shards, "same_bytes", failing)
+    with pytest.raises(RuntimeError, match="a comparison that fails"):
+        store.files.pack([shard])  # the shard is there: compared with its source
