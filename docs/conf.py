@@ -20,12 +20,25 @@ release = version = numcodecs_bytes.__version__
 
 extensions = ["myst_parser", "sphinx.ext.autodoc", "numpydoc"]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}  # numpydoc loads autosummary, which asks for .rst
-exclude_patterns = ["_build", "README.md"]
+exclude_patterns = ["_build", "_generated", "README.md"]  # _generated: included by pages, not pages
 myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3
 html_theme = "pydata_sphinx_theme"
-html_title = "numcodecs-bytes"
-html_theme_options = {"navigation_depth": 2, "show_toc_level": 2}
+html_title = f"numcodecs-bytes {version}"
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
+templates_path = ["_templates"]
+html_theme_options = {
+    # three sections in the header, one row; the sidebar shows the section's pages
+    "navbar_start": ["navbar-logo", "version"],
+    "navbar_align": "left",
+    "header_links_before_dropdown": 4,
+    "navigation_depth": 2,
+    "show_toc_level": 2,
+    "github_url": "https://github.com/numcodecs-bytes/numcodecs-bytes",
+    "icon_links_label": "Links",
+}
+html_sidebars = {"index": [], "getting-started": []}  # pages with no section to navigate
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"  # numpydoc's Parameters sections say the types
 numpydoc_show_class_members = False

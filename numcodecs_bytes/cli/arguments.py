@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import textwrap
 from typing import Any
 
 from .. import __version__
@@ -48,7 +49,8 @@ def parser() -> argparse.ArgumentParser:
         "to-v3",
         help="convert a Zarr v2 store (with or without the bytes filter) to Zarr v3",
         description=(
-            "Write a Zarr v3 zarr.json beside each node's v2 metadata; chunks are never written. An array "
+            "Write a Zarr v3 zarr.json beside each node's v2 metadata; chunks are never written, but with "
+            "--shard-size, which packs each array's chunk files, byte for byte, into shards. An array "
             "whose last filter is the bytes codec (id 'bytes' or legacy 'endian') gets the standard v3 'bytes' "
             "serializer with the filter's endian; arrays xarray wrote get its v3 dimension names and fill "
             "attribute; everything else maps as zarr-python maps it. Needs zarr-python 3. Each array is checked "
@@ -108,6 +110,8 @@ def store_options(args: argparse.Namespace) -> StoreOptions:
 def _store_command(commands: Any, name: str, **texts: str) -> argparse.ArgumentParser:
     """A store tool's subcommand: its path argument, and the exit codes in its help."""
     epilog = "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
+    if "description" in texts:  # kept as written (the epilog's table needs that), so wrapped here
+        texts["description"] = textwrap.fill(texts["description"], 79)
     command: argparse.ArgumentParser = commands.add_parser(
         name, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter, **texts
     )

@@ -25,7 +25,7 @@ _Report = TypeVar("_Report")
 
 EXIT_CODES = {
     0: "done, or nothing to do",
-    1: "some paths could not be worked (each is named; the rest was done), or the run's time limit passed",
+    1: "some paths could not be worked (each named; the rest done), or the run's time limit passed",
     2: "a usage error: no such store, a URL that cannot be opened, the store busy with another run",
     130: "interrupted (Ctrl-C): a rerun finishes the work",
 }

@@ -1,13 +1,15 @@
-"""README.md's Python examples, run as a user with the installed package runs them.
+"""A Markdown file's Python examples (README.md's, the docs'), run as a user with the installed package runs them.
 
-    python tests/readme_examples.py README.md --without xarray
+    python tests/support/readme_examples.py README.md --without xarray
 
 Each ```python block is a doctest, run in order in one namespace (as pytest's
 ``--doctest-glob`` runs the file), with the options of ``[tool:pytest]``. A
 block that imports a module named by ``--without`` is skipped, and must find
 that module missing: the environment is what the caller says it is. Exit code
 1 on any failure, with doctest's report. CI's package leg runs it on the
-built wheel, installed with the ``zarr`` extra alone.
+built wheel: README's, installed with the ``zarr`` extra alone; README's and
+every page's of the docs, installed with the ``xarray`` extra (the one line
+for xarray users).
 """
 
 from __future__ import annotations
@@ -51,15 +53,17 @@ def main(argv: list[str]) -> int:
         block = match.group(1)
         needs = sorted(imported_modules(block) & set(args.without))
         if needs:
-            print(f"README.md:{line}: skipped, needs {', '.join(needs)}")
+            print(f"{args.readme.name}:{line}: skipped, needs {', '.join(needs)}")
             skipped += 1
             continue
-        test = doctest.DocTestParser().get_doctest(block, namespace, f"README.md:{line}", str(args.readme), line)
+        test = doctest.DocTestParser().get_doctest(
+            block, namespace, f"{args.readme.name}:{line}", str(args.readme), line
+        )
         runner.run(test, clear_globs=False)
         namespace = test.globs  # a DocTest runs in a copy of the namespace it is given
         ran += 1
     failed, attempted = runner.summarize(verbose=False)
-    print(f"README.md: {ran} blocks run ({attempted} examples, {failed} failed), {skipped} skipped")
+    print(f"{args.readme.name}: {ran} blocks run ({attempted} examples, {failed} failed), {skipped} skipped")
     return 1 if failed or not ran else 0
 
 
