@@ -2,6 +2,7 @@
 
     python benchmarks/threads.py             # the full run (about a minute)
     python benchmarks/threads.py --runs 5    # five runs in a row, each line's spread
+    python benchmarks/threads.py --fresh 6   # six new processes, the first 20 calls of every size in each
 
 The header names the machine: CPU model and caches as Linux reports them
 (benchmarks/machine.py). For each size, ours (the codec as users call it,
@@ -19,6 +20,11 @@ test), which shows how far this machine's noise alone moves a line. Then:
 - a fresh process: the total time of a new process's first 20 encodes of
   16 MiB, ours against the best plain way, each in its own new process
   (target: at most 1.15x);
+- ``--fresh N``: instead, N new processes, each timing the first 20 calls of
+  every size (encode, and decode into ``out``) against the plain ways, one
+  call of each way in turn, in a new order each time; a line's ratio is the
+  better plain way's total over ours, min .. max over the processes, with
+  what ours chose at the end in each;
 - zarr v3: reading a 256 MiB float64 array of 4 MiB chunks from a MemoryStore
   with zarr's default concurrency, our native codec against zarr-python's own,
   and ours with threads allowed against ``use_threads=False`` (targets: at
@@ -172,6 +178,72 @@ def fresh_process_line(repeats: int = 5) -> float:
     return ratio
 
 
+_FRESH_ALL = """
+import json, random, sys, time, numpy as np
+from concurrent.futures import ThreadPoolExecutor
+from numcodecs_bytes import BytesCodec
+from numcodecs_bytes._threads import split_choice
+MiB = 1 << 20
+codec, pool, order = BytesCodec(endian="big", dtype="<i4"), ThreadPoolExecutor(1), random.Random(int(sys.argv[1]))
+
+def split_into(dst, src):
+    half = len(src) // 2
+    future = pool.submit(dst[half:].__setitem__, Ellipsis, src[half:])
+    dst[:half] = src[:half]
+    future.result()
+
+def split_new(src, dtype):
+    out = np.empty(src.shape, dtype)
+    split_into(out, src)
+    return out
+
+lines = {}
+for mib in (1, 4, 16, 64, 256):
+    data = np.arange(mib * MiB // 4, dtype="<i4")
+    raw, out = data.astype(">i4").tobytes(), np.empty_like(data)
+    cases = {
+        "encode": ("copy to new", {"ours": lambda: codec.encode(data), "one thread": lambda: data.astype(">i4"),
+                                   "two threads": lambda: split_new(data, np.dtype(">i4"))}),
+        "decode into out": ("copy into", {"ours": lambda: codec.decode(raw, out=out),
+                                          "one thread": lambda: np.copyto(out, np.frombuffer(raw, ">i4")),
+                                          "two threads": lambda: split_into(out, np.frombuffer(raw, ">i4"))}),
+    }
+    for operation, (kind, ways) in cases.items():
+        totals = dict.fromkeys(ways, 0.0)
+        names = list(ways)
+        for _ in range(20):
+            order.shuffle(names)
+            for name in names:
+                start = time.perf_counter()
+                ways[name]()
+                totals[name] += time.perf_counter() - start
+        chosen = split_choice(kind, mib * MiB)
+        way = "never split" if chosen is None else "split" if chosen else "one thread"
+        lines[f"{mib} MiB {operation}"] = [totals, way]
+print(json.dumps(lines))
+"""
+
+
+def fresh_lines(processes: int) -> None:
+    """Each size's first 20 calls in ``processes`` new processes: the better plain way's total over ours."""
+    import json
+
+    ratios: dict[str, list[float]] = {}
+    chosen: dict[str, list[str]] = {}
+    for index in range(processes):
+        result = subprocess.run([sys.executable, "-c", _FRESH_ALL, str(index)], capture_output=True, text=True,
+                                check=True)  # fmt: skip
+        for line, (totals, choice) in json.loads(result.stdout).items():
+            ratios.setdefault(line, []).append(min(totals["one thread"], totals["two threads"]) / totals["ours"])
+            chosen.setdefault(line, []).append(choice)
+        latest = ", ".join(f"{line} {values[-1]:.2f}" for line, values in ratios.items())
+        print(f"-- process {index + 1} of {processes}: {latest}", flush=True)
+    print(f"\n-- the first 20 calls in each of {processes} new processes: best plain / ours (min .. max), ours chose")
+    for line, values in ratios.items():
+        choices = ", ".join(f"{chosen[line].count(c)} {c}" for c in sorted(set(chosen[line])))
+        print(f"{line:<22} {min(values):.2f} .. {max(values):.2f}   ({choices})")
+
+
 def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
     """A 256 MiB MemoryStore read, 4 MiB chunks: zarr's time over ours, and ours (threads off) over ours."""
     try:
@@ -220,8 +292,12 @@ def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1, help="runs in a row; the spread of each line is reported")
+    parser.add_argument("--fresh", type=int, default=0, metavar="N", help="N new processes' first 20 calls instead")
     args = parser.parse_args()
     print(f"{describe()}; numcodecs-bytes {numcodecs_bytes.__version__}, {numcodecs_bytes.get_nthreads()} threads")
+    if args.fresh:
+        fresh_lines(args.fresh)
+        return 0
     lines: dict[str, list[float]] = {}
     for run in range(args.runs):
         print(f"-- run {run + 1} of {args.runs}")

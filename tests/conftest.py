@@ -2,6 +2,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -56,3 +57,12 @@ def endpoint() -> Iterator[str]:
         if not has_module(needed):
             pytest.skip(f"{needed} is not installed (the interop extra has it)")
     yield from moto_endpoint()
+
+
+@pytest.fixture
+def proxy(endpoint: str) -> Iterator[Any]:
+    """A fault-injecting proxy in front of moto's server (`support.s3.FaultProxy`): the tools talk to it."""
+    from support.s3 import fault_proxy
+
+    with fault_proxy(endpoint) as running:
+        yield running

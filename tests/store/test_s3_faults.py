@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("zarr", minversion="3", reason="these stores are written with zarr 3")
-from support.s3 import CREDENTIALS, Fault, FaultProxy, empty_bucket, fault_proxy
+from support.s3 import CREDENTIALS, Fault, FaultProxy, empty_bucket
 from support.zarr_read import in_a_fresh_interpreter as zarr_reads
 
 from numcodecs_bytes import BytesCodec
@@ -43,12 +43,6 @@ URL = f"s3://{BUCKET}/s"
 def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """An empty bucket on moto, seen directly (not through the proxy)."""
     yield from empty_bucket(endpoint, monkeypatch, BUCKET)
-
-
-@pytest.fixture
-def proxy(endpoint: str) -> Iterator[FaultProxy]:
-    with fault_proxy(endpoint) as running:
-        yield running
 
 
 def upload(s3: Any, tmp_path: Path, arrays: int = 6, consolidated: bool = True, legacy: bool = False) -> None:

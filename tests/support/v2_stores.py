@@ -99,3 +99,18 @@ print(len(expected.files))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) == len(expected)
+
+
+def tensorstore_reads(root: Path, expected: dict[str, np.ndarray[Any, Any]]) -> int:
+    """Every numeric array of ``expected`` (tensorstore's zarr3 driver reads those) read by tensorstore from the
+    v3 store at ``root`` equals its values; how many were read."""
+    import tensorstore as ts
+
+    checked = 0
+    for name, data in expected.items():
+        if data.dtype.kind not in "biufc" or data.dtype.str.endswith("f2"):
+            continue
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(root / name)}}
+        assert ts.open(spec, open=True).result().read().result().tolist() == data.tolist(), name
+        checked += 1
+    return checked

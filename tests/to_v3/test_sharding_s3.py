@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("zarr", minversion="3", reason="these stores are written with zarr 3")
 pytest.importorskip("s3fs", reason="object stores need s3fs (the interop extra)")
-from support.s3 import Fault, FaultProxy, empty_bucket, fault_proxy
+from support.s3 import Fault, FaultProxy, empty_bucket
 from support.zarr_read import in_a_fresh_interpreter as zarr_reads
 
 from numcodecs_bytes import BytesCodec
@@ -34,12 +34,6 @@ CHUNKS = 8  # per array, of 4 int32: shards of two chunks with --shard-size 32
 @pytest.fixture
 def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield from empty_bucket(endpoint, monkeypatch, BUCKET)
-
-
-@pytest.fixture
-def proxy(endpoint: str) -> Iterator[FaultProxy]:
-    with fault_proxy(endpoint) as running:
-        yield running
 
 
 def upload(s3: Any, tmp_path: Path) -> None:
