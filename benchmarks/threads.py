@@ -20,11 +20,12 @@ test), which shows how far this machine's noise alone moves a line. Then:
 - a fresh process: the total time of a new process's first 20 encodes of
   16 MiB, ours against the best plain way, each in its own new process
   (target: at most 1.15x);
-- ``--fresh N``: instead, N new processes, each timing the first 20 calls of
-  every size (encode, and decode into ``out``) against the plain ways, one
-  call of each way in turn, in a new order each time; a line's ratio is the
-  better plain way's total over ours, min .. max over the processes, with
-  what ours chose at the end in each;
+- ``--fresh N``: instead, N new processes, each timing every size (encode,
+  and decode into ``out``) against the plain ways, one call of each way in
+  turn, in a new order each round, 37 rounds: a line's ratio is the better
+  plain way's time over ours, min .. max over the processes, in the first 20
+  calls (totals: ours learns in them) and in the 31 after 6 warm-up calls
+  (medians), with what ours chose in each;
 - zarr v3: reading a 256 MiB float64 array of 4 MiB chunks from a MemoryStore
   with zarr's default concurrency, our native codec against zarr-python's own,
   and ours with threads allowed against ``use_threads=False`` (targets: at
@@ -71,31 +72,50 @@ def _split_fresh(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[
 
 
 def _cases(mib: int, codec: BytesCodec) -> dict[str, dict[str, Callable[[], object]]]:
-    """Per operation at ``mib`` MiB: ours and the two plain ways, on the very same memory."""
+    """Per operation at ``mib`` MiB: ours and the two plain ways, each on memory of its own.
+
+    Each way writes its own output: decodes into ``out`` each have an ``out`` of their own, and a way that
+    makes a new array keeps its latest one until its next call (so its next array is not the block another
+    way just freed). Shared, the outputs' cache lines would still be held by the core that wrote them last
+    (the helper thread of a split): the next way to write them, whichever it is, paid 2.4x its time here, and
+    a line's median fell on one side or the other of that by chance. Inputs are shared (only read).
+    """
     data = np.arange(mib * MiB // 4, dtype="<i4")
     raw = data.astype(SWAPPED).tobytes()  # every decode starts from the stored bytes: plain ways view them per call
-    out = np.empty_like(data)
+    kept: dict[str, object] = {}
+
+    def keeping(name: str, call: Callable[[], object]) -> Callable[[], object]:
+        def kept_call() -> object:
+            kept[name] = call()
+            return kept[name]
+
+        return kept_call
+
+    ways = ("ours", "one thread", "one thread again", "two threads", "two threads again")
+    outs = {way: np.empty_like(data) for way in ways}
+    encodes: dict[str, Callable[[], object]] = {
+        "ours": lambda: codec.encode(data),
+        "one thread": lambda: data.astype(SWAPPED),
+        "one thread again": lambda: data.astype(SWAPPED),
+        "two threads": lambda: _split_fresh(data, SWAPPED),
+        "two threads again": lambda: _split_fresh(data, SWAPPED),
+    }
+    decodes: dict[str, Callable[[], object]] = {
+        "ours": lambda: codec.decode(raw),
+        "one thread": lambda: np.frombuffer(raw, SWAPPED).astype("<i4"),
+        "one thread again": lambda: np.frombuffer(raw, SWAPPED).astype("<i4"),
+        "two threads": lambda: _split_fresh(np.frombuffer(raw, SWAPPED), np.dtype("<i4")),
+        "two threads again": lambda: _split_fresh(np.frombuffer(raw, SWAPPED), np.dtype("<i4")),
+    }
     return {
-        "encode": {
-            "ours": lambda: codec.encode(data),
-            "one thread": lambda: data.astype(SWAPPED),
-            "one thread again": lambda: data.astype(SWAPPED),
-            "two threads": lambda: _split_fresh(data, SWAPPED),
-            "two threads again": lambda: _split_fresh(data, SWAPPED),
-        },
-        "decode": {
-            "ours": lambda: codec.decode(raw),
-            "one thread": lambda: np.frombuffer(raw, SWAPPED).astype("<i4"),
-            "one thread again": lambda: np.frombuffer(raw, SWAPPED).astype("<i4"),
-            "two threads": lambda: _split_fresh(np.frombuffer(raw, SWAPPED), np.dtype("<i4")),
-            "two threads again": lambda: _split_fresh(np.frombuffer(raw, SWAPPED), np.dtype("<i4")),
-        },
+        "encode": {name: keeping(f"encode {name}", call) for name, call in encodes.items()},
+        "decode": {name: keeping(f"decode {name}", call) for name, call in decodes.items()},
         "decode into out": {
-            "ours": lambda: codec.decode(raw, out=out),
-            "one thread": lambda: np.copyto(out, np.frombuffer(raw, SWAPPED)),
-            "one thread again": lambda: np.copyto(out, np.frombuffer(raw, SWAPPED)),
-            "two threads": lambda: _split_into(out, np.frombuffer(raw, SWAPPED)),
-            "two threads again": lambda: _split_into(out, np.frombuffer(raw, SWAPPED)),
+            "ours": lambda: codec.decode(raw, out=outs["ours"]),
+            "one thread": lambda: np.copyto(outs["one thread"], np.frombuffer(raw, SWAPPED)),
+            "one thread again": lambda: np.copyto(outs["one thread again"], np.frombuffer(raw, SWAPPED)),
+            "two threads": lambda: _split_into(outs["two threads"], np.frombuffer(raw, SWAPPED)),
+            "two threads again": lambda: _split_into(outs["two threads again"], np.frombuffer(raw, SWAPPED)),
         },
     }
 
@@ -200,48 +220,60 @@ def split_new(src, dtype):
 lines = {}
 for mib in (1, 4, 16, 64, 256):
     data = np.arange(mib * MiB // 4, dtype="<i4")
-    raw, out = data.astype(">i4").tobytes(), np.empty_like(data)
+    raw = data.astype(">i4").tobytes()
+    outs = {way: np.empty_like(data) for way in ("ours", "one thread", "two threads")}  # each way's own (_cases)
+    kept = {}
     cases = {
-        "encode": ("copy to new", {"ours": lambda: codec.encode(data), "one thread": lambda: data.astype(">i4"),
-                                   "two threads": lambda: split_new(data, np.dtype(">i4"))}),
-        "decode into out": ("copy into", {"ours": lambda: codec.decode(raw, out=out),
-                                          "one thread": lambda: np.copyto(out, np.frombuffer(raw, ">i4")),
-                                          "two threads": lambda: split_into(out, np.frombuffer(raw, ">i4"))}),
+        "encode": ("copy to new", {
+            "ours": lambda: kept.__setitem__("ours", codec.encode(data)),
+            "one thread": lambda: kept.__setitem__("one thread", data.astype(">i4")),
+            "two threads": lambda: kept.__setitem__("two threads", split_new(data, np.dtype(">i4")))}),
+        "decode into out": ("copy into", {
+            "ours": lambda: codec.decode(raw, out=outs["ours"]),
+            "one thread": lambda: np.copyto(outs["one thread"], np.frombuffer(raw, ">i4")),
+            "two threads": lambda: split_into(outs["two threads"], np.frombuffer(raw, ">i4"))}),
     }
     for operation, (kind, ways) in cases.items():
-        totals = dict.fromkeys(ways, 0.0)
+        times = {name: [] for name in ways}
         names = list(ways)
-        for _ in range(20):
+        for _ in range(6 + 31):  # each way in turn, in a new order each round
             order.shuffle(names)
             for name in names:
                 start = time.perf_counter()
                 ways[name]()
-                totals[name] += time.perf_counter() - start
+                times[name].append(time.perf_counter() - start)
         chosen = split_choice(kind, mib * MiB)
         way = "never split" if chosen is None else "split" if chosen else "one thread"
-        lines[f"{mib} MiB {operation}"] = [totals, way]
+        first = {name: sum(values[:20]) for name, values in times.items()}
+        after = {name: sorted(values[6:])[15] for name, values in times.items()}  # medians of 31
+        lines[f"{mib} MiB {operation}"] = [first, after, way]
 print(json.dumps(lines))
 """
 
 
 def fresh_lines(processes: int) -> None:
-    """Each size's first 20 calls in ``processes`` new processes: the better plain way's total over ours."""
+    """Each size in ``processes`` new processes: the better plain way over ours, in the first 20 calls (ours
+    learning in them) and in the 31 calls after 6 warm-up calls (medians)."""
     import json
 
-    ratios: dict[str, list[float]] = {}
+    ratios: dict[str, dict[str, list[float]]] = {"first 20 calls": {}, "after 6 warm-up calls": {}}
     chosen: dict[str, list[str]] = {}
     for index in range(processes):
         result = subprocess.run([sys.executable, "-c", _FRESH_ALL, str(index)], capture_output=True, text=True,
                                 check=True)  # fmt: skip
-        for line, (totals, choice) in json.loads(result.stdout).items():
-            ratios.setdefault(line, []).append(min(totals["one thread"], totals["two threads"]) / totals["ours"])
+        for line, (first, after, choice) in json.loads(result.stdout).items():
+            for measure, times in (("first 20 calls", first), ("after 6 warm-up calls", after)):
+                best = min(times["one thread"], times["two threads"])
+                ratios[measure].setdefault(line, []).append(best / times["ours"])
             chosen.setdefault(line, []).append(choice)
-        latest = ", ".join(f"{line} {values[-1]:.2f}" for line, values in ratios.items())
-        print(f"-- process {index + 1} of {processes}: {latest}", flush=True)
-    print(f"\n-- the first 20 calls in each of {processes} new processes: best plain / ours (min .. max), ours chose")
-    for line, values in ratios.items():
+        latest = ", ".join(f"{line} {values[-1]:.2f}" for line, values in ratios["after 6 warm-up calls"].items())
+        print(f"-- process {index + 1} of {processes}, after warm-up: {latest}", flush=True)
+    print(f"\n-- {processes} new processes: best plain / ours, min .. max (1.0: as fast as the best way)")
+    print(f"{'line':<24} {'first 20 calls':>16} {'after 6 warm-up':>16}   ours chose")
+    for line, values in ratios["first 20 calls"].items():
+        after = ratios["after 6 warm-up calls"][line]
         choices = ", ".join(f"{chosen[line].count(c)} {c}" for c in sorted(set(chosen[line])))
-        print(f"{line:<22} {min(values):.2f} .. {max(values):.2f}   ({choices})")
+        print(f"{line:<24} {min(values):6.2f} .. {max(values):.2f} {min(after):7.2f} .. {max(after):.2f}   {choices}")
 
 
 def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
