@@ -16,8 +16,8 @@ import sys
 from importlib.metadata import distribution
 from pathlib import Path
 
-PROJECT_URLS = {"Homepage", "Source", "Changelog", "Issues"}
-EXTRAS = {"zarr", "s3", "ml-dtypes", "test", "interop"}
+PROJECT_URLS = {"Homepage", "Documentation", "Source", "Changelog", "Issues"}
+EXTRAS = {"zarr", "xarray", "s3", "ml-dtypes", "test", "interop", "docs"}
 
 
 def main() -> int:
