@@ -1,16 +1,19 @@
-"""A local disk's facts for writing files that last: ``syncfs``, the umask, a file's version, and when a
-version tells every later write apart."""
+"""A local disk's facts for writing files that last: ``syncfs``, the umask, temporary files' names, a file's
+version, and when a version tells every later write apart."""
 
 from __future__ import annotations
 
 import ctypes
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["durable", "file_version", "past_their_tick", "umask"]
+from .files import TEMP_SUFFIX
+
+__all__ = ["durable", "file_version", "made_for", "past_their_tick", "temporary_beside", "temporary_name", "umask"]
 
 
 def _syncfs() -> Callable[[int], int] | None:
@@ -46,6 +49,26 @@ def durable(paths: list[str], root: Path) -> None:
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
+
+
+def temporary_name(path: str, tag: str) -> str:
+    """A temporary file's name beside ``path``: ``.NAME.TAG`` and `TEMP_SUFFIX` (what `made_for` reads back)."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".{name}.{tag}{TEMP_SUFFIX}")
+
+
+def temporary_beside(path: str) -> tuple[int, str]:
+    """A new empty temporary file beside ``path``, its descriptor and name: `temporary_name`'s, a random tag."""
+    folder, name = os.path.split(path)
+    return tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=TEMP_SUFFIX)
+
+
+def made_for(entry: str) -> str | None:
+    """The name of the file a temporary file named ``entry`` was made beside (`temporary_name`); None for any
+    other name."""
+    if not (entry.startswith(".") and entry.endswith(TEMP_SUFFIX)):
+        return None
+    return entry[1 : -len(TEMP_SUFFIX)].rpartition(".")[0] or None
 
 
 def umask() -> int:

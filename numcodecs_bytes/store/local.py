@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -24,10 +23,9 @@ from typing import Any
 from ..problems import StoreBusyError
 from . import local_shards
 from .chunks import Packed, Shard
-from .disk import durable, file_version, umask
+from .disk import durable, file_version, temporary_beside, temporary_name, umask
 from .files import (
     BACKUP_SUFFIX,
-    TEMP_SUFFIX,
     ByteRange,
     Folder,
     Listed,
@@ -184,8 +182,7 @@ class LocalFiles:
         if read is None and version is None:
             Path(path).unlink(missing_ok=True)
             return
-        folder, name = os.path.split(path)
-        aside = os.path.join(folder, f".{name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
+        aside = temporary_name(path, os.urandom(6).hex())
         try:
             os.rename(path, aside)  # from here, a writer of ``path`` makes a new file, which stays
         except FileNotFoundError:
@@ -203,8 +200,6 @@ class LocalFiles:
             os.unlink(aside)
         if not unchanged:
             raise changed(": not removed")
-
-    # -- shards ----------------------------------------------------------------------------------------------
 
     # -- shards ----------------------------------------------------------------------------------------------
 
@@ -268,8 +263,7 @@ def _listed(path: str, unvisited: list[tuple[str, str]]) -> Folder | None:
 
 def _temporary(target: str, data: bytes) -> str:
     """A temporary file beside ``target`` holding ``data`` (not yet durable: see `disk.durable`)."""
-    folder, name = os.path.split(target)
-    descriptor, temporary = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=TEMP_SUFFIX)
+    descriptor, temporary = temporary_beside(target)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)

@@ -7,7 +7,6 @@ import errno
 import mmap
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
@@ -15,8 +14,8 @@ from functools import partial
 from pathlib import Path
 
 from .chunks import KEPT_SHARD, Packed, Shard, ShardError, parsed_index, same_bytes, shard_index
-from .disk import durable, file_version, past_their_tick, umask
-from .files import TEMP_SUFFIX, each
+from .disk import durable, file_version, made_for, past_their_tick, temporary_beside, umask
+from .files import each
 
 __all__ = ["pack", "versions"]
 
@@ -81,7 +80,7 @@ def _remove_killed_runs_temporaries(shards: list[Shard]) -> None:
         except OSError:
             continue  # no folder yet (staging makes it), or one staging will report
         for entry in entries:
-            if entry.startswith(".") and entry.endswith(TEMP_SUFFIX) and entry[1:].rsplit(".", 2)[0] in here:
+            if made_for(entry) in here:
                 with suppress(FileNotFoundError):
                     os.unlink(os.path.join(folder, entry))
 
@@ -132,13 +131,12 @@ def _close(descriptors: list[int | None]) -> None:
 def _staged_shard(shard: Shard) -> tuple[str | None, tuple[int | None, ...], tuple[str | None, ...]]:
     """The shard in a temporary file beside its path (None where every source is missing), with each inner
     chunk's size and its source's version."""
-    folder, name = os.path.split(shard.path)
     sources, sizes, versions = _opened(shard)
     try:
         if all(size is None for size in sizes):
             return None, sizes, versions
-        os.makedirs(folder, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
+        os.makedirs(os.path.dirname(shard.path), exist_ok=True)
+        descriptor, temporary = temporary_beside(shard.path)
         try:
             offset = 0
             for source, size in zip(sources, sizes, strict=True):
