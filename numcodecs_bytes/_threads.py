@@ -25,8 +25,12 @@ several cores. Work is split when all of these hold:
 4. A helper thread is free: at most ``get_nthreads() - 1`` helpers work at once,
    whoever calls; a caller that finds none free works alone (never waits).
 
-Split work has one contiguous part per thread, at most one per core. `copy_into`,
-`copied_as` and `in_parts` are the only ways the codec splits work.
+Split work has one contiguous part per thread, at most one per core. The
+caller's part is the larger by what helpers took to start in the latest
+splits (`_bounds`): a sleeping thread wakes in 30-300 us on the VMs measured,
+up to a third of a 4 MiB copy, and parts that end together end soonest.
+`copy_into`, `copied_as` and `in_parts` are the only ways the codec splits
+work; below `MIN_SPLIT_BYTES` the swap core calls numpy's copy itself.
 """
 
 from __future__ import annotations
@@ -45,11 +49,14 @@ from typing import Any, Generic, Literal, SupportsIndex, TypeVar, get_args
 
 import numpy as np
 
-__all__ = ["KINDS", "MIN_SPLIT_BYTES", "SAMPLES", "copied_as", "copy_into", "get_nthreads", "in_parts",
-           "set_nthreads", "split_choice", "split_choices"]  # fmt: skip
+__all__ = ["KINDS", "MIN_HELPER_SHARE", "MIN_SPLIT_BYTES", "SAMPLES", "copied_as", "copy_into", "get_nthreads",
+           "in_parts", "set_nthreads", "split_choice", "split_choices"]  # fmt: skip
 
 MIN_SPLIT_BYTES = 2 << 20
 """Work on fewer bytes is never split: on no machine measured did a split pay there (benchmarks/README.md)."""
+
+MIN_HELPER_SHARE = 0.2
+"""The least part of an equal share a helper is given, however long helpers take to start."""
 
 SAMPLES = 3
 """Timed calls each way (alone, split) per kind and size class that a choice rests on: the latest."""
@@ -126,8 +133,9 @@ class _Learning:
 class _Handoff(Generic[T]):
     """One part given to a helper thread: its result or error, and a lock released when it is done."""
 
-    __slots__ = ("done", "error", "part", "result", "start", "stop")
+    __slots__ = ("done", "error", "part", "result", "start", "started", "stop")
     result: T  # set by the helper, with error None, before done is released
+    started: float  # when the helper began the part (perf_counter), set before it is done
 
     def __init__(self, part: Callable[[int, int], T], start: int, stop: int) -> None:
         self.part, self.start, self.stop = part, start, stop
@@ -139,6 +147,7 @@ class _Handoff(Generic[T]):
 def _serve(jobs: queue.SimpleQueue[_Handoff[Any] | None]) -> None:
     """A helper thread's life: the parts it is given, until its pool is closed (None)."""
     while (handoff := jobs.get()) is not None:
+        handoff.started = time.perf_counter()
         try:
             handoff.result = handoff.part(handoff.start, handoff.stop)
         except BaseException as error:  # the caller raises it
@@ -166,6 +175,7 @@ class _Pool:
         self.lock = threading.Lock()
         self.jobs: queue.SimpleQueue[_Handoff[Any] | None] = queue.SimpleQueue()
         self.learning: dict[tuple[Kind, int], _Learning] = {}  # by (kind, size class)
+        self.delays: deque[float] = deque(maxlen=SAMPLES)  # latest splits: seconds from hand-out to helpers' start
         self.threads = [  # daemons: an idle helper waits in C and must not hold up exit
             threading.Thread(target=_serve, args=(self.jobs,), name=f"numcodecs-bytes-{index}", daemon=True)
             for index in range(self.helpers)
@@ -286,16 +296,38 @@ def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, bool] 
     return pool, learning, split, timed
 
 
-def _split(pool: _Pool, length: int, part: Callable[[int, int], T]) -> tuple[list[T], int]:
+def _median(values: deque[float]) -> float | None:
+    return sorted(values)[len(values) // 2] if values else None
+
+
+def _bounds(length: int, helpers: int, alone: float | None, delay: float | None) -> list[int]:
+    """Where the parts of a split begin and end: the caller's first, then one per helper.
+
+    A helper starts its part ``delay`` seconds after the caller starts its own
+    (the time a sleeping thread takes to wake, measured), so the caller takes
+    that much more of the work, by what the whole takes on one thread
+    (``alone`` seconds), and all parts end together; each helper keeps at least
+    `MIN_HELPER_SHARE` of its equal part. Equal parts until both are known.
+    """
+    share = 1 / (helpers + 1)
+    if helpers and alone and delay is not None:
+        share = min((1 + helpers * delay / alone) * share, 1 - helpers * MIN_HELPER_SHARE * share)
+    first = round(length * share) if helpers else length
+    return [0, *(first + (length - first) * i // max(helpers, 1) for i in range(helpers + 1))]
+
+
+def _split(pool: _Pool, length: int, part: Callable[[int, int], T], alone: float | None) -> tuple[list[T], int]:
     """``part(start, stop)`` over ``range(length)``: one contiguous part per free helper, the first here.
 
     Returns the parts' results in order, and how many helpers took part. With
     no helper free, all the work is the caller's: it never waits for one.
+    ``alone``: the seconds the whole would take on the calling thread, if known.
     """
     helpers = pool.take()
     try:
-        bounds = [length * i // (helpers + 1) for i in range(helpers + 2)]
+        bounds = _bounds(length, helpers, alone, _median(pool.delays))
         handoffs = [_Handoff(part, start, stop) for start, stop in pairwise(bounds[1:])]
+        handed = time.perf_counter()
         if not pool.hand_out(handoffs):  # set_nthreads closed this pool meanwhile: every part here
             return [part(start, stop) for start, stop in pairwise(bounds)], 0
         try:
@@ -305,6 +337,8 @@ def _split(pool: _Pool, length: int, part: Callable[[int, int], T]) -> tuple[lis
                 handoff.done.acquire()
     finally:
         pool.give_back(helpers)
+    if handoffs:  # the latest helper to start decides when the split ends
+        pool.delays.append(max(handoff.started for handoff in handoffs) - handed)
     for handoff in handoffs:
         if handoff.error is not None:
             raise handoff.error
@@ -323,7 +357,8 @@ def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]
 def _run(plan: tuple[_Pool, _Learning, bool, bool], nbytes: int, length: int, part: Callable[[int, int], T]) -> list[T]:
     pool, learning, split, timed = plan
     start = time.perf_counter()
-    results, helpers = _split(pool, length, part) if split else ([part(0, length)], 0)
+    alone = _median(learning.alone)
+    results, helpers = _split(pool, length, part, alone and alone * nbytes) if split else ([part(0, length)], 0)
     if timed and (helpers or not split):  # a split that found no helper free measured nothing
         learning.add(split, (time.perf_counter() - start) / nbytes)
     return results

@@ -6,10 +6,12 @@ Speed itself is measured by the scripts in benchmarks/, not by unit tests.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numcodecs_bytes
 import numcodecs_bytes._threads
@@ -452,3 +456,58 @@ def test_set_nthreads_starts_learning_afresh(learning: None, monkeypatch: pytest
     set_nthreads(1)
     set_nthreads(2)
     assert threads.split_choices() == {}
+
+
+@given(
+    length=st.integers(0, 1 << 40),
+    helpers=st.integers(0, 7),
+    alone=st.none() | st.floats(1e-6, 10.0),
+    delay=st.none() | st.floats(0.0, 10.0),
+)
+def test_the_caller_takes_what_helpers_take_to_start_and_the_parts_end_together(
+    length: int, helpers: int, alone: float | None, delay: float | None
+) -> None:
+    bounds = numcodecs_bytes._threads._bounds(length, helpers, alone, delay)
+    assert len(bounds) == helpers + 2 and bounds[0] == 0 and bounds[-1] == length  # every element, once
+    assert bounds == sorted(bounds)
+    first, *parts = [stop - start for start, stop in itertools.pairwise(bounds)]
+    equal = length / (helpers + 1)
+    least = numcodecs_bytes._threads.MIN_HELPER_SHARE * equal
+    assert all(part >= least - 1 for part in parts)  # each helper keeps its least share (elements are whole)
+    assert max(parts, default=0) - min(parts, default=0) <= 1  # helpers start alike: equal parts
+    if alone is None or delay is None or not helpers:
+        assert abs(first - equal) <= 1
+    elif min(parts) > least + 1:  # not held at the least: the caller ends as the helpers do, delay after them
+        helper_ends = delay + alone * min(parts) / length
+        assert alone * first / length == pytest.approx(helper_ends, rel=1e-9, abs=2 * alone / length)
+
+
+def test_a_split_gives_the_caller_the_median_start_delay_of_the_latest_splits(
+    learning: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads = numcodecs_bytes._threads
+    clock = _Clock(2.0, 1.0)  # the whole takes 2 s alone: splitting pays
+    monkeypatch.setattr(threads, "time", clock)
+    size = 3 << 20
+    for _ in range(2 * threads.SAMPLES):
+        threads.in_parts("copy into", size, size, clock.part(size))
+    pool = threads._get_pool()
+    pool.delays.clear()
+    pool.delays.extend([0.9, 0.5, 0.4])  # the helper woke in 0.5 s, as a median
+    parts: list[tuple[int, int]] = []
+    threads.in_parts("copy into", size, size, lambda start, stop: parts.append((start, stop)))
+    middle = round(size * (1 + 0.5 / 2.0) / 2)  # the caller 1.25 s of the work, the helper 0.75 s from 0.5 s
+    assert sorted(parts) == [(0, middle), (middle, size)]
+    assert list(pool.delays) == [0.5, 0.4, 0.0]  # this split's delay came in last (no time passes on this clock)
+
+
+def test_a_split_measures_when_its_helper_started(split_pool: numcodecs_bytes._threads._Pool) -> None:
+    before = time.perf_counter()
+    started: list[float] = []
+
+    def part(start: int, stop: int) -> None:
+        if start:
+            started.append(time.perf_counter())
+
+    numcodecs_bytes._threads.in_parts("check", LARGE, LARGE, part)
+    assert len(split_pool.delays) == 1 and 0 <= split_pool.delays[0] <= started[0] - before
