@@ -25,7 +25,8 @@ test), which shows how far this machine's noise alone moves a line. Then:
   turn, in a new order each round, 37 rounds: a line's ratio is the better
   plain way's time over ours, min .. max over the processes, in the first 20
   calls (totals: ours learns in them) and in the 31 after 6 warm-up calls
-  (medians), with what ours chose in each;
+  (medians), with what ours chose in each and a control (the plain ways
+  timed a second time, as in the full run);
 - zarr v3: reading a 256 MiB float64 array of 4 MiB chunks from a MemoryStore
   with zarr's default concurrency, our native codec against zarr-python's own,
   and ours with threads allowed against ``use_threads=False`` (targets: at
@@ -221,17 +222,18 @@ lines = {}
 for mib in (1, 4, 16, 64, 256):
     data = np.arange(mib * MiB // 4, dtype="<i4")
     raw = data.astype(">i4").tobytes()
-    outs = {way: np.empty_like(data) for way in ("ours", "one thread", "two threads")}  # each way's own (_cases)
+    ways = ("ours", "one thread", "two threads", "one thread again", "two threads again")  # again: the control
+    outs = {way: np.empty_like(data) for way in ways}  # each way's own (_cases)
     kept = {}
     cases = {
         "encode": ("copy to new", {
             "ours": lambda: kept.__setitem__("ours", codec.encode(data)),
-            "one thread": lambda: kept.__setitem__("one thread", data.astype(">i4")),
-            "two threads": lambda: kept.__setitem__("two threads", split_new(data, np.dtype(">i4")))}),
+            **{way: lambda way=way: kept.__setitem__(way, data.astype(">i4")) for way in ways[1::2]},
+            **{way: lambda way=way: kept.__setitem__(way, split_new(data, np.dtype(">i4"))) for way in ways[2::2]}}),
         "decode into out": ("copy into", {
             "ours": lambda: codec.decode(raw, out=outs["ours"]),
-            "one thread": lambda: np.copyto(outs["one thread"], np.frombuffer(raw, ">i4")),
-            "two threads": lambda: split_into(outs["two threads"], np.frombuffer(raw, ">i4"))}),
+            **{way: lambda way=way: np.copyto(outs[way], np.frombuffer(raw, ">i4")) for way in ways[1::2]},
+            **{way: lambda way=way: split_into(outs[way], np.frombuffer(raw, ">i4")) for way in ways[2::2]}}),
     }
     for operation, (kind, ways) in cases.items():
         times = {name: [] for name in ways}
@@ -256,7 +258,7 @@ def fresh_lines(processes: int) -> None:
     learning in them) and in the 31 calls after 6 warm-up calls (medians)."""
     import json
 
-    ratios: dict[str, dict[str, list[float]]] = {"first 20 calls": {}, "after 6 warm-up calls": {}}
+    ratios: dict[str, dict[str, list[float]]] = {"first 20 calls": {}, "after 6 warm-up calls": {}, "control": {}}
     chosen: dict[str, list[str]] = {}
     for index in range(processes):
         result = subprocess.run([sys.executable, "-c", _FRESH_ALL, str(index)], capture_output=True, text=True,
@@ -265,15 +267,19 @@ def fresh_lines(processes: int) -> None:
             for measure, times in (("first 20 calls", first), ("after 6 warm-up calls", after)):
                 best = min(times["one thread"], times["two threads"])
                 ratios[measure].setdefault(line, []).append(best / times["ours"])
+            # The A/A control: the plain ways timed a second time, after warm-up, as ours is.
+            again = min(after["one thread again"], after["two threads again"])
+            ratios["control"].setdefault(line, []).append(min(after["one thread"], after["two threads"]) / again)
             chosen.setdefault(line, []).append(choice)
         latest = ", ".join(f"{line} {values[-1]:.2f}" for line, values in ratios["after 6 warm-up calls"].items())
         print(f"-- process {index + 1} of {processes}, after warm-up: {latest}", flush=True)
     print(f"\n-- {processes} new processes: best plain / ours, min .. max (1.0: as fast as the best way)")
-    print(f"{'line':<24} {'first 20 calls':>16} {'after 6 warm-up':>16}   ours chose")
+    print(f"{'line':<24} {'first 20 calls':>16} {'after 6 warm-up':>16} {'control':>16}   ours chose")
     for line, values in ratios["first 20 calls"].items():
-        after = ratios["after 6 warm-up calls"][line]
+        after, control = ratios["after 6 warm-up calls"][line], ratios["control"][line]
         choices = ", ".join(f"{chosen[line].count(c)} {c}" for c in sorted(set(chosen[line])))
-        print(f"{line:<24} {min(values):6.2f} .. {max(values):.2f} {min(after):7.2f} .. {max(after):.2f}   {choices}")
+        print(f"{line:<24} {min(values):6.2f} .. {max(values):.2f} {min(after):7.2f} .. {max(after):.2f} "
+              f"{min(control):7.2f} .. {max(control):.2f}   {choices}")  # fmt: skip
 
 
 def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
