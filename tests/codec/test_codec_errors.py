@@ -274,10 +274,16 @@ def test_bool_fields_of_structs_are_checked_on_decode_and_normalised_on_encode()
 # -- overlap, subclasses, threads -------------------------------------------------------------------------
 
 
-@pytest.fixture
-def split_copies(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Work from MIN_SPLIT_BYTES on is split over threads wherever it can be (as if that had been found to pay)."""
+@pytest.fixture(params=["equal parts", "caller's part larger"])
+def split_copies(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Any:
+    """Work from MIN_SPLIT_BYTES on is split over threads wherever it can be (as if that had been found to pay).
+
+    In equal parts, or with the caller's part the larger (as when helpers were found to start late).
+    """
     monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, False))
+    if request.param == "caller's part larger":
+        bounds = numcodecs_bytes._threads._bounds  # as for a delay of 0.37 s on work of 1 s alone
+        monkeypatch.setattr(numcodecs_bytes._threads, "_bounds", lambda length, n, _, __: bounds(length, n, 1.0, 0.37))
     monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
     previous = set_nthreads(2)
     yield
