@@ -59,7 +59,8 @@ MIN_HELPER_SHARE = 0.2
 """The least part of an equal share a helper is given, however long helpers take to start."""
 
 SAMPLES = 3
-"""Timed calls each way (alone, split) per kind and size class that a choice rests on: the latest."""
+"""Timed calls each way (alone, split) per kind and size class that a choice rests on: the latest.
+Also how many of the latest splits' helper start delays set the caller's part (`_bounds`)."""
 
 Kind = Literal["copy into", "copy to new", "check", "masked copy into", "masked copy to new"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -309,11 +310,13 @@ def _bounds(length: int, helpers: int, alone: float | None, delay: float | None)
     (``alone`` seconds), and all parts end together; each helper keeps at least
     `MIN_HELPER_SHARE` of its equal part. Equal parts until both are known.
     """
+    if not helpers:
+        return [0, length]
     share = 1 / (helpers + 1)
-    if helpers and alone and delay is not None:
+    if alone and delay is not None:
         share = min((1 + helpers * delay / alone) * share, 1 - helpers * MIN_HELPER_SHARE * share)
-    first = round(length * share) if helpers else length
-    return [0, *(first + (length - first) * i // max(helpers, 1) for i in range(helpers + 1))]
+    first = round(length * share)
+    return [0, *(first + (length - first) * i // helpers for i in range(helpers + 1))]
 
 
 def _split(pool: _Pool, length: int, part: Callable[[int, int], T], alone: float | None) -> tuple[list[T], int]:
@@ -357,8 +360,11 @@ def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]
 def _run(plan: tuple[_Pool, _Learning, bool, bool], nbytes: int, length: int, part: Callable[[int, int], T]) -> list[T]:
     pool, learning, split, timed = plan
     start = time.perf_counter()
-    alone = _median(learning.alone)
-    results, helpers = _split(pool, length, part, alone and alone * nbytes) if split else ([part(0, length)], 0)
+    if split:
+        alone = _median(learning.alone)  # seconds per byte
+        results, helpers = _split(pool, length, part, alone and alone * nbytes)
+    else:
+        results, helpers = [part(0, length)], 0
     if timed and (helpers or not split):  # a split that found no helper free measured nothing
         learning.add(split, (time.perf_counter() - start) / nbytes)
     return results
