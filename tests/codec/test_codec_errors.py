@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from support.samples import expected_bytes
+from support.split_parts import callers_part_larger
 from support.stack import needs_ml_dtypes
 
 import numcodecs_bytes._threads
@@ -282,8 +283,7 @@ def split_copies(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
     """
     monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, False))
     if request.param == "caller's part larger":
-        bounds = numcodecs_bytes._threads._bounds  # as for a delay of 0.37 s on work of 1 s alone
-        monkeypatch.setattr(numcodecs_bytes._threads, "_bounds", lambda length, n, _, __: bounds(length, n, 1.0, 0.37))
+        callers_part_larger(monkeypatch)
     monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
     previous = set_nthreads(2)
     yield

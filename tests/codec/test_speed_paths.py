@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.split_parts import callers_part_larger
 
 import numcodecs_bytes
 import numcodecs_bytes._threads
@@ -48,8 +49,7 @@ def test_results_are_identical_with_one_and_many_threads(
     dtype: str, helpers: str, nthreads: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if helpers == "start late":  # the caller's part the larger, the helpers' parts of odd sizes
-        bounds = numcodecs_bytes._threads._bounds
-        monkeypatch.setattr(numcodecs_bytes._threads, "_bounds", lambda length, n, _, __: bounds(length, n, 1.0, 0.37))
+        callers_part_larger(monkeypatch)
     count = LARGE // np.dtype(dtype).itemsize
     data = np.random.default_rng(1).integers(0, 2**15, count).astype(dtype)
     codec = BytesCodec(endian="big", dtype=dtype)
