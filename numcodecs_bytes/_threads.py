@@ -30,7 +30,7 @@ caller's part is the larger by what helpers took to start in the latest
 splits (`_bounds`): a sleeping thread wakes in 30-300 us on the VMs measured,
 up to a third of a 4 MiB copy, and parts that end together end soonest.
 `copy_into`, `copied_as` and `in_parts` are the only ways the codec splits
-work; below `MIN_SPLIT_BYTES` the swap core calls numpy's copy itself.
+work; below `MIN_SPLIT_BYTES` the numcodecs codec calls numpy's copy itself in the common case.
 """
 
 from __future__ import annotations

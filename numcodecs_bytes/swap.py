@@ -14,7 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from ._threads import MIN_SPLIT_BYTES, Kind, copied_as, copy_into, in_parts
+from ._threads import Kind, copied_as, copy_into, in_parts
 from .data_types import data_type_of, leaves, needs_endian, unit_dtype
 
 __all__ = ["ENDIANS", "Checks", "Layout", "byte_view", "decode", "decode_into", "elements_view", "encode", "layout"]
@@ -43,6 +43,9 @@ class Layout(NamedTuple):
     """The same in the stored byte order; the very same object as ``memory_dtype`` when nothing is swapped."""
     checks: Checks | None
     """None for every type but bool, int2/int4/uint2/uint4 and structs holding them."""
+    plain_swap: bool
+    """Whether each encode and decode is one numpy copy between ``dtype`` and ``stored_dtype`` and nothing else:
+    numpy's own numeric types (no units, no checks) in the byte order they are not in."""
 
 
 def layout(dtype: np.dtype[Any], endian: Endian | None) -> Layout:
@@ -80,7 +83,8 @@ def _layout(dtype: np.dtype[Any], spelled: str, endian: Endian | None) -> Layout
         (offset, count, (1 << leaf.value_bits) - 1) for offset, count, leaf in runs if leaf.value_bits is not None
     )
     checks = Checks(bools, masks, dtype.itemsize) if bools or masks else None
-    return Layout(dtype, memory_dtype, stored_dtype, checks)
+    plain_swap = memory_dtype is dtype and checks is None and stored_dtype is not memory_dtype
+    return Layout(dtype, memory_dtype, stored_dtype, checks, plain_swap)
 
 
 def _contiguous(buf: Any) -> np.ndarray[Any, Any] | memoryview:
@@ -214,11 +218,9 @@ def encode(array: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any
     memory = array if array.dtype is resolved.memory_dtype else array.view(resolved.memory_dtype)
     if resolved.checks is not None:
         memory = _normalised(memory, resolved.checks)
-    stored_dtype = resolved.stored_dtype
-    if stored_dtype is resolved.memory_dtype:
+    if resolved.stored_dtype is resolved.memory_dtype:
         return memory
-    # Work too small to split is numpy's copy, called here: each Python call more costs ~2% at 1 MiB.
-    return memory.astype(stored_dtype) if memory.nbytes < MIN_SPLIT_BYTES else copied_as(memory, stored_dtype)
+    return copied_as(memory, resolved.stored_dtype)
 
 
 def decode(stored: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any]:
@@ -230,10 +232,9 @@ def decode(stored: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, An
             decoded = np.empty(len(stored), resolved.memory_dtype)  # a copy: the masks must not write to the input
             _copy_masked(decoded, stored, checks, "masked copy to new")
             return decoded
-    memory_dtype = resolved.memory_dtype
-    if resolved.stored_dtype is memory_dtype:
+    if resolved.stored_dtype is resolved.memory_dtype:
         return stored
-    return stored.astype(memory_dtype) if stored.nbytes < MIN_SPLIT_BYTES else copied_as(stored, memory_dtype)
+    return copied_as(stored, resolved.memory_dtype)
 
 
 def decode_into(stored: np.ndarray[Any, Any], resolved: Layout, target: np.ndarray[Any, Any]) -> None:
@@ -252,7 +253,5 @@ def decode_into(stored: np.ndarray[Any, Any], resolved: Layout, target: np.ndarr
     # (That is why bool bytes are read twice, checked and then copied, where they outgrow the caches.)
     if checks is not None and checks.masks:
         _copy_masked(target, stored, checks, "masked copy into")
-    elif stored.nbytes < MIN_SPLIT_BYTES:
-        target[...] = stored
     else:
         copy_into(target, stored)

@@ -598,6 +598,50 @@ def test_random_arrays_round_trip_and_match_numpy(data: st.DataObject, dtype: st
     assert out.tobytes(order="A") == values.tobytes(order="A")
 
 
+@st.composite
+def views(draw: st.DrawFn, dtype: str) -> np.ndarray[Any, Any]:
+    """Any view numpy makes of an array of ``dtype``: C or F order, axes permuted, steps of either sign."""
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6))
+    base = np.asarray(draw(hnp.arrays(np.dtype(dtype), shape)), dtype, order=draw(st.sampled_from("CF")))
+    view = base.transpose(draw(st.permutations(range(base.ndim))))
+    steps = draw(st.lists(st.sampled_from([1, 1, 2, -1, -3]), min_size=view.ndim, max_size=view.ndim))
+    index: tuple[Any, ...] = (..., *(slice(None, None, step) for step in steps))  # with ...: 0-d stays an array
+    sliced: np.ndarray[Any, Any] = view[index]
+    return sliced
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from(["<i2", "<u4", "<i8", "<f2", "<f4", "<f8", "<c8", "<c16", ">i4", ">f8"]))
+def test_any_view_of_a_numeric_array_and_stored_bytes_match_numpy(data: st.DataObject, dtype: str) -> None:
+    """Numeric types in the other byte order: the codec calls numpy's copy itself for small native arrays."""
+    view = data.draw(views(dtype))
+    endian = "big" if dtype[0] == "<" else "little"
+    order = "F" if view.flags.f_contiguous and not view.flags.c_contiguous else "C"  # the memory order, else C
+    before = view.tobytes(order="A")
+    codec = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
+    encoded = codec.encode(view)
+    assert encoded.ndim == 1 and encoded.flags.c_contiguous
+    assert bytes(encoded) == expected_bytes(view, endian)
+    assert view.tobytes(order="A") == before, "encode modified its input"
+    raw = bytes(encoded)
+    decoded = codec.decode(raw)
+    assert decoded.dtype == np.dtype(dtype) and decoded.shape == (view.size,)
+    assert decoded.tobytes() == view.tobytes(order=order)  # type: ignore[arg-type]
+    out = np.full(view.shape, 7, dtype, order=order)  # type: ignore[call-overload]
+    assert codec.decode(raw, out=out) is out
+    assert out.tobytes(order="A") == view.tobytes(order=order)  # type: ignore[arg-type]
+    read_only = np.zeros(view.shape, dtype)
+    read_only.setflags(write=False)
+    bad_outs = [np.zeros(view.size + 1, dtype), read_only]
+    if view.size > 1:
+        bad_outs.append(np.zeros(2 * view.size, dtype)[::2])  # strided
+    for bad_out in bad_outs:
+        kept = bad_out.tobytes()
+        with pytest.raises(ValueError, match=r"does not match out|read-only|contiguous"):
+            codec.decode(raw, out=bad_out)
+        assert bad_out.tobytes() == kept
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     name=st.sampled_from([n for n in NAMES if not DATA_TYPES[n].bool_bytes and DATA_TYPES[n].value_bits is None]),
