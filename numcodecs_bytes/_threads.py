@@ -16,12 +16,17 @@ several cores. Work is split when all of these hold:
    `SAMPLES` of each, and the way with the best time per byte is chosen
    (`split_choices`). The choice is checked again at the 16th, 32nd, 64th, ...
    call of its class: one call the other way, then one the way chosen before
-   the check, both timed; the last `SAMPLES` of each way decide. So a choice made while a
-   process starts (fresh pages, cold caches) does not stay if it stops
-   holding, and checking costs a few calls in a thousand. Measured, not derived
-   from the cache sizes the system reports: whether a second core pays depends
-   on how much bandwidth one core gets from the caches and memory it shares,
-   which VMs of one kind report in ways that do not say (benchmarks/README.md).
+   the check, both timed; the last `SAMPLES` of each way decide. A split chosen
+   is timed on every call too (it costs two clock reads beside the hand-offs),
+   so a split that gets slower than one thread's latest samples, as when a
+   neighbour takes the other core, is left within `SAMPLES` calls; one thread
+   chosen is numpy's own call, untimed (timing it through the split's
+   machinery cost 4% of a 4 MiB copy). So a choice made while a process starts
+   (fresh pages, cold caches) does not stay if it stops holding, and checking
+   costs a few calls in a thousand. Measured, not derived from the cache sizes
+   the system reports: whether a second core pays depends on how much
+   bandwidth one core gets from the caches and memory it shares, which VMs of
+   one kind report in ways that do not say (benchmarks/README.md).
 4. A helper thread is free: at most ``get_nthreads() - 1`` helpers work at once,
    whoever calls; a caller that finds none free works alone (never waits).
 
@@ -123,7 +128,7 @@ class _Learning:
         if self.confirm is not None:
             way, self.confirm = self.confirm, None
             return way, True
-        return self.choice, False
+        return self.choice, self.choice  # a split is timed (see the module's rule 3); one thread is not
 
     def add(self, split: bool, seconds_per_byte: float) -> None:
         (self.split if split else self.alone).append(seconds_per_byte)

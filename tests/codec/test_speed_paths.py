@@ -398,8 +398,12 @@ def test_each_kind_and_size_learns_whether_splitting_pays_and_checks_the_choice_
         # Everything got faster (neighbours went quiet): call 16, alone, beats the split's older samples,
         # call 17, a split timed right after it, beats that: the choice is a split again from call 18.
         ((2.0, 1.0), (0.6, 0.3), [False, True, True, True, True, True], True),
+        # A split chosen got slower (a neighbour took the other core): every split is timed, so no need to
+        # wait for further checks. Call 16 tries alone and 17 splits as before; from 17 to 19 every split is
+        # slower than alone's latest samples, and from call 20 the choice is alone.
+        ((2.0, 1.0), (2.0, 3.0), [False, True, True, True, False, False], False),
     ],
-    ids=["a choice that stops holding changes", "a faster machine keeps the choice"],
+    ids=["a choice that stops holding changes", "a faster machine keeps the choice", "a slower split chosen goes"],
 )
 def test_a_check_compares_both_ways_timed_back_to_back(
     learning: None,
