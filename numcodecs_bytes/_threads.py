@@ -17,16 +17,17 @@ several cores. Work is split when all of these hold:
    (`split_choices`). The choice is checked again at the 16th, 32nd, 64th, ...
    call of its class: one call the other way, then one the way chosen before
    the check, both timed; the last `SAMPLES` of each way decide. A split chosen
-   is timed on every call too (it costs two clock reads beside the hand-offs),
-   so a split that gets slower than one thread's latest samples, as when a
-   neighbour takes the other core, is left within `SAMPLES` calls; one thread
+   is timed on every call too (two clock reads beside the hand-offs): where
+   the latest `SAMPLES` splits all took longer than one thread's best, the
+   check comes at once, as when a neighbour takes the other core. One thread
    chosen is numpy's own call, untimed (timing it through the split's
    machinery cost 4% of a 4 MiB copy). So a choice made while a process starts
-   (fresh pages, cold caches) does not stay if it stops holding, and checking
-   costs a few calls in a thousand. Measured, not derived from the cache sizes
-   the system reports: whether a second core pays depends on how much
-   bandwidth one core gets from the caches and memory it shares, which VMs of
-   one kind report in ways that do not say (benchmarks/README.md).
+   (fresh pages, cold caches) does not stay if it stops holding, a slow patch
+   does not turn a choice by itself, and checking costs a few calls in a
+   thousand. Measured, not derived from the cache sizes the system reports:
+   whether a second core pays depends on how much bandwidth one core gets from
+   the caches and memory it shares, which VMs of one kind report in ways that
+   do not say (benchmarks/README.md).
 4. A helper thread is free: at most ``get_nthreads() - 1`` helpers work at once,
    whoever calls; a caller that finds none free works alone (never waits).
 
@@ -68,6 +69,8 @@ SAMPLES = 3
 Also how many of the latest splits' helper start delays set the caller's part (`_bounds`)."""
 
 Kind = Literal["copy into", "copy to new", "check", "masked copy into", "masked copy to new"]
+Record = Callable[[bool, float], None] | None
+"""What takes a call's time (seconds per byte, split or not), or None: the call is not timed."""
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """The kinds of work learned apart: they move different amounts of memory per byte."""
 
@@ -116,24 +119,30 @@ class _Learning:
         # sample from the same moment, so a machine that got faster or slower since the last check
         # cannot turn the choice by itself (nor keep a wrong one until the next check).
         self.confirm: bool | None = None
+        self.doubt = False  # the latest splits chosen were all slower than one thread's best: check now
 
-    def next_way(self) -> tuple[bool, bool]:
-        """Whether the next call splits, and whether it is timed."""
+    def next_way(self) -> tuple[bool, Record]:
+        """Whether the next call splits, and what takes its time: `add` (it decides), `watch`, or None (untimed)."""
         self.calls += 1
         if self.choice is None:
-            return len(self.split) < len(self.alone), True  # alternate, alone first
-        if self.calls >= 16 and self.calls & (self.calls - 1) == 0:  # 16, 32, 64, ...: the other way
-            self.confirm = self.choice
-            return not self.choice, True
+            return len(self.split) < len(self.alone), self.add  # alternate, alone first
+        if self.doubt or (self.calls >= 16 and self.calls & (self.calls - 1) == 0):  # 16, 32, ...: the other way
+            self.doubt, self.confirm = False, self.choice
+            return not self.choice, self.add
         if self.confirm is not None:
             way, self.confirm = self.confirm, None
-            return way, True
-        return self.choice, self.choice  # a split is timed (see the module's rule 3); one thread is not
+            return way, self.add
+        return self.choice, self.watch if self.choice else None
 
     def add(self, split: bool, seconds_per_byte: float) -> None:
         (self.split if split else self.alone).append(seconds_per_byte)
         if len(self.alone) == SAMPLES and len(self.split) == SAMPLES:
             self.choice = min(self.split) < min(self.alone)
+
+    def watch(self, split: bool, seconds_per_byte: float) -> None:
+        """A split chosen, timed: a doubt, never a new choice by itself (a check decides, with both ways' time)."""
+        self.split.append(seconds_per_byte)
+        self.doubt = min(self.split) > min(self.alone)
 
 
 class _Handoff(Generic[T]):
@@ -283,11 +292,11 @@ def _size_class(nbytes: int) -> int:
     return nbytes.bit_length()  # [2**(k-1), 2**k)
 
 
-def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, bool] | None:
+def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, Record] | None:
     """None where the work is done on the calling thread and not timed (the common case: cheap).
 
     Else the pool, what the work's kind and size have shown, whether to split
-    now, and whether to time it.
+    now, and what takes its time (None: not timed).
     """
     if nbytes < MIN_SPLIT_BYTES or _nthreads < 2 or _CORES < 2 or not _threads_allowed():
         return None
@@ -296,10 +305,10 @@ def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, bool] 
     learning = pool.learning.get(key)
     if learning is None:
         learning = pool.learning.setdefault(key, _Learning())
-    split, timed = learning.next_way()
-    if not (split or timed):
+    split, record = learning.next_way()
+    if not (split or record):
         return None
-    return pool, learning, split, timed
+    return pool, learning, split, record
 
 
 def _median(values: deque[float]) -> float | None:
@@ -362,16 +371,18 @@ def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]
     return [part(0, length)] if plan is None else _run(plan, nbytes, length, part)
 
 
-def _run(plan: tuple[_Pool, _Learning, bool, bool], nbytes: int, length: int, part: Callable[[int, int], T]) -> list[T]:
-    pool, learning, split, timed = plan
+def _run(
+    plan: tuple[_Pool, _Learning, bool, Record], nbytes: int, length: int, part: Callable[[int, int], T]
+) -> list[T]:
+    pool, learning, split, record = plan
     start = time.perf_counter()
     if split:
         alone = _median(learning.alone)  # seconds per byte
         results, helpers = _split(pool, length, part, alone and alone * nbytes)
     else:
         results, helpers = [part(0, length)], 0
-    if timed and (helpers or not split):  # a split that found no helper free measured nothing
-        learning.add(split, (time.perf_counter() - start) / nbytes)
+    if record is not None and (helpers or not split):  # a split that found no helper free measured nothing
+        record(split, (time.perf_counter() - start) / nbytes)
     return results
 
 
