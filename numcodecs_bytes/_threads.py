@@ -69,10 +69,11 @@ SAMPLES = 3
 Also how many of the latest splits' helper start delays set the caller's part (`_bounds`)."""
 
 Kind = Literal["copy into", "copy to new", "check", "masked copy into", "masked copy to new"]
-Record = Callable[[bool, float], None] | None
-"""What takes a call's time (seconds per byte, split or not), or None: the call is not timed."""
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """The kinds of work learned apart: they move different amounts of memory per byte."""
+
+Record = Callable[[bool, float], None] | None
+"""What takes a call's time (seconds per byte, split or not), or None: the call is not timed."""
 
 T = TypeVar("T")
 
