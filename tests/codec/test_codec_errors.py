@@ -611,9 +611,12 @@ def run_fuzz(codec_class: type[BytesCodec], examples: int, shrink: bool = True) 
 
 
 def test_fuzz_equals_the_oracle_or_a_clean_error() -> None:
-    paths = run_fuzz(BytesCodec, 400)
+    run_fuzz(BytesCodec, 400)  # new draws every run
+    # How often the oracle is compared is counted on the same draws every run: hypothesis leaves whole
+    # branches of a strategy out of some runs (swarm testing), and one random run compared only 48 of 400.
+    paths = run_fuzz(BytesCodec, 400, shrink=False)
     valid = sum(count for path, count in paths.items() if path.startswith("valid"))
-    assert valid >= 50, paths  # the oracle is compared often, not only errors checked (78-112 of 400 drawn)
+    assert valid >= 50, paths  # the oracle is compared often, not only errors checked
     assert sum(path.startswith("valid: decode") for path in paths) >= 3, paths  # several kinds of out
 
 
