@@ -16,12 +16,11 @@ several cores. Work is split when all of these hold:
    `SAMPLES` of each, and the way with the best time per byte is chosen
    (`split_choices`). The choice is checked again at the 16th, 32nd, 64th, ...
    call of its class: one call the other way, then one the way chosen before
-   the check, both timed; the last `SAMPLES` of each way decide. A split chosen
-   is timed on every call too (two clock reads beside the hand-offs): where
-   the latest `SAMPLES` splits all took longer than one thread's best, the
-   check comes at once, as when a neighbour takes the other core. One thread
-   chosen is numpy's own call, untimed (timing it through the split's
-   machinery cost 4% of a 4 MiB copy). So a choice made while a process starts
+   the check, both timed; the last `SAMPLES` of each way decide. Every call the
+   way chosen is timed too (two clock reads around numpy's own call, or beside
+   a split's hand-offs): where the latest `SAMPLES` of the way chosen all took
+   longer than the other way's best, the check comes at once, as when a
+   neighbour takes the other core. So a choice made while a process starts
    (fresh pages, cold caches) does not stay if it stops holding, a slow patch
    does not turn a choice by itself, and checking costs a few calls in a
    thousand. Measured, not derived from the cache sizes the system reports:
@@ -72,8 +71,8 @@ Kind = Literal["copy into", "copy to new", "check", "masked copy into", "masked 
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """The kinds of work learned apart: they move different amounts of memory per byte."""
 
-Record = Callable[[bool, float], None] | None
-"""What takes a call's time (seconds per byte, split or not), or None: the call is not timed."""
+Record = Callable[[bool, float], None]
+"""What takes a call's time: whether it was split, and its seconds per byte."""
 
 T = TypeVar("T")
 
@@ -120,10 +119,10 @@ class _Learning:
         # sample from the same moment, so a machine that got faster or slower since the last check
         # cannot turn the choice by itself (nor keep a wrong one until the next check).
         self.confirm: bool | None = None
-        self.doubt = False  # the latest splits chosen were all slower than one thread's best: check now
+        self.doubt = False  # the latest calls the way chosen were all slower than the other way's best: check now
 
     def next_way(self) -> tuple[bool, Record]:
-        """Whether the next call splits, and what takes its time: `add` (it decides), `watch`, or None (untimed)."""
+        """Whether the next call splits, and what takes its time: `add` (it decides) or `watch`."""
         self.calls += 1
         if self.choice is None:
             return len(self.split) < len(self.alone), self.add  # alternate, alone first
@@ -133,7 +132,7 @@ class _Learning:
         if self.confirm is not None:
             way, self.confirm = self.confirm, None
             return way, self.add
-        return self.choice, self.watch if self.choice else None
+        return self.choice, self.watch
 
     def add(self, split: bool, seconds_per_byte: float) -> None:
         (self.split if split else self.alone).append(seconds_per_byte)
@@ -141,9 +140,10 @@ class _Learning:
             self.choice = min(self.split) < min(self.alone)
 
     def watch(self, split: bool, seconds_per_byte: float) -> None:
-        """A split chosen, timed: a doubt, never a new choice by itself (a check decides, with both ways' time)."""
-        self.split.append(seconds_per_byte)
-        self.doubt = min(self.split) > min(self.alone)
+        """A call the way chosen, timed: a doubt, never a new choice by itself (a check decides, with both ways)."""
+        chosen, other = (self.split, self.alone) if split else (self.alone, self.split)
+        chosen.append(seconds_per_byte)
+        self.doubt = min(chosen) > min(other)
 
 
 class _Handoff(Generic[T]):
@@ -294,10 +294,10 @@ def _size_class(nbytes: int) -> int:
 
 
 def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, Record] | None:
-    """None where the work is done on the calling thread and not timed (the common case: cheap).
+    """None where the work is done on the calling thread and not timed: small, or threads are not allowed.
 
     Else the pool, what the work's kind and size have shown, whether to split
-    now, and what takes its time (None: not timed).
+    now, and what takes its time.
     """
     if nbytes < MIN_SPLIT_BYTES or _nthreads < 2 or _CORES < 2 or not _threads_allowed():
         return None
@@ -307,8 +307,6 @@ def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, Record
     if learning is None:
         learning = pool.learning.setdefault(key, _Learning())
     split, record = learning.next_way()
-    if not (split or record):
-        return None
     return pool, learning, split, record
 
 
@@ -369,21 +367,31 @@ def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]
     ``nbytes`` is the size of the work (the bytes read); parts must be independent.
     """
     plan = _split_plan(kind, nbytes)
-    return [part(0, length)] if plan is None else _run(plan, nbytes, length, part)
+    if plan is None:
+        return [part(0, length)]
+    pool, learning, split, record = plan
+    if not split:
+        return [_alone(record, nbytes, lambda: part(0, length))]
+    return _run(pool, learning, record, nbytes, length, part)
+
+
+def _alone(record: Record, nbytes: int, work: Callable[[], T]) -> T:
+    """``work()`` on the calling thread, timed: two clock reads around it (a split's machinery costs more)."""
+    start = time.perf_counter()
+    result = work()
+    record(False, (time.perf_counter() - start) / nbytes)
+    return result
 
 
 def _run(
-    plan: tuple[_Pool, _Learning, bool, Record], nbytes: int, length: int, part: Callable[[int, int], T]
+    pool: _Pool, learning: _Learning, record: Record, nbytes: int, length: int, part: Callable[[int, int], T]
 ) -> list[T]:
-    pool, learning, split, record = plan
+    """The work split by `_split`, timed (a split that found no helper free measured nothing)."""
     start = time.perf_counter()
-    if split:
-        alone = _median(learning.alone)  # seconds per byte
-        results, helpers = _split(pool, length, part, alone and alone * nbytes)
-    else:
-        results, helpers = [part(0, length)], 0
-    if record is not None and (helpers or not split):  # a split that found no helper free measured nothing
-        record(split, (time.perf_counter() - start) / nbytes)
+    alone = _median(learning.alone)  # seconds per byte
+    results, helpers = _split(pool, length, part, alone and alone * nbytes)
+    if helpers:
+        record(True, (time.perf_counter() - start) / nbytes)
     return results
 
 
@@ -432,8 +440,12 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     )
     if plan is None:  # (the common case in one plain call: a part of the whole costs microseconds more)
         dst[...] = src
-    else:
-        _run(plan, src.nbytes, len(src), lambda start, stop: _copy_part(dst[start:stop], src[start:stop]))
+        return
+    pool, learning, split, record = plan
+    if not split:
+        _alone(record, src.nbytes, lambda: _copy_part(dst, src))
+        return
+    _run(pool, learning, record, src.nbytes, len(src), lambda start, stop: _copy_part(dst[start:stop], src[start:stop]))
 
 
 def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
@@ -441,6 +453,9 @@ def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any
     plan = None if src.nbytes < MIN_SPLIT_BYTES or not _plain(src) else _split_plan("copy to new", src.nbytes)
     if plan is None:
         return src.astype(dtype)
+    pool, learning, split, record = plan
+    if not split:
+        return _alone(record, src.nbytes, lambda: src.astype(dtype))
     out = np.empty(src.shape, dtype)
-    _run(plan, src.nbytes, len(src), lambda start, stop: _copy_part(out[start:stop], src[start:stop]))
+    _run(pool, learning, record, src.nbytes, len(src), lambda start, stop: _copy_part(out[start:stop], src[start:stop]))
     return out

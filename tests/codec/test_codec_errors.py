@@ -281,7 +281,7 @@ def split_copies(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 
     In equal parts, or with the caller's part the larger (as when helpers were found to start late).
     """
-    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, None))
+    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, self.add))
     if request.param == "caller's part larger":
         callers_part_larger(monkeypatch)
     monkeypatch.setattr(numcodecs_bytes, "use_threads", True)

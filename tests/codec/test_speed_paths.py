@@ -32,7 +32,7 @@ from numcodecs_bytes._threads import Kind
 @pytest.fixture
 def nthreads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Restores the thread count and use_threads; work from MIN_SPLIT_BYTES on is split (as if found to pay)."""
-    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, None))
+    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, self.add))
     monkeypatch.setattr(numcodecs_bytes, "use_threads", None)
     previous = get_nthreads()
     yield
@@ -322,7 +322,7 @@ def learning(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture
 def split_pool(learning: None, monkeypatch: pytest.MonkeyPatch) -> numcodecs_bytes._threads._Pool:
     """`learning`'s fresh pool of two threads, splitting work from MIN_SPLIT_BYTES on (as if found to pay)."""
-    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, None))
+    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, self.add))
     return numcodecs_bytes._threads._get_pool()
 
 
@@ -425,28 +425,33 @@ def test_a_check_compares_both_ways_timed_back_to_back(
 
 
 @pytest.mark.parametrize(
-    ("splits", "ways", "kept"),
+    ("chosen", "costs", "ways", "kept"),
     [
         # A neighbour takes the other core for good: after call 20 the latest three splits were all slower than
         # one thread's best, so call 21 checks at once (alone: faster), and call 22, a split beside it, agrees.
-        ([3.0] * 8, [True, True, True, False, True, False, False, False], False),
+        (True, [3.0] * 8, [True, True, True, False, True, False, False, False], False),
         # A slow patch: the same check at once, but the split beside it is fast again, so it stays the choice.
-        ([3.0] * 3 + [1.0] * 5, [True, True, True, False, True, True, True, True], True),
+        (True, [3.0] * 3 + [1.0] * 5, [True, True, True, False, True, True, True, True], True),
+        # The same with one thread chosen: its latest three calls all slower than a split's best bring the check.
+        (False, [3.0] * 8, [False, False, False, True, False, True, True, True], True),
+        (False, [3.0] * 3 + [1.0] * 5, [False, False, False, True, False, False, False, False], False),
     ],
-    ids=["a split that stays slow goes", "a slow patch keeps the split"],
-)
-def test_splits_chosen_are_timed_and_slow_ones_bring_the_check_forward(
-    learning: None, monkeypatch: pytest.MonkeyPatch, splits: list[float], ways: list[bool], kept: bool
+    ids=["a split that stays slow goes", "a slow patch keeps the split", "one thread that stays slow goes",
+         "a slow patch keeps one thread"],
+)  # fmt: skip
+def test_calls_the_way_chosen_are_timed_and_slow_ones_bring_the_check_forward(
+    learning: None, monkeypatch: pytest.MonkeyPatch, chosen: bool, costs: list[float], ways: list[bool], kept: bool
 ) -> None:
     threads = numcodecs_bytes._threads
-    clock = _Clock(2.0, 1.0)
+    clock = _Clock(2.0, 1.0) if chosen else _Clock(1.0, 2.0)  # the way chosen 1 s, the other 2 s
     monkeypatch.setattr(threads, "time", clock)
     size = 3 << 20
-    for _ in range(17):  # learned (a split), and the 16th call's check with the split beside it
+    for _ in range(17):  # learned, and the 16th call's check with the way chosen beside it
         threads.in_parts("copy into", size, size, clock.part(size))
+    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": chosen}
     clock.ways.clear()
-    for cost in splits:  # calls 18 to 25; one thread takes 2 s throughout
-        clock.cost[True] = cost
+    for cost in costs:  # calls 18 to 25; the other way takes 2 s throughout
+        clock.cost[chosen] = cost
         threads.in_parts("copy into", size, size, clock.part(size))
     assert clock.ways == ways
     assert threads.split_choices() == {"copy into 2 MiB..4 MiB": kept}
@@ -468,6 +473,25 @@ def test_a_split_that_finds_no_helper_free_teaches_nothing(learning: None, monke
     shown = pool.learning[("check", size.bit_length())]
     assert (list(shown.alone), list(shown.split)) == ([1.0 / size], [])
     assert clock.ways == [False] * 4
+
+
+def test_work_on_one_thread_is_one_call_here_and_timed(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = numcodecs_bytes._threads
+    monkeypatch.setattr(threads._Learning, "next_way", lambda self: (False, self.add))  # one thread, timed
+    data = np.arange(LARGE // 4, dtype="<i4")
+    swapped = data.astype(">i4")
+    assert threads.copied_as(data, np.dtype(">i4")).tobytes() == swapped.tobytes()
+    out = np.empty_like(data)
+    threads.copy_into(out, swapped)
+    assert np.array_equal(out, data)
+    calls: list[tuple[int, int]] = []
+    threads.in_parts("check", LARGE, 10, lambda start, stop: calls.append((start, stop)))
+    assert calls == [(0, 10)]
+    learned = threads._get_pool().learning
+    assert {kind: (len(shown.alone), len(shown.split)) for (kind, _), shown in learned.items()} == {
+        "copy to new": (1, 0), "copy into": (1, 0), "check": (1, 0)
+    }  # fmt: skip
+    assert all(0 < shown.alone[0] < 1 for shown in learned.values())  # seconds per byte, measured
 
 
 def test_small_work_is_never_split_nor_timed(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
