@@ -119,7 +119,9 @@ class _Learning:
         # sample from the same moment, so a machine that got faster or slower since the last check
         # cannot turn the choice by itself (nor keep a wrong one until the next check).
         self.confirm: bool | None = None
-        self.doubt = False  # the latest calls the way chosen were all slower than the other way's best: check now
+        self.bar = 0.0  # the other way's best when the choice was made: a call the way chosen slower is slow
+        self.slow = 0  # calls the way chosen in a row that were slow
+        self.doubt = False  # the latest `SAMPLES` calls the way chosen were all slow: check now
 
     def next_way(self) -> tuple[bool, Record]:
         """Whether the next call splits, and what takes its time: `add` (it decides) or `watch`."""
@@ -137,13 +139,19 @@ class _Learning:
     def add(self, split: bool, seconds_per_byte: float) -> None:
         (self.split if split else self.alone).append(seconds_per_byte)
         if len(self.alone) == SAMPLES and len(self.split) == SAMPLES:
-            self.choice = min(self.split) < min(self.alone)
+            best_alone, best_split = min(self.alone), min(self.split)
+            self.choice = best_split < best_alone
+            self.bar, self.slow = max(best_alone, best_split), 0
 
     def watch(self, split: bool, seconds_per_byte: float) -> None:
-        """A call the way chosen, timed: a doubt, never a new choice by itself (a check decides, with both ways)."""
-        chosen, other = (self.split, self.alone) if split else (self.alone, self.split)
-        chosen.append(seconds_per_byte)
-        self.doubt = min(chosen) > min(other)
+        """A call the way chosen, timed: a doubt, never a new choice by itself (a check decides, with both ways).
+
+        Kept to a counter: a call that has just copied megabytes finds little of Python's state in the caches,
+        and each thing more it reads costs cache misses (two `min` over the samples cost 2 us a call at 2 MiB).
+        """
+        (self.split if split else self.alone).append(seconds_per_byte)
+        self.slow = self.slow + 1 if seconds_per_byte > self.bar else 0
+        self.doubt = self.slow >= SAMPLES
 
 
 class _Handoff(Generic[T]):
@@ -370,17 +378,12 @@ def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]
     if plan is None:
         return [part(0, length)]
     pool, learning, split, record = plan
-    if not split:
-        return [_alone(record, nbytes, lambda: part(0, length))]
-    return _run(pool, learning, record, nbytes, length, part)
-
-
-def _alone(record: Record, nbytes: int, work: Callable[[], T]) -> T:
-    """``work()`` on the calling thread, timed: two clock reads around it (a split's machinery costs more)."""
-    start = time.perf_counter()
-    result = work()
+    if split:
+        return _run(pool, learning, record, nbytes, length, part)
+    start = time.perf_counter()  # timed in place, as in copy_into and copied_as: a helper cost 1 us a call
+    results = [part(0, length)]
     record(False, (time.perf_counter() - start) / nbytes)
-    return result
+    return results
 
 
 def _run(
@@ -443,7 +446,9 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
         return
     pool, learning, split, record = plan
     if not split:
-        _alone(record, src.nbytes, lambda: _copy_part(dst, src))
+        start = time.perf_counter()
+        dst[...] = src
+        record(False, (time.perf_counter() - start) / src.nbytes)
         return
     _run(pool, learning, record, src.nbytes, len(src), lambda start, stop: _copy_part(dst[start:stop], src[start:stop]))
 
@@ -455,7 +460,10 @@ def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any
         return src.astype(dtype)
     pool, learning, split, record = plan
     if not split:
-        return _alone(record, src.nbytes, lambda: src.astype(dtype))
+        start = time.perf_counter()
+        out = src.astype(dtype)
+        record(False, (time.perf_counter() - start) / src.nbytes)
+        return out
     out = np.empty(src.shape, dtype)
     _run(pool, learning, record, src.nbytes, len(src), lambda start, stop: _copy_part(out[start:stop], src[start:stop]))
     return out
