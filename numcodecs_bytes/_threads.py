@@ -16,14 +16,15 @@ several cores. Work is split when all of these hold:
    `SAMPLES` of each, and the way with the best time per byte is chosen
    (`split_choices`). The choice is checked again at the 16th, 32nd, 64th, ...
    call of its class: one call the other way, then one the way chosen before
-   the check, both timed; the last `SAMPLES` of each way decide. Every call the
-   way chosen is timed too (two clock reads around numpy's own call, or beside
-   a split's hand-offs): where the latest `SAMPLES` of the way chosen all took
-   longer than the other way's best, the check comes at once, as when a
-   neighbour takes the other core. So a choice made while a process starts
-   (fresh pages, cold caches) does not stay if it stops holding, a slow patch
-   does not turn a choice by itself, and checking costs a few calls in a
-   thousand. Measured, not derived from the cache sizes the system reports:
+   the check, both timed; the last `SAMPLES` of each way decide. A split chosen
+   is timed on every call too (two clock reads beside the hand-offs): where
+   the latest `SAMPLES` splits all took longer than one thread's best, the
+   check comes at once, as when a neighbour takes the other core. One thread
+   chosen is numpy's own call, untimed: two clock reads right after a copy of
+   megabytes cost 5-7 us, 2% of a 4 MiB copy (benchmarks/README.md). So a
+   choice made while a process starts (fresh pages, cold caches) does not stay
+   if it stops holding, a slow patch does not turn a choice by itself, and
+   checking costs a few calls in a thousand. Measured, not derived from the cache sizes the system reports:
    whether a second core pays depends on how much bandwidth one core gets from
    the caches and memory it shares, which VMs of one kind report in ways that
    do not say (benchmarks/README.md).
@@ -119,12 +120,12 @@ class _Learning:
         # sample from the same moment, so a machine that got faster or slower since the last check
         # cannot turn the choice by itself (nor keep a wrong one until the next check).
         self.confirm: bool | None = None
-        self.bar = 0.0  # the other way's best when the choice was made: a call the way chosen slower is slow
-        self.slow = 0  # calls the way chosen in a row that were slow
-        self.doubt = False  # the latest `SAMPLES` calls the way chosen were all slow: check now
+        self.bar = 0.0  # one thread's best when a split was chosen: a split slower than it is slow
+        self.slow = 0  # splits chosen in a row that were slow
+        self.doubt = False  # the latest `SAMPLES` splits chosen were all slow: check now
 
-    def next_way(self) -> tuple[bool, Record]:
-        """Whether the next call splits, and what takes its time: `add` (it decides) or `watch`."""
+    def next_way(self) -> tuple[bool, Record | None]:
+        """Whether the next call splits, and what takes its time: `add` (it decides), `watch`, or None (untimed)."""
         self.calls += 1
         if self.choice is None:
             return len(self.split) < len(self.alone), self.add  # alternate, alone first
@@ -134,22 +135,22 @@ class _Learning:
         if self.confirm is not None:
             way, self.confirm = self.confirm, None
             return way, self.add
-        return self.choice, self.watch
+        return self.choice, self.watch if self.choice else None
 
     def add(self, split: bool, seconds_per_byte: float) -> None:
         (self.split if split else self.alone).append(seconds_per_byte)
         if len(self.alone) == SAMPLES and len(self.split) == SAMPLES:
             best_alone, best_split = min(self.alone), min(self.split)
             self.choice = best_split < best_alone
-            self.bar, self.slow = max(best_alone, best_split), 0
+            self.bar, self.slow = best_alone, 0
 
     def watch(self, split: bool, seconds_per_byte: float) -> None:
-        """A call the way chosen, timed: a doubt, never a new choice by itself (a check decides, with both ways).
+        """A split chosen, timed: a doubt, never a new choice by itself (a check decides, with both ways' time).
 
         Kept to a counter: a call that has just copied megabytes finds little of Python's state in the caches,
         and each thing more it reads costs cache misses (two `min` over the samples cost 2 us a call at 2 MiB).
         """
-        (self.split if split else self.alone).append(seconds_per_byte)
+        self.split.append(seconds_per_byte)
         self.slow = self.slow + 1 if seconds_per_byte > self.bar else 0
         self.doubt = self.slow >= SAMPLES
 
@@ -302,7 +303,8 @@ def _size_class(nbytes: int) -> int:
 
 
 def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, Record] | None:
-    """None where the work is done on the calling thread and not timed: small, or threads are not allowed.
+    """None where the work is done on the calling thread and not timed: small, threads not allowed, or one
+    thread chosen (the common case: cheap).
 
     Else the pool, what the work's kind and size have shown, whether to split
     now, and what takes its time.
@@ -315,6 +317,8 @@ def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, Record
     if learning is None:
         learning = pool.learning.setdefault(key, _Learning())
     split, record = learning.next_way()
+    if record is None:
+        return None
     return pool, learning, split, record
 
 
@@ -380,7 +384,7 @@ def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]
     pool, learning, split, record = plan
     if split:
         return _run(pool, learning, record, nbytes, length, part)
-    start = time.perf_counter()  # timed in place, as in copy_into and copied_as: a helper cost 1 us a call
+    start = time.perf_counter()  # one thread while learning or checking: timed in place (a helper cost 1 us)
     results = [part(0, length)]
     record(False, (time.perf_counter() - start) / nbytes)
     return results

@@ -291,8 +291,10 @@ class _Clock:
     def __init__(self, alone: float, split: float) -> None:
         self.now, self.cost = 0.0, {False: alone, True: split}
         self.ways: list[bool] = []
+        self.reads = 0
 
     def perf_counter(self) -> float:
+        self.reads += 1
         return self.now
 
     def part(self, length: int) -> Any:
@@ -425,36 +427,47 @@ def test_a_check_compares_both_ways_timed_back_to_back(
 
 
 @pytest.mark.parametrize(
-    ("chosen", "costs", "ways", "kept"),
+    ("splits", "ways", "kept"),
     [
         # A neighbour takes the other core for good: after call 20 the latest three splits were all slower than
         # one thread's best, so call 21 checks at once (alone: faster), and call 22, a split beside it, agrees.
-        (True, [3.0] * 8, [True, True, True, False, True, False, False, False], False),
+        ([3.0] * 8, [True, True, True, False, True, False, False, False], False),
         # A slow patch: the same check at once, but the split beside it is fast again, so it stays the choice.
-        (True, [3.0] * 3 + [1.0] * 5, [True, True, True, False, True, True, True, True], True),
-        # The same with one thread chosen: its latest three calls all slower than a split's best bring the check.
-        (False, [3.0] * 8, [False, False, False, True, False, True, True, True], True),
-        (False, [3.0] * 3 + [1.0] * 5, [False, False, False, True, False, False, False, False], False),
+        ([3.0] * 3 + [1.0] * 5, [True, True, True, False, True, True, True, True], True),
+        # Slow splits not all in a row: no check before the next power of two.
+        ([3.0, 3.0, 1.0, 3.0, 3.0, 1.0, 3.0, 3.0], [True] * 8, True),
     ],
-    ids=["a split that stays slow goes", "a slow patch keeps the split", "one thread that stays slow goes",
-         "a slow patch keeps one thread"],
-)  # fmt: skip
-def test_calls_the_way_chosen_are_timed_and_slow_ones_bring_the_check_forward(
-    learning: None, monkeypatch: pytest.MonkeyPatch, chosen: bool, costs: list[float], ways: list[bool], kept: bool
+    ids=["a split that stays slow goes", "a slow patch keeps the split", "a fast split between keeps it"],
+)
+def test_splits_chosen_are_timed_and_slow_ones_bring_the_check_forward(
+    learning: None, monkeypatch: pytest.MonkeyPatch, splits: list[float], ways: list[bool], kept: bool
 ) -> None:
     threads = numcodecs_bytes._threads
-    clock = _Clock(2.0, 1.0) if chosen else _Clock(1.0, 2.0)  # the way chosen 1 s, the other 2 s
+    clock = _Clock(2.0, 1.0)
     monkeypatch.setattr(threads, "time", clock)
     size = 3 << 20
-    for _ in range(17):  # learned, and the 16th call's check with the way chosen beside it
+    for _ in range(17):  # learned (a split), and the 16th call's check with the split beside it
         threads.in_parts("copy into", size, size, clock.part(size))
-    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": chosen}
     clock.ways.clear()
-    for cost in costs:  # calls 18 to 25; the other way takes 2 s throughout
-        clock.cost[chosen] = cost
+    for cost in splits:  # calls 18 to 25; one thread takes 2 s throughout
+        clock.cost[True] = cost
         threads.in_parts("copy into", size, size, clock.part(size))
     assert clock.ways == ways
     assert threads.split_choices() == {"copy into 2 MiB..4 MiB": kept}
+
+
+def test_one_thread_chosen_is_not_timed(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = numcodecs_bytes._threads
+    clock = _Clock(1.0, 2.0)  # one thread pays
+    monkeypatch.setattr(threads, "time", clock)
+    size = 3 << 20
+    for _ in range(2 * threads.SAMPLES):
+        threads.in_parts("copy into", size, size, clock.part(size))
+    assert threads.split_choices() == {"copy into 2 MiB..4 MiB": False}
+    reads = clock.reads
+    for _ in range(9):  # calls 7 to 15: the choice, before the check at the 16th
+        threads.in_parts("copy into", size, size, clock.part(size))
+    assert clock.ways[-9:] == [False] * 9 and clock.reads == reads
 
 
 def test_a_split_that_finds_no_helper_free_teaches_nothing(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -475,7 +488,7 @@ def test_a_split_that_finds_no_helper_free_teaches_nothing(learning: None, monke
     assert clock.ways == [False] * 4
 
 
-def test_work_on_one_thread_is_one_call_here_and_timed(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_thread_while_learning_is_one_call_here_and_timed(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
     threads = numcodecs_bytes._threads
     monkeypatch.setattr(threads._Learning, "next_way", lambda self: (False, self.add))  # one thread, timed
     data = np.arange(LARGE // 4, dtype="<i4")
