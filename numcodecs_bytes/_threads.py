@@ -24,10 +24,10 @@ several cores. Work is split when all of these hold:
    megabytes cost 5-7 us, 2% of a 4 MiB copy (benchmarks/README.md). So a
    choice made while a process starts (fresh pages, cold caches) does not stay
    if it stops holding, a slow patch does not turn a choice by itself, and
-   checking costs a few calls in a thousand. Measured, not derived from the cache sizes the system reports:
-   whether a second core pays depends on how much bandwidth one core gets from
-   the caches and memory it shares, which VMs of one kind report in ways that
-   do not say (benchmarks/README.md).
+   checking costs a few calls in a thousand. Measured, not derived from the
+   cache sizes the system reports: whether a second core pays depends on how
+   much bandwidth one core gets from the caches and memory it shares, which
+   VMs of one kind report in ways that do not say (benchmarks/README.md).
 4. A helper thread is free: at most ``get_nthreads() - 1`` helpers work at once,
    whoever calls; a caller that finds none free works alone (never waits).
 
@@ -120,7 +120,7 @@ class _Learning:
         # sample from the same moment, so a machine that got faster or slower since the last check
         # cannot turn the choice by itself (nor keep a wrong one until the next check).
         self.confirm: bool | None = None
-        self.bar = 0.0  # one thread's best when a split was chosen: a split slower than it is slow
+        self.bar = 0.0  # one thread's best when the choice was made: a split chosen slower than it is slow
         self.slow = 0  # splits chosen in a row that were slow
         self.doubt = False  # the latest `SAMPLES` splits chosen were all slow: check now
 
@@ -382,12 +382,17 @@ def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]
     if plan is None:
         return [part(0, length)]
     pool, learning, split, record = plan
-    if split:
-        return _run(pool, learning, record, nbytes, length, part)
-    start = time.perf_counter()  # one thread while learning or checking: timed in place (a helper cost 1 us)
-    results = [part(0, length)]
+    if not split:
+        return _alone(record, nbytes, lambda: [part(0, length)])
+    return _run(pool, learning, record, nbytes, length, part)
+
+
+def _alone(record: Record, nbytes: int, work: Callable[[], T]) -> T:
+    """``work()`` on the calling thread, timed: one thread while learning or checking."""
+    start = time.perf_counter()
+    result = work()
     record(False, (time.perf_counter() - start) / nbytes)
-    return results
+    return result
 
 
 def _run(
@@ -450,9 +455,7 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
         return
     pool, learning, split, record = plan
     if not split:
-        start = time.perf_counter()
-        dst[...] = src
-        record(False, (time.perf_counter() - start) / src.nbytes)
+        _alone(record, src.nbytes, lambda: _copy_part(dst, src))
         return
     _run(pool, learning, record, src.nbytes, len(src), lambda start, stop: _copy_part(dst[start:stop], src[start:stop]))
 
@@ -464,10 +467,7 @@ def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any
         return src.astype(dtype)
     pool, learning, split, record = plan
     if not split:
-        start = time.perf_counter()
-        out = src.astype(dtype)
-        record(False, (time.perf_counter() - start) / src.nbytes)
-        return out
+        return _alone(record, src.nbytes, lambda: src.astype(dtype))
     out = np.empty(src.shape, dtype)
     _run(pool, learning, record, src.nbytes, len(src), lambda start, stop: _copy_part(out[start:stop], src[start:stop]))
     return out
