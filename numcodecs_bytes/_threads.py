@@ -121,16 +121,15 @@ class _Learning:
         # cannot turn the choice by itself (nor keep a wrong one until the next check).
         self.confirm: bool | None = None
         self.bar = 0.0  # one thread's best when the choice was made: a split chosen slower than it is slow
-        self.slow = 0  # splits chosen in a row that were slow
-        self.doubt = False  # the latest `SAMPLES` splits chosen were all slow: check now
+        self.slow = 0  # splits chosen in a row that were slow: at `SAMPLES`, the next call checks
 
     def next_way(self) -> tuple[bool, Record | None]:
         """Whether the next call splits, and what takes its time: `add` (it decides), `watch`, or None (untimed)."""
         self.calls += 1
         if self.choice is None:
             return len(self.split) < len(self.alone), self.add  # alternate, alone first
-        if self.doubt or (self.calls >= 16 and self.calls & (self.calls - 1) == 0):  # 16, 32, ...: the other way
-            self.doubt, self.confirm = False, self.choice
+        if self.slow >= SAMPLES or (self.calls >= 16 and self.calls & (self.calls - 1) == 0):  # 16, 32, ...
+            self.slow, self.confirm = 0, self.choice  # the other way now, the way chosen next
             return not self.choice, self.add
         if self.confirm is not None:
             way, self.confirm = self.confirm, None
@@ -152,7 +151,6 @@ class _Learning:
         """
         self.split.append(seconds_per_byte)
         self.slow = self.slow + 1 if seconds_per_byte > self.bar else 0
-        self.doubt = self.slow >= SAMPLES
 
 
 class _Handoff(Generic[T]):
