@@ -31,7 +31,7 @@ several cores. Work is split when all of these hold:
 4. A helper thread is free: at most ``get_nthreads() - 1`` helpers work at once,
    whoever calls; a caller that finds none free works alone (never waits).
 
-Split work has one contiguous part per thread, at most one per core. The
+Split work has one contiguous part per thread, at most one per CPU the process may run on. The
 caller's part is the larger by what helpers took to start in the latest
 splits (`_bounds`): a sleeping thread wakes in 30-300 us on the VMs measured,
 up to a third of a 4 MiB copy, and parts that end together end soonest.
@@ -78,7 +78,22 @@ Record = Callable[[bool, float], None]
 T = TypeVar("T")
 
 _ENV_VAR = "NUMCODECS_BYTES_NTHREADS"
-_CORES = os.cpu_count() or 1
+
+
+def _usable_cores() -> int:
+    """The CPUs this process may run on: its affinity (``taskset``, a container's cpuset), not the machine's.
+
+    A helper thread on a CPU the caller already uses only takes turns with it.
+    """
+    process_cpu_count = getattr(os, "process_cpu_count", None)  # Python 3.13: the affinity, or -X cpu_count
+    if process_cpu_count is not None:
+        return int(process_cpu_count() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+_CORES = _usable_cores()
 
 
 def _thread_count(n: Any) -> int:
@@ -243,8 +258,9 @@ def set_nthreads(n: SupportsIndex) -> int:
 
     Returns the previous value, like ``numcodecs.blosc.set_nthreads``. The
     default comes from the environment variable ``NUMCODECS_BYTES_NTHREADS``,
-    else the number of cores (at most 8). A copy never uses more threads than
-    the machine has cores. ``numcodecs_bytes.use_threads`` says from which
+    else the number of CPUs the process may run on when the package is imported
+    (its affinity, as ``taskset`` or a container's cpuset sets it; at most 8).
+    A copy never uses more threads than that. ``numcodecs_bytes.use_threads`` says from which
     threads copies may be split (None: the main thread only; True; False).
     """
     global _nthreads, _pool

@@ -41,6 +41,8 @@ def nthreads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 # Above the split size, split unevenly.
 LARGE = (3 << 20) + 24
+# The CPUs this process may run on (its affinity), as Linux tells it: the most threads a copy uses.
+CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @pytest.mark.parametrize("helpers", ["start at once", "start late"])
@@ -57,7 +59,7 @@ def test_results_are_identical_with_one_and_many_threads(
     for n in (1, 2, 3, 8):
         set_nthreads(n)
         parts = _parts_used(codec, data)
-        assert len(parts) == min(n, os.cpu_count() or 1), "not split into one part per core"
+        assert len(parts) == min(n, CPUS), "not split into one part per core"
         if len(parts) > 1:  # (recorded as the threads did them: in any order)
             assert (max(parts) > 1.3 * min(parts)) == (helpers == "start late")
         encoded = bytes(codec.encode(data))
@@ -114,7 +116,7 @@ def test_set_nthreads_validates_and_returns_the_previous_value(nthreads: None) -
             set_nthreads(bad)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("value", "expected"), [("1", "1"), ("3", "3"), ("", str(min(os.cpu_count() or 1, 8)))])
+@pytest.mark.parametrize(("value", "expected"), [("1", "1"), ("3", "3"), ("", str(min(CPUS, 8)))])
 def test_environment_variable_sets_the_default(value: str, expected: str) -> None:
     env = {**os.environ, "NUMCODECS_BYTES_NTHREADS": value}
     code = "import numcodecs_bytes; print(numcodecs_bytes.get_nthreads())"
@@ -126,7 +128,7 @@ def test_bad_environment_variable_is_a_warning_and_the_default() -> None:
     env = {**os.environ, "NUMCODECS_BYTES_NTHREADS": "many"}
     code = "import numcodecs_bytes; print(numcodecs_bytes.get_nthreads())"
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == str(min(os.cpu_count() or 1, 8))
+    assert result.stdout.strip() == str(min(CPUS, 8))
     assert "ignoring NUMCODECS_BYTES_NTHREADS='many': not a whole number >= 1" in result.stderr
 
 
@@ -272,7 +274,7 @@ def test_threads_by_default_only_from_the_main_thread_and_use_threads_forces_it(
     nthreads: None, monkeypatch: pytest.MonkeyPatch, thread: str, setting: bool | None, parts: int
 ) -> None:
     set_nthreads(2)
-    if (os.cpu_count() or 1) < 2:
+    if CPUS < 2:
         parts = 1  # one core: never split
     assert _parts_from(thread, setting, monkeypatch) == parts
 
@@ -280,9 +282,33 @@ def test_threads_by_default_only_from_the_main_thread_and_use_threads_forces_it(
 def test_a_huge_thread_count_splits_no_more_than_the_cores(nthreads: None) -> None:
     set_nthreads(2_000_000)
     parts = _parts_used(BytesCodec(endian="big", dtype="<i4"), np.arange(LARGE // 4, dtype="<i4"))
-    assert 1 <= len(parts) <= (os.cpu_count() or 1)
+    assert 1 <= len(parts) <= CPUS
     set_nthreads(1)
     assert len(_parts_used(BytesCodec(endian="big", dtype="<i4"), np.arange(LARGE // 4, dtype="<i4"))) == 1
+
+
+@pytest.mark.skipif(CPUS < 2 or not hasattr(os, "sched_setaffinity"), reason="needs two CPUs to take one away")
+@pytest.mark.parametrize(("setting", "expected"), [("", "1"), ("2", "2")])
+def test_threads_count_the_cpus_the_process_may_use_not_the_machines(setting: str, expected: str) -> None:
+    """Under ``taskset -c 0`` (or a container's cpuset) on a machine of several cores: one thread by default, and
+    a setting above it is kept but splits nothing (a helper on the caller's only CPU would take turns with it)."""
+    code = f"""
+import os
+os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
+import numpy as np, numcodecs_bytes
+from numcodecs_bytes import BytesCodec, _threads
+numcodecs_bytes.use_threads = True
+_threads._Learning.next_way = lambda self: (True, self.add)  # split wherever a split is possible
+parts = []
+copy_part = _threads._copy_part
+_threads._copy_part = lambda dst, src: (parts.append(len(src)), copy_part(dst, src))[1]  # a split's parts
+data = np.arange({LARGE // 4}, dtype="<i4")
+assert BytesCodec(endian="big", dtype="<i4").encode(data).tobytes() == data.astype(">i4").tobytes()
+print(numcodecs_bytes.get_nthreads(), len(parts))
+"""
+    env = {**os.environ, "NUMCODECS_BYTES_NTHREADS": setting}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.split() == [expected, "0"]  # numpy's own call: no parts
 
 
 class _Clock:
@@ -311,7 +337,7 @@ class _Clock:
 @pytest.fixture
 def learning(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A fresh pool (nothing learned yet) of two threads, and threads allowed from here."""
-    if (os.cpu_count() or 1) < 2:
+    if CPUS < 2:
         pytest.skip("one core: work is never split")
     monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
     previous = set_nthreads(2)
