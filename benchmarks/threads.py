@@ -36,6 +36,7 @@ test), which shows how far this machine's noise alone moves a line. Then:
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -200,12 +201,14 @@ def fresh_process_line(repeats: int = 5) -> float:
 
 
 _FRESH_ALL = """
-import json, random, sys, time, numpy as np
+import json, sys, time, numpy as np
 from concurrent.futures import ThreadPoolExecutor
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes._threads import split_choice
 MiB = 1 << 20
-codec, pool, order = BytesCodec(endian="big", dtype="<i4"), ThreadPoolExecutor(1), random.Random(int(sys.argv[1]))
+sys.path.insert(0, sys.argv[2])  # benchmarks/
+from interleave import balanced_orders
+codec, pool, seed = BytesCodec(endian="big", dtype="<i4"), ThreadPoolExecutor(1), int(sys.argv[1])
 
 def split_into(dst, src):
     half = len(src) // 2
@@ -237,9 +240,7 @@ for mib in (1, 4, 16, 64, 256):
     }
     for operation, (kind, ways) in cases.items():
         times = {name: [] for name in ways}
-        names = list(ways)
-        for _ in range(6 + 31):  # each way in turn, in a new order each round
-            order.shuffle(names)
+        for names in balanced_orders(list(ways), 6 + 31, seed):  # each way in turn, in a new order each round
             for name in names:
                 start = time.perf_counter()
                 ways[name]()
@@ -261,8 +262,8 @@ def fresh_lines(processes: int) -> None:
     ratios: dict[str, dict[str, list[float]]] = {"first 20 calls": {}, "after 6 warm-up calls": {}, "control": {}}
     chosen: dict[str, list[str]] = {}
     for index in range(processes):
-        result = subprocess.run([sys.executable, "-c", _FRESH_ALL, str(index)], capture_output=True, text=True,
-                                check=True)  # fmt: skip
+        command = [sys.executable, "-c", _FRESH_ALL, str(index), os.path.dirname(os.path.abspath(__file__))]
+        result = subprocess.run(command, capture_output=True, text=True, check=True)
         for line, (first, after, choice) in json.loads(result.stdout).items():
             for measure, times in (("first 20 calls", first), ("after 6 warm-up calls", after)):
                 best = min(times["one thread"], times["two threads"])

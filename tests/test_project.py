@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -238,3 +239,23 @@ def test_no_library_message_names_a_flag_and_the_store_options_are_declared_once
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 names = {arg.arg for arg in [*node.args.args, *node.args.kwonlyargs]}
                 assert not names & {"request_timeout", "run_timeout", "storage_options"}, (name, node.name)
+
+
+@pytest.mark.parametrize("ways", [2, 3, 5, 8])
+@pytest.mark.parametrize("rounds", [1, 15, 60, 119])
+def test_the_benchmarks_time_every_way_after_every_other_as_often(ways: int, rounds: int) -> None:
+    """A way's time depends on the way timed before it: each round has every way once, and over the rounds each
+    ordered pair of ways is timed back to back as often as any other, to within 4 (a new shuffle each round:
+    10 to 20 times apart over 60 rounds of five ways)."""
+    from interleave import balanced_orders
+
+    names = [f"way {index}" for index in range(ways)]
+    for seed in range(3):
+        orders = list(balanced_orders(names, rounds, seed))
+        assert len(orders) == rounds and all(sorted(order) == names for order in orders)
+        sequence = [name for order in orders for name in order]
+        pairs = {(a, b): 0 for a in names for b in names if a != b}
+        for a, b in itertools.pairwise(sequence):
+            if a != b:
+                pairs[a, b] += 1
+        assert max(pairs.values()) - min(pairs.values()) <= 4, (seed, pairs)
