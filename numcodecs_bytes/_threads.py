@@ -12,22 +12,25 @@ several cores. Work is split when all of these hold:
    learning that would cost a few microseconds per call.
 3. Splitting pays on this machine for work of this kind and size, as measured
    in this process: the first calls of each kind (`KINDS`) in each size class
-   (a power of two) alternate between the calling thread alone and a split,
-   `SAMPLES` of each, and the way with the best time per byte is chosen
-   (`split_choices`). The choice is checked again at the 16th, 32nd, 64th, ...
-   call of its class: one call the other way, then one the way chosen before
-   the check, both timed; the last `SAMPLES` of each way decide. A split chosen
-   is timed on every call too (two clock reads beside the hand-offs): where
-   the latest `SAMPLES` splits all took longer than one thread's best, the
-   check comes at once, as when a neighbour takes the other core. One thread
-   chosen is numpy's own call, untimed: two clock reads right after a copy of
-   megabytes cost 5-7 us, 2% of a 4 MiB copy (benchmarks/README.md). So a
-   choice made while a process starts (fresh pages, cold caches) does not stay
-   if it stops holding, a slow patch does not turn a choice by itself, and
-   checking costs a few calls in a thousand. Measured, not derived from the
-   cache sizes the system reports: whether a second core pays depends on how
-   much bandwidth one core gets from the caches and memory it shares, which
-   VMs of one kind report in ways that do not say (benchmarks/README.md).
+   (a power of two) come in pairs, the calling thread alone then a split, and
+   the way faster in most of `SAMPLES` pairs is chosen (`split_choices`). The
+   choice is checked again at the 16th, 32nd, 64th, ... call of its class: a
+   pair, the other way first; where it disagrees with the choice, more pairs
+   until one way has won most of `SAMPLES`. A split chosen is timed on every
+   call too (two clock reads beside the hand-offs): where the latest `SAMPLES`
+   splits all took longer than one thread's best, the check comes at once, as
+   when a neighbour takes the other core. One thread chosen is numpy's own
+   call, untimed: two clock reads right after a copy of megabytes cost 5-7 us,
+   2% of a 4 MiB copy (benchmarks/README.md). Only calls side by side are
+   compared: a slowdown that hits both ways alike (new pages as a program
+   moves on, a busy neighbour) slows both calls of a pair, so it cannot turn a
+   choice, and a pair it cuts in two is outvoted. So a choice made while a
+   process starts (fresh pages, cold caches) does not stay if it stops
+   holding, a slow patch does not turn a choice by itself, and checking costs
+   a few calls in a thousand. Measured, not derived from the cache sizes the
+   system reports: whether a second core pays depends on how much bandwidth
+   one core gets from the caches and memory it shares, which VMs of one kind
+   report in ways that do not say (benchmarks/README.md).
 4. A helper thread is free: at most ``get_nthreads() - 1`` helpers work at once,
    whoever calls; a caller that finds none free works alone (never waits).
 
@@ -65,7 +68,7 @@ MIN_HELPER_SHARE = 0.2
 """The least part of an equal share a helper is given, however long helpers take to start."""
 
 SAMPLES = 3
-"""Timed calls each way (alone, split) per kind and size class that a choice rests on: the latest.
+"""Pairs of timed calls (one each way, back to back) a choice rests on: the way faster in most of them.
 Also how many of the latest splits' helper start delays set the caller's part (`_bounds`)."""
 
 Kind = Literal["copy into", "copy to new", "check", "masked copy into", "masked copy to new"]
@@ -124,39 +127,57 @@ def _nthreads_from_env() -> int:
 
 
 class _Learning:
-    """What one kind and size class of work has shown: recent seconds per byte each way, and the choice."""
+    """What one kind and size class of work has shown: recent seconds per byte alone, wins of each way, the choice.
+
+    A choice rests on pairs of calls, one each way back to back, and goes to
+    the way faster in most of `SAMPLES` pairs: a slowdown that hits both ways
+    alike for a while (new pages, a neighbour, the next program phase) slows
+    both calls of a pair, so it cannot turn a choice, however large, and a
+    pair it cuts in two is outvoted. Older samples of one way against newer
+    ones of the other would let it: the split chosen, seen slow through a
+    slowdown, against one thread's best from before it.
+    """
 
     def __init__(self) -> None:
         self.calls = 0
-        self.alone: deque[float] = deque(maxlen=SAMPLES)
-        self.split: deque[float] = deque(maxlen=SAMPLES)
-        self.choice: bool | None = None  # None while learning
-        # After a check's call the other way: the way chosen before it, timed next. Both ways then have a
-        # sample from the same moment, so a machine that got faster or slower since the last check
-        # cannot turn the choice by itself (nor keep a wrong one until the next check).
-        self.confirm: bool | None = None
+        self.alone: deque[float] = deque(maxlen=SAMPLES)  # one thread's latest: the caller's share (`_bounds`)
+        self.choice: bool | None = None
+        # The round under way, None between rounds: pairs won each way (alone, split), and the pair's first
+        # call. The first round learns; a check is a round too, from the other way, and ends after one pair
+        # if that pair agrees with the choice.
+        self.wins: list[int] | None = [0, 0]
+        self.first: tuple[bool, float] | None = None
         self.bar = 0.0  # one thread's best when the choice was made: a split chosen slower than it is slow
         self.slow = 0  # splits chosen in a row that were slow: at `SAMPLES`, the next call checks
 
     def next_way(self) -> tuple[bool, Record | None]:
         """Whether the next call splits, and what takes its time: `add` (it decides), `watch`, or None (untimed)."""
         self.calls += 1
-        if self.choice is None:
-            return len(self.split) < len(self.alone), self.add  # alternate, alone first
-        if self.slow >= SAMPLES or (self.calls >= 16 and self.calls & (self.calls - 1) == 0):  # 16, 32, ...
-            self.slow, self.confirm = 0, self.choice  # the other way now, the way chosen next
-            return not self.choice, self.add
-        if self.confirm is not None:
-            way, self.confirm = self.confirm, None
-            return way, self.add
-        return self.choice, self.watch if self.choice else None
+        if self.wins is None and (self.slow >= SAMPLES or (self.calls >= 16 and self.calls & (self.calls - 1) == 0)):
+            self.wins, self.slow = [0, 0], 0  # a check: 16, 32, 64, ..., or after slow splits
+        if self.wins is None:  # (a choice is made)
+            return bool(self.choice), self.watch if self.choice else None
+        first = self.first
+        return (self.choice is False) if first is None else not first[0], self.add  # the other way first
 
     def add(self, split: bool, seconds_per_byte: float) -> None:
-        (self.split if split else self.alone).append(seconds_per_byte)
-        if len(self.alone) == SAMPLES and len(self.split) == SAMPLES:
-            best_alone, best_split = min(self.alone), min(self.split)
-            self.choice = best_split < best_alone
-            self.bar, self.slow = best_alone, 0
+        if not split:
+            self.alone.append(seconds_per_byte)
+        first, wins = self.first, self.wins
+        if wins is None:  # (a call that raced the end of its round)
+            return
+        if first is None or first[0] == split:
+            self.first = split, seconds_per_byte
+            return
+        self.first = None
+        faster = split if seconds_per_byte < first[1] else first[0]
+        wins[faster] += 1
+        if self.choice is not None and sum(wins) == 1 and faster == self.choice:
+            self.wins = None  # a check whose first pair agrees with the choice
+        elif max(wins) > SAMPLES // 2:
+            self.choice, self.wins = wins[True] > wins[False], None
+        if self.wins is None:
+            self.bar, self.slow = min(self.alone), 0
 
     def watch(self, split: bool, seconds_per_byte: float) -> None:
         """A split chosen, timed: a doubt, never a new choice by itself (a check decides, with both ways' time).
@@ -164,7 +185,6 @@ class _Learning:
         Kept to a counter: a call that has just copied megabytes finds little of Python's state in the caches,
         and each thing more it reads costs cache misses (two `min` over the samples cost 2 us a call at 2 MiB).
         """
-        self.split.append(seconds_per_byte)
         self.slow = self.slow + 1 if seconds_per_byte > self.bar else 0
 
 

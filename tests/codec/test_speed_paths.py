@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support.split_parts import callers_part_larger
 
@@ -403,9 +403,9 @@ def test_each_kind_and_size_learns_whether_splitting_pays_and_checks_the_choice_
     size = 3 << 20
     for _ in range(40):
         assert sum(threads.in_parts("check", size, size, clock.part(size))) == size  # every element, once
-    learned = [False, True] * threads.SAMPLES  # alternating, alone first
+    learned = [False, True] * 2  # pairs, alone first: one way faster in two of them is the choice
     checks = {16, 32}  # calls that try the other way (the next one is timed the chosen way)
-    assert clock.ways == learned + [kept ^ (call in checks) for call in range(7, 41)]
+    assert clock.ways == learned + [kept ^ (call in checks) for call in range(5, 41)]
     assert threads.split_choices() == {"check 2 MiB..4 MiB": kept}
     assert threads.split_choice("check", size) is kept and threads.split_choice("copy into", size) is None
     # Another size class, and another kind, learn apart.
@@ -420,12 +420,13 @@ def test_each_kind_and_size_learns_whether_splitting_pays_and_checks_the_choice_
 @pytest.mark.parametrize(
     ("before", "after", "ways", "kept"),
     [
-        # As when a process starts (fresh pages, cold caches): a split stops being slow. Call 16 tries one:
-        # faster than alone's samples, it is the choice at once; call 17 times the former choice beside it.
-        ((1.0, 2.0), (1.0, 0.5), [True, False, True, True, True, True], True),
-        # Everything got faster (neighbours went quiet): call 16, alone, beats the split's older samples,
-        # call 17, a split timed right after it, beats that: the choice is a split again from call 18.
-        ((2.0, 1.0), (0.6, 0.3), [False, True, True, True, True, True], True),
+        # As when a process starts (fresh pages, cold caches): a split stops being slow. Call 16 tries one,
+        # call 17 times the choice beside it: slower, so the check goes on; the split wins the pair of calls
+        # 18 and 19 too, two of three: the choice from call 20.
+        ((1.0, 2.0), (1.0, 0.5), [True, False, True, False, True, True, True, True], True),
+        # Everything got faster (neighbours went quiet): call 16, alone, beats the split's older samples, but
+        # call 17, a split timed right after it, beats that: the pair agrees with the choice, the check ends.
+        ((2.0, 1.0), (0.6, 0.3), [False, True, True, True, True, True, True, True], True),
     ],
     ids=["a choice that stops holding changes", "a faster machine keeps the choice"],
 )
@@ -446,7 +447,7 @@ def test_a_check_compares_both_ways_timed_back_to_back(
     assert threads.split_choices() == {"copy into 2 MiB..4 MiB": before[1] < before[0]}
     clock.cost = {False: after[0], True: after[1]}
     clock.ways.clear()
-    for _ in range(6):
+    for _ in range(8):
         threads.in_parts("copy into", size, size, clock.part(size))
     assert clock.ways == ways
     assert threads.split_choices() == {"copy into 2 MiB..4 MiB": kept}
@@ -456,14 +457,22 @@ def test_a_check_compares_both_ways_timed_back_to_back(
     ("splits", "ways", "kept"),
     [
         # A neighbour takes the other core for good: after call 20 the latest three splits were all slower than
-        # one thread's best, so call 21 checks at once (alone: faster), and call 22, a split beside it, agrees.
-        ([3.0] * 8, [True, True, True, False, True, False, False, False], False),
-        # A slow patch: the same check at once, but the split beside it is fast again, so it stays the choice.
-        ([3.0] * 3 + [1.0] * 5, [True, True, True, False, True, True, True, True], True),
+        # one thread's best, so call 21 checks at once: alone, then a split beside it, slower; calls 23 and 24
+        # say the same, two pairs of three: one thread from call 25.
+        ([3.0] * 10, [True, True, True, False, True, False, True, False, False, False], False),
+        # A slow patch: the same check at once, but the split beside it is fast again: the check ends there.
+        ([3.0] * 3 + [1.0] * 7, [True, True, True, False, True, True, True, True, True, True], True),
+        # Slow still at the check's own split (call 22), fast after: the next two pairs outvote it.
+        ([3.0] * 5 + [1.0] * 5, [True, True, True, False, True, False, True, False, True, True], True),
         # Slow splits not all in a row: no check before the next power of two.
-        ([3.0, 3.0, 1.0, 3.0, 3.0, 1.0, 3.0, 3.0], [True] * 8, True),
+        ([3.0, 3.0, 1.0, 3.0, 3.0, 1.0, 3.0, 3.0, 1.0, 3.0], [True] * 10, True),
     ],
-    ids=["a split that stays slow goes", "a slow patch keeps the split", "a fast split between keeps it"],
+    ids=[
+        "a split that stays slow goes",
+        "a slow patch keeps the split",
+        "one slow split at the check keeps it",
+        "a fast split between keeps it",
+    ],
 )
 def test_splits_chosen_are_timed_and_slow_ones_bring_the_check_forward(
     learning: None, monkeypatch: pytest.MonkeyPatch, splits: list[float], ways: list[bool], kept: bool
@@ -475,11 +484,40 @@ def test_splits_chosen_are_timed_and_slow_ones_bring_the_check_forward(
     for _ in range(17):  # learned (a split), and the 16th call's check with the split beside it
         threads.in_parts("copy into", size, size, clock.part(size))
     clock.ways.clear()
-    for cost in splits:  # calls 18 to 25; one thread takes 2 s throughout
+    for cost in splits:  # calls 18 to 27 (a split's cost, whichever way each call goes); one thread takes 2 s
         clock.cost[True] = cost
         threads.in_parts("copy into", size, size, clock.part(size))
     assert clock.ways == ways
     assert threads.split_choices() == {"copy into 2 MiB..4 MiB": kept}
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    alone=st.floats(0.5, 4.0),
+    split=st.floats(0.5, 4.0),
+    # (calls, factor): stretches at least SAMPLES pairs long
+    slowdowns=st.lists(st.tuples(st.integers(6, 40), st.floats(1.0, 20.0)), min_size=1, max_size=10),
+)
+def test_a_slowdown_of_both_ways_alike_never_turns_the_choice(
+    learning: None, monkeypatch: pytest.MonkeyPatch, alone: float, split: float, slowdowns: list[tuple[int, float]]
+) -> None:
+    """Stretches of calls (at least `SAMPLES` pairs long) each slow both ways by one factor, however large, as new
+    pages or a busy neighbour do: from the first choice on, every call finds the faster way chosen."""
+    assume(abs(alone - split) > 1e-6 * alone)
+    threads = numcodecs_bytes._threads
+    assert 2 * threads.SAMPLES == 6
+    set_nthreads(3)  # a fresh pool: nothing learned
+    set_nthreads(2)
+    clock = _Clock(alone, split)
+    size = 3 << 20
+    with monkeypatch.context() as patch:
+        patch.setattr(threads, "time", clock)
+        for length, factor in slowdowns:
+            clock.cost = {False: alone * factor, True: split * factor}
+            for _ in range(length):
+                threads.in_parts("copy into", size, size, clock.part(size))
+                assert threads.split_choice("copy into", size) in (None, split < alone), (len(clock.ways), factor)
+    assert threads.split_choice("copy into", size) is (split < alone)
 
 
 def test_one_thread_chosen_is_not_timed(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -510,7 +548,7 @@ def test_a_split_that_finds_no_helper_free_teaches_nothing(learning: None, monke
     finally:
         pool.give_back(taken)
     shown = pool.learning[("check", size.bit_length())]
-    assert (list(shown.alone), list(shown.split)) == ([1.0 / size], [])
+    assert (list(shown.alone), shown.wins, shown.first) == ([1.0 / size], [0, 0], (False, 1.0 / size))
     assert clock.ways == [False] * 4
 
 
@@ -527,8 +565,8 @@ def test_one_thread_while_learning_is_one_call_here_and_timed(learning: None, mo
     threads.in_parts("check", LARGE, 10, lambda start, stop: calls.append((start, stop)))
     assert calls == [(0, 10)]
     learned = threads._get_pool().learning
-    assert {kind: (len(shown.alone), len(shown.split)) for (kind, _), shown in learned.items()} == {
-        "copy to new": (1, 0), "copy into": (1, 0), "check": (1, 0)
+    assert {kind: len(shown.alone) for (kind, _), shown in learned.items()} == {
+        "copy to new": 1, "copy into": 1, "check": 1
     }  # fmt: skip
     assert all(0 < shown.alone[0] < 1 for shown in learned.values())  # seconds per byte, measured
 
