@@ -22,9 +22,9 @@ several cores. Work is split when all of these hold:
    when a neighbour takes the other core. One thread chosen is numpy's own
    call, untimed: two clock reads right after a copy of megabytes cost 5-7 us,
    2% of a 4 MiB copy (benchmarks/README.md). Only calls side by side are
-   compared: a slowdown that hits both ways alike (new pages as a program
-   moves on, a busy neighbour) slows both calls of a pair, so it cannot turn a
-   choice, and a pair it cuts in two is outvoted. So a choice made while a
+   compared: a slowdown that hits both ways alike for a few calls (new pages
+   as a program moves on, a busy neighbour) slows both calls of a pair, so it
+   cannot turn a choice, and the one pair it cuts in two is outvoted. So a choice made while a
    process starts (fresh pages, cold caches) does not stay if it stops
    holding, a slow patch does not turn a choice by itself, and checking costs
    a few calls in a thousand. Measured, not derived from the cache sizes the
@@ -131,9 +131,9 @@ class _Learning:
 
     A choice rests on pairs of calls, one each way back to back, and goes to
     the way faster in most of `SAMPLES` pairs: a slowdown that hits both ways
-    alike for a while (new pages, a neighbour, the next program phase) slows
-    both calls of a pair, so it cannot turn a choice, however large, and a
-    pair it cuts in two is outvoted. Older samples of one way against newer
+    alike for a few calls (new pages, a neighbour, the next program phase)
+    slows both calls of a pair, so it cannot turn a choice, however large, and
+    the one pair it cuts in two is outvoted. Older samples of one way against newer
     ones of the other would let it: the split chosen, seen slow through a
     slowdown, against one thread's best from before it.
     """
