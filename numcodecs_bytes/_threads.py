@@ -24,22 +24,24 @@ several cores. Work is split when all of these hold:
    2% of a 4 MiB copy (benchmarks/README.md). Only calls side by side are
    compared: a slowdown that hits both ways alike for a few calls (new pages
    as a program moves on, a busy neighbour) slows both calls of a pair, so it
-   cannot turn a choice, and the one pair it cuts in two is outvoted. So a choice made while a
-   process starts (fresh pages, cold caches) does not stay if it stops
-   holding, a slow patch does not turn a choice by itself, and checking costs
-   a few calls in a thousand. Measured, not derived from the cache sizes the
-   system reports: whether a second core pays depends on how much bandwidth
-   one core gets from the caches and memory it shares, which VMs of one kind
-   report in ways that do not say (benchmarks/README.md).
+   cannot turn a choice, and the one pair it cuts in two is outvoted. So a
+   choice made while a process starts (fresh pages, cold caches) does not
+   stay if it stops holding, a slow patch does not turn a choice by itself,
+   and checking costs a few calls in a thousand. Measured, not derived from
+   the cache sizes the system reports: whether a second core pays depends on
+   how much bandwidth one core gets from the caches and memory it shares,
+   which VMs of one kind report in ways that do not say (benchmarks/README.md).
 4. A helper thread is free: at most ``get_nthreads() - 1`` helpers work at once,
    whoever calls; a caller that finds none free works alone (never waits).
 
-Split work has one contiguous part per thread, at most one per CPU the process may run on. The
-caller's part is the larger by what helpers took to start in the latest
-splits (`_bounds`): a sleeping thread wakes in 30-300 us on the VMs measured,
-up to a third of a 4 MiB copy, and parts that end together end soonest.
-`copy_into`, `copied_as` and `in_parts` are the only ways the codec splits
-work; below `MIN_SPLIT_BYTES` the numcodecs codec calls numpy's copy itself in the common case.
+Split work has one contiguous part per thread, at most one per CPU the
+process may run on. The caller's part is the larger by what helpers took to
+start in the latest splits (`_bounds`): a sleeping thread wakes in 5-300 us on
+the VMs measured (most right after its caller copied megabytes), up to a third
+of a 4 MiB copy, and parts that end together end soonest. `copy_into`,
+`copied_as` and `in_parts` are the only ways the codec splits work; below
+`MIN_SPLIT_BYTES` the numcodecs codec calls numpy's copy itself in the common
+case.
 """
 
 from __future__ import annotations
@@ -133,9 +135,9 @@ class _Learning:
     the way faster in most of `SAMPLES` pairs: a slowdown that hits both ways
     alike for a few calls (new pages, a neighbour, the next program phase)
     slows both calls of a pair, so it cannot turn a choice, however large, and
-    the one pair it cuts in two is outvoted. Older samples of one way against newer
-    ones of the other would let it: the split chosen, seen slow through a
-    slowdown, against one thread's best from before it.
+    the one pair it cuts in two is outvoted. Older samples of one way against
+    newer ones of the other would let it: the split chosen, seen slow through
+    a slowdown, against one thread's best from before it.
     """
 
     def __init__(self) -> None:
@@ -278,10 +280,11 @@ def set_nthreads(n: SupportsIndex) -> int:
 
     Returns the previous value, like ``numcodecs.blosc.set_nthreads``. The
     default comes from the environment variable ``NUMCODECS_BYTES_NTHREADS``,
-    else the number of CPUs the process may run on when the package is imported
-    (its affinity, as ``taskset`` or a container's cpuset sets it; at most 8).
-    A copy never uses more threads than that. ``numcodecs_bytes.use_threads`` says from which
-    threads copies may be split (None: the main thread only; True; False).
+    else the number of CPUs the process may run on when the package is
+    imported (its affinity, as ``taskset`` or a container's cpuset sets it; at
+    most 8). A copy never uses more threads than that.
+    ``numcodecs_bytes.use_threads`` says from which threads copies may be
+    split (None: the main thread only; True; False).
     """
     global _nthreads, _pool
     n = _thread_count(n)
