@@ -480,8 +480,9 @@ def test_path_may_be_a_single_array(store: Path, array: str) -> None:
 # -- for people: progress on a terminal, Ctrl-C, --version -------------------------------------------------------
 
 # The tool with each fsync slowed down (every write makes one), so that a run lasts long enough to watch.
-SLOW_TOOL = (  # 10 ms more per file replaced
-    "import os, sys, time; replace = os.replace; "
+SLOW_TOOL = (  # 10 ms more per file replaced; Ctrl-C as a terminal gives it (a run started in the background,
+    # as CI may start the tests, inherits SIGINT ignored, and Python then installs no KeyboardInterrupt for it)
+    "import os, signal, sys, time; signal.signal(signal.SIGINT, signal.default_int_handler); replace = os.replace; "
     "os.replace = lambda source, target: (time.sleep(0.01), replace(source, target))[1]; "
     "from numcodecs_bytes.cli import console; sys.argv[0] = 'numcodecs-bytes'; sys.exit(console())"
 )
