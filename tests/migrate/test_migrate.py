@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from support.slowed_tool import slowed_tool
 
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
@@ -294,11 +295,7 @@ def test_killed_mid_run_leaves_every_file_whole_and_a_rerun_finishes(tmp_path: P
             shutil.copytree(root / "t", root / f"g{g:02d}" / f"a{a:02d}")
     assert make_legacy(root) == 301
     # Each atomic rename is slowed down, so that the run can be watched and killed halfway.
-    slow = (
-        "import os, sys, time; rename = os.replace; "
-        "os.replace = lambda *a, **k: (time.sleep(0.005), rename(*a, **k))[1]; "
-        "from numcodecs_bytes.cli import console; sys.argv[0] = 'numcodecs-bytes'; sys.exit(console())"
-    )
+    slow = slowed_tool(0.005, "replace")
     process = subprocess.Popen([sys.executable, "-c", slow, "migrate", str(root)], stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while sum(b'"bytes"' in path.read_bytes() for path in root.rglob("zarr.json")) < 60:
@@ -479,13 +476,9 @@ def test_path_may_be_a_single_array(store: Path, array: str) -> None:
 
 # -- for people: progress on a terminal, Ctrl-C, --version -------------------------------------------------------
 
-# The tool with each fsync slowed down (every write makes one), so that a run lasts long enough to watch.
-SLOW_TOOL = (  # 10 ms more per file replaced; Ctrl-C as a terminal gives it (a run started in the background,
-    # as CI may start the tests, inherits SIGINT ignored, and Python then installs no KeyboardInterrupt for it)
-    "import os, signal, sys, time; signal.signal(signal.SIGINT, signal.default_int_handler); replace = os.replace; "
-    "os.replace = lambda source, target: (time.sleep(0.01), replace(source, target))[1]; "
-    "from numcodecs_bytes.cli import console; sys.argv[0] = 'numcodecs-bytes'; sys.exit(console())"
-)
+# The tool with each file replace slowed down by 10 ms (every write makes one), so that a run lasts long enough
+# to watch.
+SLOW_TOOL = slowed_tool(0.01, "replace")
 
 
 def write_v3_legacy_array(folder: Path) -> None:

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("zarr", minversion="3", reason="to-v3 needs zarr 3")
 import numcodecs
+from support.slowed_tool import slowed_tool
 from support.stack import has_module
 from support.v2_stores import files_of, read_as_v3_in_a_fresh_interpreter, tensorstore_reads, write_v2_store
 
@@ -241,12 +242,7 @@ def test_a_chunk_written_while_its_shard_is_made_keeps_the_array_unsharded(
         assert array[...].tolist() == [99 if i == element else i for i in range(8)]
 
 
-SLOWED = (  # 3 ms more per file put in place or renamed, so that a run can be watched and killed halfway
-    "import os, sys, time\n"
-    "for name in ('link', 'replace', 'rename'):\n"
-    "    setattr(os, name, lambda *a, _f=getattr(os, name), **k: (time.sleep(0.003), _f(*a, **k))[1])\n"
-    "from numcodecs_bytes.cli import console; sys.argv[0] = 'numcodecs-bytes'; sys.exit(console())"
-)
+SLOWED = slowed_tool(0.003, "link", "replace", "rename")  # 3 ms more per file put in place or renamed
 
 
 def _chunk_files(root: Path) -> int:

@@ -21,6 +21,7 @@ import pytest
 
 pytest.importorskip("zarr", minversion="3", reason="to-v3 needs zarr 3")
 import numcodecs
+from support.slowed_tool import slowed_tool
 from support.stack import benchmark, has_module
 from support.v2_stores import (
     files_of,
@@ -308,12 +309,7 @@ def test_a_new_zarr_json_gets_the_mode_the_umask_gives(tmp_path: Path) -> None:
     assert stat.S_IMODE((root / "zarr.json").stat().st_mode) == 0o660
 
 
-SLOW_TO_V3 = (  # 2 ms more per zarr.json created (linked into place); Ctrl-C as a terminal gives it (a run
-    # started in the background, as CI may start the tests, inherits SIGINT ignored)
-    "import os, signal, sys, time; signal.signal(signal.SIGINT, signal.default_int_handler); link = os.link; "
-    "os.link = lambda source, target: (time.sleep(0.002), link(source, target))[1]; "
-    "from numcodecs_bytes.cli import console; sys.argv[0] = 'numcodecs-bytes'; sys.exit(console())"
-)
+SLOW_TO_V3 = slowed_tool(0.002, "link")  # 2 ms more per zarr.json created (linked into place)
 
 
 def test_ctrl_c_twice_ends_with_one_line_that_counts_what_was_written(tmp_path: Path) -> None:

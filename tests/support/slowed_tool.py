@@ -1,0 +1,20 @@
+"""The command-line tool in a process of its own, with file operations slowed down so that a test can watch a run,
+interrupt it or kill it halfway."""
+
+from __future__ import annotations
+
+
+def slowed_tool(seconds: float, *names: str) -> str:
+    """Code for ``python -c`` that runs ``numcodecs-bytes`` (its arguments follow the code) with each ``os.NAME``
+    taking ``seconds`` longer.
+
+    Ctrl-C acts as a terminal's: a process started in the background (as CI may start the tests) inherits SIGINT
+    ignored, and Python then installs no KeyboardInterrupt for it.
+    """
+    return (
+        "import os, signal, sys, time\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        f"for name in {names!r}:\n"
+        f"    setattr(os, name, lambda *a, _f=getattr(os, name), **k: (time.sleep({seconds!r}), _f(*a, **k))[1])\n"
+        "from numcodecs_bytes.cli import console; sys.argv[0] = 'numcodecs-bytes'; sys.exit(console())"
+    )
