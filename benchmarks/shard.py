@@ -21,6 +21,10 @@ the others end with ``sync``). The shards: 64 MiB of raw data (64 chunks).
 - ``zarr.from_array`` with the same shards and codecs (and again with the zarrs
   codec pipeline where it is installed).
 
+Then, locally, the peak memory of ``to-v3 --shard-size --remove-v2-metadata``
+on the same data with shards of 16 MiB, 256 MiB and 1 GiB: it must not grow
+with the shard size.
+
 On S3 (moto's server behind a proxy adding a 20 ms round trip), the same
 contenders but ``cp``: the floor is a process that lists the chunk objects and
 copies them through s3fs, as many requests in flight as ours (``JOBS``), each
@@ -262,7 +266,22 @@ def local_disk(folder: Path, gib: float, rounds: int) -> None:
     files_after = sum(1 for p in target.rglob("*") if p.is_file())
     print(f"\nfiles: {files_before:,} before (v2), {files_after:,} after --remove-v2-metadata")
     goals(bench.table(stored, "cp -r, then sync"), "cp -r, then sync")
+    memory_by_shard_size(raw, fresh_copy, target)
     shutil.rmtree(target, ignore_errors=True)
+
+
+def memory_by_shard_size(raw: int, fresh_copy: Callable[[], None], target: Path) -> None:
+    """Peak memory of ``to-v3 --shard-size --remove-v2-metadata`` on the same data at 16 MiB, 256 MiB and 1 GiB
+    shards (each shard size up to the array's size): memory must not grow with the shard size."""
+    print(f"\n{'shard size':>10} {'shards':>7} {'seconds':>8} {'peak MiB':>9}")
+    for mib in (16, 256, 1024):
+        if mib * 2**20 > raw and mib != 16:
+            continue
+        fresh_copy()
+        seconds, peak = run_process([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(target), "--shard-size",
+                                     f"{mib}MiB", "--remove-v2-metadata"])  # fmt: skip
+        shards = sum(1 for p in (target / "c").rglob("*") if p.is_file())
+        print(f"{mib:>6} MiB {shards:>7} {seconds:8.2f} {peak:9.0f}", flush=True)
 
 
 def object_store(folder: Path, mib: int, rounds: int, rtt: float) -> None:

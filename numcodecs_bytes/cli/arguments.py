@@ -64,7 +64,8 @@ def parser() -> argparse.ArgumentParser:
         "--remove-v2-metadata",
         action="store_true",
         help="once every node converted, remove the .zarray, .zgroup, .zattrs and .zmetadata files read (each "
-        "only if unchanged since); never chunks",
+        "only if unchanged since); with --shard-size, also the chunk files its shards hold (once the array reads "
+        "its shards); a group keeps its own while a node below it keeps its own",
     )
     to_v3.add_argument(
         "--no-verify",

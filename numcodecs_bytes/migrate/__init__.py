@@ -23,17 +23,21 @@ What `migrate_store` (and ``numcodecs-bytes migrate``) guarantees:
   renamed over the original once a batch of them is on the disk. A run that is
   killed leaves every file either old or new; the next run finishes the job
   and removes the temporary files of dead runs. One run at a time per store
-  (an advisory lock on the store's folder, released when the process ends): a
-  second run is refused and touches nothing. Just before each rename the file
+  (an advisory lock on the folder of the store's topmost Zarr node, so that a
+  run given a folder below or above it is excluded too; released when the
+  process ends): a second run is refused and touches nothing. Just before each rename the file
   is compared with what was read: if someone else changed it meanwhile, it is
   left as it is and reported.
 - Object stores (`s3://bucket/store`, or any fsspec URL): an object is
   replaced in one PUT, so readers see the old or the new object, never a mix;
-  there is no rename and no lock. Folders are listed a level at a time (on S3
-  the whole store in one listing, where that pays) and files read and written
-  in batches, up to `jobs` requests in flight. On S3 a PUT holds only while
-  the object is the version read (`If-Match`), so two runs at once change each
-  file once, and a PUT whose answer was lost is read back, not reported as a
+  there is no rename. On S3 one run at a time: a lock object beside the
+  topmost node's metadata, created only where none exists and renewed while
+  the run lasts (`store.s3.Lease`); elsewhere no lock. Folders are listed a
+  level at a time (on S3 the whole store in one listing, where that pays) and
+  files read and written in batches, up to `jobs` requests in flight. On S3 a
+  PUT holds only while the object is the version read (`If-Match`), so where
+  no lock can be had (a run that lost it) two runs at once change each file
+  once, and a PUT whose answer was lost is read back, not reported as a
   conflict; on other file systems the object is read again just before the
   write (two writers racing in between are not excluded). Credentials come
   from the usual environment (`AWS_*` variables, `~/.aws`); another endpoint

@@ -30,7 +30,11 @@ What holds:
 - No request waits for ever: each has ``request_timeout`` seconds (retries
   included), and a run as a whole ``run_timeout`` if set. A metadata file that
   is not a regular file (a FIFO, a device) is refused, never read.
-- One run at a time on a local store (`Files.lock`).
+- One run at a time on a store (`Files.lock`), whatever folder of it each run
+  was given: locally an advisory lock on the folder of its topmost Zarr node,
+  on S3 a lock object there, held by a lease a run renews (`s3.Lease`).
+- Bounded resources: packing a shard holds one source file open at a time and
+  compares a block at a time, whatever the shard's size.
 
 The modules, each with one job: `options` (`StoreOptions`), `files` (the
 `Files` protocol and its values), `layout` (the Zarr layout facts),

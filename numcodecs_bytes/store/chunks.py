@@ -8,11 +8,14 @@ chunks are a Zarr v2 array's chunks and the inner codecs its own, each chunk
 file is an inner chunk as it is: a shard is those files one after another plus
 an index.
 
-Each backend packs a batch of `Shard`s (`Files.pack`): it reads the chunk
-files, writes each shard whole or not at all, reads it back and compares every
-inner chunk with its source, and says what it read of each source (a
-`Packed`), for the caller's later check that nothing changed since
-(`Files.versions`) and for removals that hold only while a file is unchanged.
+Each backend packs `Shard`s (`Files.pack`): it reads the chunk files, writes
+each shard whole or not at all, reads it back and compares every inner chunk
+with its source, and says what it read of each source (a `Packed`), for the
+caller's later check that nothing changed since (`Files.versions`) and for
+removals that hold only while a file is unchanged. It also says what a shard
+in the store holds of the chunk files it was made of (`Files.held`, a
+`Held`): where the chunk files were kept, which of them a later run may
+remove.
 """
 
 from __future__ import annotations
@@ -24,12 +27,12 @@ from typing import NamedTuple
 __all__ = [
     "EMPTY",
     "INDEX_ENTRY",
-    "KEPT_SHARD",
+    "Held",
     "Packed",
     "Shard",
     "ShardError",
+    "gone",
     "parsed_index",
-    "same_bytes",
     "shard_index",
 ]
 
@@ -40,31 +43,42 @@ INDEX_ENTRY = 16
 
 
 class Shard(NamedTuple):
-    """One shard to write: its file, and each inner chunk's source file in C order of the inner grid."""
+    """One shard to write: its file, and each inner chunk's source file in C order of the inner grid.
+
+    A source is a chunk file that was listed just before (None: no chunk there). One that is gone when the
+    shard is made was removed by another writer meanwhile: the shard is not written (`ShardError`).
+    """
 
     path: str
-    sources: tuple[str | None, ...]  # None: no chunk there (past the array's edge)
-    replace: bool = True  # an existing file is an interrupted run's: replaced where it is not this shard already
+    sources: tuple[str | None, ...]
 
 
 class Packed(NamedTuple):
     """What packing one shard read and wrote."""
 
-    sizes: tuple[int | None, ...]  # each inner chunk's bytes; None where its source was missing
-    versions: tuple[str | None, ...]  # what each source was when read (see `Files.versions`); None: missing
-    written: bool  # False where nothing was written: every source missing (no shard), or the file held it already
+    sizes: tuple[int | None, ...]  # each inner chunk's bytes; None where there is no source
+    versions: tuple[str | None, ...]  # what each source was when read (see `Files.versions`); None: no source
+    written: bool  # False where nothing was written: no source (no shard), or the file held it already
+    linked: int = 0  # sources that are symbolic links (packed from their targets)
 
 
-KEPT_SHARD = (
-    "a zarr.json reads this shard already, and it holds other bytes than its chunk files now (one side was "
-    "written since it was made): left as it is"
-)
-"""Why a shard that may not be replaced (`Shard.replace` False) was not."""
+class Held(NamedTuple):
+    """What a shard in the store holds of the chunk files it was packed from (compared byte for byte)."""
+
+    same: tuple[bool | None, ...]  # per source: the shard holds exactly its bytes, at its place (None: no source)
+    versions: tuple[str | None, ...]  # each source's version as compared (None: no source, or none found)
+    written: tuple[float | None, ...]  # when each source was last written (seconds since the epoch; None: unknown)
+    shard_written: float | None  # when the shard was last written
 
 
 class ShardError(OSError):
-    """A shard that could not be made as its sources say (a source changed while it was read, a shard file that
-    holds something else)."""
+    """A shard that could not be made as its sources say (a source changed or gone while it was read, a file
+    system that stored other bytes)."""
+
+
+def gone(path: str) -> ShardError:
+    """The error of a chunk file listed for a shard and gone when the shard was made."""
+    return ShardError(f"{path}: listed, then gone before its shard was made (another writer): no shard written")
 
 
 def shard_index(sizes: Sequence[int | None]) -> bytes:
@@ -134,19 +148,3 @@ def _crc32c_row(byte: int) -> int:
 
 
 _CRC32C_TABLE: list[int] = []
-
-
-def same_bytes(a: memoryview, b: memoryview) -> bool:
-    """Whether two buffers hold the same bytes, compared a word at a time in blocks (memory speed, no copy)."""
-    import numpy as np
-
-    if a.nbytes != b.nbytes:
-        return False
-    left, right = np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8)
-    words = a.nbytes // 8 * 8
-    wide_left, wide_right = left[:words].view(np.uint64), right[:words].view(np.uint64)
-    step = 1 << 19  # 4 MiB of words a block: the comparison's scratch stays in cache
-    for start in range(0, wide_left.size, step):
-        if not np.array_equal(wide_left[start : start + step], wide_right[start : start + step]):
-            return False
-    return bool(np.array_equal(left[words:], right[words:]))

@@ -9,7 +9,7 @@ shards (`numcodecs_bytes.to_v3.sharded`).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .chunks import Packed, Shard
@@ -23,17 +23,30 @@ SHARDS_PER_TASK = 4
 
 
 def pack_on_cluster(
-    client: Any, location: str | os.PathLike[str], options: StoreOptions, shards: Sequence[Shard]
+    client: Any,
+    location: str | os.PathLike[str],
+    options: StoreOptions,
+    shards: Sequence[Shard],
+    on_packed: Callable[[str, Packed | Exception], None] | None = None,
 ) -> dict[str, Packed | Exception]:
-    """Each shard packed by a task on ``client``'s cluster; what each task packed, or what it met."""
+    """Each shard packed by a task on ``client``'s cluster; what each task packed, or what it met. ``on_packed``
+    hears of each task's shards as the task ends."""
+    from distributed import as_completed
+
     tasks = [list(shards[start : start + SHARDS_PER_TASK]) for start in range(0, len(shards), SHARDS_PER_TASK)]
     futures = client.map(_pack_task, [os.fspath(location)] * len(tasks), [options] * len(tasks), tasks, pure=False)
+    task_of = {future.key: task for future, task in zip(futures, tasks, strict=True)}
     results: dict[str, Packed | Exception] = {}
-    for future, task in zip(futures, tasks, strict=True):
+    for future in as_completed(futures):  # type: ignore[no-untyped-call]
+        task = task_of[future.key]
         try:
-            results |= future.result()
+            packed: dict[str, Packed | Exception] = future.result()
         except Exception as exc:  # the task failed as a whole (a worker lost, the store unreachable there)
-            results |= dict.fromkeys((shard.path for shard in task), exc)
+            packed = dict.fromkeys((shard.path for shard in task), exc)
+        results |= packed
+        if on_packed is not None:
+            for path, result in packed.items():
+                on_packed(path, result)
     return results
 
 

@@ -32,10 +32,12 @@ __all__ = ["Store", "StoreBatch", "Walk", "open_store"]
 
 @dataclass(frozen=True)
 class Store:
-    """An open store: its files and its root (a path of its `Files`)."""
+    """An open store: its files, its root (a path of its `Files`), and the folder of the topmost Zarr node at or
+    above the root, where runs lock the store (runs given a folder below it or above it exclude each other)."""
 
     files: Files
     root: str
+    top: str = ""
 
     def relative(self, path: str) -> str:
         """``path`` relative to the store's root, ``/``-separated ("" for the root)."""
@@ -47,7 +49,7 @@ class Store:
 
     def locked(self, dry_run: bool) -> AbstractContextManager[None]:
         """The store's lock for a run that writes (`Files.lock`); none for a dry run."""
-        return nullcontext() if dry_run else self.files.lock()
+        return nullcontext() if dry_run else self.files.lock(self.top or self.root)
 
     def walk(self, *, dry_run: bool, on_progress: Callable[[int, int], None] | None = None) -> Walk:
         """The walk over the store that both tools make (see the module's docstring)."""
@@ -129,7 +131,23 @@ def open_store(location: str | os.PathLike[str], options: StoreOptions | None = 
         raise NotAStoreError(f"{text}: cannot be reached ({type(exc).__name__}: {exc})") from None
     if problem is not None:
         raise NotAStoreError(f"{text}: {problem}")
-    return Store(files, root)
+    return Store(files, root, _topmost_node(root, probe, remote="://" in text and not text.startswith("file:")))
+
+
+def _topmost_node(root: str, probe: Probe, remote: bool) -> str:
+    """The folder of the topmost Zarr node at or above ``root``: each folder above it holding a node's metadata
+    file, up to the first that holds none (on an object store, up to the bucket)."""
+    top = root
+    while True:
+        parent = top.rpartition("/")[0] if remote else os.path.dirname(top)
+        if not parent or parent == top:
+            return top
+        try:
+            if not any(probe.exists(f"{parent}/{name}") for name in NODE_FILES):
+                return top
+        except Exception:  # a folder above that cannot be asked about (no permission): the store stops below it
+            return top
+        top = parent
 
 
 def _not_a_store(root: str, probe: Probe) -> str | None:

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar
 
-from .chunks import Packed, Shard
+from .chunks import Held, Packed, Shard
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -150,13 +150,33 @@ class Files(Protocol):
         """Each data file's version as `pack` saw it (a file changed since has another); None where there is none."""
         ...
 
-    def pack(self, shards: Iterable[Shard]) -> dict[str, Packed | Exception]:
+    def pack(
+        self, shards: Iterable[Shard], on_packed: Callable[[str, Packed | Exception], None] | None = None
+    ) -> dict[str, Packed | Exception]:
         """Each shard made of its chunk files (`chunks`), whole or not at all, read back and compared with them;
-        what was read of each source, or the failure (a source that changed meanwhile is one)."""
+        what was read of each source, or the failure (a source that changed or went meanwhile is one).
+        ``on_packed`` hears of each shard as it is done (a shard path and its result)."""
         ...
 
-    def lock(self) -> AbstractContextManager[None]:
-        """One run of the store tools at a time on this store, where the file system can say so; else nothing."""
+    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+        """What each shard in the store holds of its sources, compared byte for byte (FileNotFoundError where the
+        shard is missing)."""
+        ...
+
+    def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
+        """Every file below each folder, at any depth, by its path relative to the folder (``/``-separated); an
+        empty list where the folder does not exist."""
+        ...
+
+    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
+        """Below each folder (which no other task is writing in), the temporary files killed runs left removed,
+        then the folders left empty (the folder itself too, where empty); the failures. Object stores have
+        neither."""
+        ...
+
+    def lock(self, top: str) -> AbstractContextManager[None]:
+        """One run of the store tools at a time on the store whose topmost node is the folder ``top``, where the
+        file system can say so; else nothing. Raises `problems.StoreBusyError` where another run holds it."""
         ...
 
 

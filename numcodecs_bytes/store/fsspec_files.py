@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Hashable, Iterable, Iterator, Mapping
-from contextlib import nullcontext, suppress
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from .chunks import KEPT_SHARD, Packed, Shard, ShardError, shard_index
+from ..problems import StoreBusyError
+from .chunks import INDEX_ENTRY, Held, Packed, Shard, ShardError, gone, parsed_index, shard_index
 from .files import (
     BACKUP_SUFFIX,
     ByteRange,
@@ -111,6 +112,8 @@ class FsspecFiles:
                 async with jobs:
                     try:
                         return path, await (self.in_time(job) if limit else job)
+                    except StoreBusyError:  # the run lost the store's lock: it stops, not one path
+                        raise
                     except Exception as exc:  # each file system fails in its own words: reported per path
                         return path, exc
 
@@ -181,17 +184,10 @@ class FsspecFiles:
 
     def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
         async def modified(path: str) -> float:
-            info = await self._call("info", path)
-            for key in ("LastModified", "mtime", "last_modified", "created"):  # S3, local and others, ...
-                when = info.get(key)
-                if isinstance(when, datetime):
-                    return when.timestamp()
-                if isinstance(when, int | float) and not isinstance(when, bool):
-                    return float(when)
-                if isinstance(when, str):
-                    with suppress(ValueError):
-                        return datetime.fromisoformat(when).timestamp()
-            raise OSError("its file system keeps no time it was written")
+            when = _written(await self._call("info", path))
+            if when is None:
+                raise OSError("its file system keeps no time it was written")
+            return when
 
         return self.run({path: modified(path) for path in paths})
 
@@ -200,8 +196,13 @@ class FsspecFiles:
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
         return failures(self.run({r.path: self.replace_one(*r) for r in replacements}))
 
+    def before_write(self) -> None:
+        """Called before each request that writes or removes a file: nothing here (on S3, the run's lease on the
+        store checked)."""
+
     async def replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
         """Checked just before: replaced only if it holds what was read (a window of one request)."""
+        self.before_write()
         if await self.bytes_of(path) != expected:
             raise changed()
         if backup:
@@ -213,6 +214,7 @@ class FsspecFiles:
 
     async def create_one(self, path: str, data: bytes) -> None:
         """Written where none exists (checked just before); one that holds ``data`` already is no failure."""
+        self.before_write()
         if await self._call("exists", path):
             await self.same_or_exists(path, data)
             return
@@ -237,6 +239,7 @@ class FsspecFiles:
     async def remove_one(self, path: str, read: bytes | None, version: str | None = None) -> None:
         """Checked just before (a window of one request): removed only if it holds what was read (or is the
         version read)."""
+        self.before_write()
         if version is not None and await self.version_of(path) not in (version, None):
             raise changed(": not removed")
         if read is not None:
@@ -265,7 +268,9 @@ class FsspecFiles:
         except FileNotFoundError:
             return None
 
-    def pack(self, shards: Iterable[Shard]) -> dict[str, Packed | Exception]:
+    def pack(
+        self, shards: Iterable[Shard], on_packed: Callable[[str, Packed | Exception], None] | None = None
+    ) -> dict[str, Packed | Exception]:
         """Each shard's sources read (``jobs`` requests in flight), the shard written in one request, and read
         back; in memory a shard at a time per ``jobs`` requests: memory grows with ``jobs`` and the shard size."""
         shards = list(shards)
@@ -280,7 +285,15 @@ class FsspecFiles:
             if not limits:  # made on fsspec's loop, where the work runs
                 limits.extend((asyncio.Semaphore(self.jobs), asyncio.Semaphore(at_once)))
             async with limits[1]:
-                return await self._pack_one(shard, limits[0])
+                try:
+                    packed = await self._pack_one(shard, limits[0])
+                except Exception as exc:
+                    if on_packed is not None:
+                        on_packed(shard.path, exc)
+                    raise
+            if on_packed is not None:
+                on_packed(shard.path, packed)
+            return packed
 
         return self.run({shard.path: pack_one(shard) for shard in shards}, limit=False)
 
@@ -289,7 +302,10 @@ class FsspecFiles:
             if path is None:
                 return None, None
             async with requests:
-                return await self.in_time(self.read_source(path))
+                data, version = await self.in_time(self.read_source(path))
+            if data is None:
+                raise gone(path.rsplit("/", 1)[-1])
+            return data, version
 
         read = await asyncio.gather(*(source(path) for path in shard.sources))
         sizes = tuple(None if data is None else len(data) for data, _ in read)
@@ -297,6 +313,7 @@ class FsspecFiles:
         present = [data for data, _ in read if data is not None]
         async with requests:
             if not present:  # no chunk: no shard (an interrupted run's object there says otherwise: it goes)
+                self.before_write()
                 with suppress(FileNotFoundError):
                     await self.in_time(self._call("rm_file", shard.path))
                 return Packed(sizes, versions, False)
@@ -315,21 +332,69 @@ class FsspecFiles:
         return data, _tag(info) or _content_version(data)
 
     async def write_shard(self, shard: Shard, body: bytes) -> bool:
-        """The shard's object holding ``body``, read back: False where it held it already."""
+        """The shard's object holding ``body``, read back: False where it held it already. An object there is an
+        interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
         try:
             existing = await self.bytes_of(shard.path)
         except FileNotFoundError:
             existing = None
         if existing == body:
             return False
-        if existing is not None and not shard.replace:
-            raise ShardError(KEPT_SHARD)
+        self.before_write()
         await self._call("pipe_file", shard.path, body)
         if await self.bytes_of(shard.path) != body:
             raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
         return True
 
-    def lock(self) -> nullcontext[None]:
+    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+        """What each shard holds of its sources: its index read by range, then each source and its range of
+        the shard (``jobs`` requests in flight; a chunk's bytes of each side in memory per request)."""
+        return self.run({shard.path: self._held(shard) for shard in shards}, limit=False)
+
+    async def _held(self, shard: Shard) -> Held:
+        info = await self.in_time(self._call("info", shard.path))
+        size, count = int(info["size"]), len(shard.sources)
+        footer = count * INDEX_ENTRY + 4
+        if size < footer:
+            raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
+        entries = parsed_index(await self.in_time(self.range_of(shard.path, size - footer, size)), count)
+
+        async def compared(path: str | None, entry: tuple[int, int] | None) -> tuple[bool | None, str | None, Any]:
+            if path is None:
+                return None, None, None
+            try:
+                source = await self.in_time(self._call("info", path))
+            except FileNotFoundError:
+                return None, None, None
+            version, written = _tag(source), _written(source)
+            if entry is None or entry[1] != int(source["size"]):
+                return False, version or _content_version(await self.in_time(self.bytes_of(path))), written
+            data = await self.in_time(self.bytes_of(path))
+            inner = await self.in_time(self.range_of(shard.path, entry[0], entry[0] + entry[1]))
+            return data == inner, version or _content_version(data), written
+
+        found = await asyncio.gather(*(compared(path, entry) for path, entry in zip(shard.sources, entries,
+                                                                                    strict=True)))  # fmt: skip
+        return Held(tuple(f[0] for f in found), tuple(f[1] for f in found), tuple(f[2] for f in found), _written(info))
+
+    async def range_of(self, path: str, start: int, end: int) -> bytes:
+        data = bytes(await self._call("cat_file", path, start=start, end=end))
+        if len(data) != end - start:
+            raise OSError(f"{path}: {start + len(data):,} bytes, not {end:,}")
+        return data
+
+    def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
+        async def below(folder: str) -> list[str]:
+            found = await self._call("find", folder)
+            return [path[len(folder) + 1 :] for path in found if path.startswith(f"{folder}/")]
+
+        return self.run({folder: below(folder) for folder in folders})
+
+    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
+        """Nothing: an object is written whole in one request (no temporary), and there are no folders."""
+        return {}
+
+    def lock(self, top: str) -> AbstractContextManager[None]:
         """No lock on an object store: its writes are conditional instead (on S3), or checked just before."""
         return nullcontext()
 
@@ -337,6 +402,21 @@ class FsspecFiles:
 def _tag(info: Mapping[str, Any]) -> str | None:
     tag = info.get("ETag")
     return str(tag) if tag else None
+
+
+def _written(info: Mapping[str, Any]) -> float | None:
+    """When a file was last written, from what ``info`` says of it (seconds since the epoch); None where it does
+    not say."""
+    for key in ("LastModified", "mtime", "last_modified", "created"):  # S3, local and others, ...
+        when = info.get(key)
+        if isinstance(when, datetime):
+            return when.timestamp()
+        if isinstance(when, int | float) and not isinstance(when, bool):
+            return float(when)
+        if isinstance(when, str):
+            with suppress(ValueError):
+                return datetime.fromisoformat(when).timestamp()
+    return None
 
 
 def _content_version(data: bytes) -> str:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import product
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "METADATA_NAMES",
     "NODE_FILES",
     "REMOVING_V2",
     "V2_METADATA_FILES",
+    "ChunkKeys",
     "chunk_folders",
     "chunk_indices",
     "chunk_key",
@@ -127,3 +128,34 @@ def chunk_indices(zarray: dict[str, Any], names: Iterable[str] | None) -> Iterat
             if all(i < n for i, n in zip(index, grid, strict=True)) and index != origin:
                 found.append(index)
     yield from sorted(found)
+
+
+class ChunkKeys(NamedTuple):
+    """Where an array's chunks lie under Zarr v2 keys (a v2 array, or a v3 array with the ``v2`` chunk key
+    encoding): ``0.1`` or ``0/1`` below its folder, ``0`` for a 0-d array.
+
+    >>> keys = ChunkKeys((4, 4), (2, 2), "/")
+    >>> keys.key((1, 0)), keys.stored(["0/1", "1/1", "c/0/0", "zarr.json", "2/0"])
+    ('1/0', {(0, 1): '0/1', (1, 1): '1/1'})
+    """
+
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    separator: str  # "." or "/"
+
+    def key(self, index: tuple[int, ...]) -> str:
+        return self.separator.join(map(str, index)) or "0"
+
+    def stored(self, names: Iterable[str]) -> dict[tuple[int, ...], str]:
+        """The chunks among ``names`` (paths below the array's folder), by grid index."""
+        grid = chunk_grid(self.shape, self.chunks)
+        found: dict[tuple[int, ...], str] = {}
+        for name in names:
+            parts = name.split(self.separator) if grid else [name]
+            if len(parts) != max(len(grid), 1) or not all(_DIGITS.fullmatch(part) for part in parts):
+                continue
+            index = tuple(int(part) for part in parts) if grid else ()
+            if (not grid and name == "0") or (grid and all(i < n for i, n in zip(index, grid, strict=True))):
+                if self.key(index) == name:  # "01" is no key of chunk 1
+                    found[index] = name
+        return found

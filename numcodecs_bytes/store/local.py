@@ -22,8 +22,8 @@ from typing import Any
 
 from ..problems import StoreBusyError
 from . import local_shards
-from .chunks import Packed, Shard
-from .disk import durable, file_version, temporary_beside, temporary_name, umask
+from .chunks import Held, Packed, Shard
+from .disk import durable, file_version, made_for, temporary_beside, temporary_name, umask
 from .files import (
     BACKUP_SUFFIX,
     ByteRange,
@@ -190,13 +190,13 @@ class LocalFiles:
         unchanged = False
         try:
             if version is not None:  # a data file, as a shard's source was read: the same file, not written since
-                unchanged = file_version(os.lstat(aside)) == version
+                unchanged = file_version(os.stat(aside)) == version  # a link: its target's (the link goes, not it)
             else:
                 unchanged = digest(_read_regular_file(aside)) == read
         finally:  # what is not removed goes back, also where reading it failed or was interrupted
             if not unchanged:
                 with suppress(FileExistsError):  # unless a writer has made a new one meanwhile: theirs is newer
-                    os.link(aside, path)
+                    os.link(aside, path, follow_symlinks=False)
             os.unlink(aside)
         if not unchanged:
             raise changed(": not removed")
@@ -207,26 +207,60 @@ class LocalFiles:
         """Each file's version as `pack` records it (inode, size, time written); None where there is none."""
         return local_shards.versions(paths)
 
-    def pack(self, shards: Iterable[Shard]) -> dict[str, Packed | Exception]:
+    def pack(
+        self, shards: Iterable[Shard], on_packed: Callable[[str, Packed | Exception], None] | None = None
+    ) -> dict[str, Packed | Exception]:
         """Each shard made by `local_shards.pack`: copied in the kernel, compared, linked into place."""
-        return local_shards.pack(shards, self.root)
+        return local_shards.pack(list(shards), self.root, on_packed)
+
+    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+        return local_shards.held(shards)
+
+    def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
+        def below(folder: str) -> list[str]:
+            found = []
+            for where, _, names in os.walk(folder, onerror=_raise):  # links to folders are not followed
+                relative = os.path.relpath(where, folder).replace(os.sep, "/")
+                found += [name if relative == "." else f"{relative}/{name}" for name in names]
+            return found
+
+        return each({folder: partial(below, folder) for folder in folders})
+
+    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
+        def tidy(folder: str) -> None:
+            for where, _, names in os.walk(folder, topdown=False, onerror=_raise):
+                for name in names:
+                    if made_for(name) is not None:
+                        Path(where, name).unlink(missing_ok=True)
+                with suppress(FileNotFoundError, OSError):  # not empty: it stays
+                    os.rmdir(where)
+
+        return failures(each({folder: partial(tidy, folder) for folder in folders}))
 
     @contextmanager
-    def lock(self) -> Iterator[None]:
-        """One run of the store tools at a time per local store: an advisory lock (``flock``) on the store's
-        folder itself. No file is added, and the system releases it when the process ends, however it ends."""
+    def lock(self, top: str) -> Iterator[None]:
+        """One run of the store tools at a time per local store: an advisory lock (``flock``) on the folder of
+        the store's topmost node, so that runs given a folder below it or above it exclude each other too. No
+        file is added, and the system releases it when the process ends, however it ends."""
         if fcntl is None:  # Windows: no advisory locks
             yield
             return
-        descriptor = os.open(self.root, os.O_RDONLY)
+        descriptor = os.open(top, os.O_RDONLY)
         try:
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                raise StoreBusyError(f"{self.root}: another numcodecs-bytes run is working on this store") from None
+                raise StoreBusyError(f"{top}: another numcodecs-bytes run is working on this store") from None
             yield
         finally:
             os.close(descriptor)
+
+
+def _raise(error: OSError) -> None:
+    """For ``os.walk``: a folder that cannot be read is an error, not a folder with nothing in it (a missing one
+    is, though: there is nothing below it)."""
+    if not isinstance(error, FileNotFoundError):
+        raise error
 
 
 def _temporaries(staged: Mapping[str, Any]) -> list[str]:

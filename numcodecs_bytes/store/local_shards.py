@@ -1,29 +1,40 @@
 """A local folder's shards, packed from its chunk files (see `store.chunks`): copied in the kernel, read back
-and compared while the disk writes them, then linked into place."""
+and compared while the disk writes them, then linked into place.
+
+Resources stay bounded whatever the shard size: one source file is open at a
+time, and comparisons read `COMPARE_BLOCK` bytes of each side at a time (no
+file is mapped whole).
+"""
 
 from __future__ import annotations
 
 import errno
-import mmap
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
-from .chunks import KEPT_SHARD, Packed, Shard, ShardError, parsed_index, same_bytes, shard_index
+from .chunks import INDEX_ENTRY, Held, Packed, Shard, ShardError, gone, parsed_index, shard_index
 from .disk import durable, file_version, made_for, past_their_tick, temporary_beside, umask
-from .files import each
+from .files import BATCH, each
 
-__all__ = ["pack", "versions"]
+__all__ = ["COMPARE_BLOCK", "held", "pack", "versions"]
 
+COMPARE_BLOCK = 4 << 20
+"""Bytes of each side read at a time where a shard is compared with its sources: what bounds that memory."""
 _COPY_BLOCK = 8 << 20  # where the kernel cannot copy between files: bytes read and written at a time
+
+_Staged = tuple[str | None, tuple[int | None, ...], tuple[str | None, ...], int]
+"""A shard staged: its temporary file (None: no source, no shard), each inner chunk's size and its source's
+version, and how many sources are symbolic links."""
 
 
 def versions(paths: Iterable[str]) -> dict[str, str | Exception | None]:
-    """Each file's version as `pack` records it (inode, size, time written); None where there is none."""
+    """Each file's version as `pack` records it (inode, size, time written; links followed); None where there is
+    none."""
 
     def version(path: str) -> str | None:
         try:
@@ -34,36 +45,46 @@ def versions(paths: Iterable[str]) -> dict[str, str | Exception | None]:
     return each({path: partial(version, path) for path in paths})
 
 
-def pack(shards: Iterable[Shard], root: Path) -> dict[str, Packed | Exception]:
+def pack(
+    shards: Sequence[Shard], root: Path, on_packed: Callable[[str, Packed | Exception], None] | None = None
+) -> dict[str, Packed | Exception]:
     """Each shard copied from its chunk files in the kernel (``copy_file_range``: on XFS and btrfs no byte is
     copied), into a temporary file beside it; read back and compared with its sources (which must not have
     changed meanwhile) while the batch reaches the disk (one ``syncfs``, on a thread of its own); then linked
-    or renamed into place. A shard that is there already and holds what its sources say is kept."""
-    shards = list(shards)
+    or renamed into place. ``on_packed`` hears of each shard as it is done."""
+    results: dict[str, Packed | Exception] = {}
+    for start in range(0, len(shards), BATCH):
+        results |= _pack_batch(list(shards[start : start + BATCH]), root, on_packed)
+    return results
+
+
+def _pack_batch(
+    shards: list[Shard], root: Path, on_packed: Callable[[str, Packed | Exception], None] | None
+) -> dict[str, Packed | Exception]:
     past_their_tick([info for shard in shards for path in shard.sources if path and (info := _stat(path))])
-    kept = each({shard.path: partial(_kept_shard, shard) for shard in shards})
-    results: dict[str, Packed | Exception] = {path: found for path, found in kept.items() if found is not None}
-    pending = [shard for shard in shards if kept[shard.path] is None]
-    _remove_killed_runs_temporaries(pending)
-    staged = each({shard.path: partial(_staged_shard, shard) for shard in pending})
+    _remove_killed_runs_temporaries(shards)
+    staged = each({shard.path: partial(_staged_shard, shard) for shard in shards})
     good = {path: item for path, item in staged.items() if not isinstance(item, Exception)}
-    temporaries = [temporary for temporary, _, _ in good.values() if temporary]
+    temporaries = [item[0] for item in good.values() if item[0]]
+    results: dict[str, Packed | Exception] = {}
     try:
         with ThreadPoolExecutor(1) as flusher:  # the disk writes the batch while its bytes are compared
             flushed = flusher.submit(durable, temporaries, root)
-            checked = each({shard.path: partial(_checked_shard, shard, *good[shard.path]) for shard in pending
-                            if shard.path in good})  # fmt: skip
+            checked = each({path: partial(_checked_shard, shard, *good[path]) for shard in shards
+                            if (path := shard.path) in good})  # fmt: skip
             flushed.result()
-        for shard in pending:
+        for shard in shards:
             problem = staged[shard.path] if shard.path not in good else checked[shard.path]
             if isinstance(problem, Exception):
                 results[shard.path] = problem
             else:
                 results |= each({shard.path: partial(_placed_shard, shard, *good[shard.path])})
+            if on_packed is not None:
+                on_packed(shard.path, results[shard.path])
     finally:
         for temporary in temporaries:
             Path(temporary).unlink(missing_ok=True)
-    durable(sorted({os.path.dirname(shard.path) for shard in pending}), root)
+    durable(sorted({os.path.dirname(shard.path) for shard in shards}), root)
     return results
 
 
@@ -92,29 +113,13 @@ def _stat(path: str) -> os.stat_result | None:
         return None  # missing, or a problem that staging meets and reports
 
 
-def _opened(shard: Shard) -> tuple[list[int | None], tuple[int | None, ...], tuple[str | None, ...]]:
-    """Each of the shard's sources opened (None where missing), with its size and version; an OSError where one
-    is not a regular file (a FIFO is opened without waiting for a writer, and refused)."""
-    descriptors: list[int | None] = []
-    sizes: list[int | None] = []
-    versions: list[str | None] = []
-    try:
-        for path in shard.sources:
-            descriptor, info = _open_source(path) if path is not None else (None, None)
-            descriptors.append(descriptor)
-            sizes.append(None if info is None else info.st_size)
-            versions.append(None if info is None else file_version(info))
-    except BaseException:
-        _close(descriptors)
-        raise
-    return descriptors, tuple(sizes), tuple(versions)
-
-
-def _open_source(path: str) -> tuple[int | None, os.stat_result | None]:
+def _open_source(path: str) -> tuple[int, os.stat_result]:
+    """A source opened for reading (links followed), with what ``fstat`` says of it; `gone` where it is missing,
+    an OSError where it is not a regular file (a FIFO is opened without waiting for a writer, and refused)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        return None, None
+        raise gone(os.path.basename(path)) from None
     info = os.fstat(descriptor)
     if not stat.S_ISREG(info.st_mode):
         os.close(descriptor)
@@ -122,36 +127,38 @@ def _open_source(path: str) -> tuple[int | None, os.stat_result | None]:
     return descriptor, info
 
 
-def _close(descriptors: list[int | None]) -> None:
-    for descriptor in descriptors:
-        if descriptor is not None:
-            os.close(descriptor)
-
-
-def _staged_shard(shard: Shard) -> tuple[str | None, tuple[int | None, ...], tuple[str | None, ...]]:
-    """The shard in a temporary file beside its path (None where every source is missing), with each inner
-    chunk's size and its source's version."""
-    sources, sizes, versions = _opened(shard)
+def _staged_shard(shard: Shard) -> _Staged:
+    """The shard in a temporary file beside its path (None where it has no source), its sources copied one at a
+    time, with each inner chunk's size and its source's version."""
+    if all(path is None for path in shard.sources):
+        return None, tuple(None for _ in shard.sources), tuple(None for _ in shard.sources), 0
+    os.makedirs(os.path.dirname(shard.path), exist_ok=True)
+    descriptor, temporary = temporary_beside(shard.path)
+    sizes: list[int | None] = []
+    versions: list[str | None] = []
     try:
-        if all(size is None for size in sizes):
-            return None, sizes, versions
-        os.makedirs(os.path.dirname(shard.path), exist_ok=True)
-        descriptor, temporary = temporary_beside(shard.path)
-        try:
-            offset = 0
-            for source, size in zip(sources, sizes, strict=True):
-                if source is not None and size is not None:
-                    _copy(source, descriptor, size, offset)
-                    offset += size
-            os.pwrite(descriptor, shard_index(sizes), offset)
-        except BaseException:
-            os.close(descriptor)
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        offset = 0
+        for path in shard.sources:
+            if path is None:
+                sizes.append(None)
+                versions.append(None)
+                continue
+            source, info = _open_source(path)
+            try:
+                _copy(source, descriptor, info.st_size, offset)
+            finally:
+                os.close(source)
+            sizes.append(info.st_size)
+            versions.append(file_version(info))
+            offset += info.st_size
+        os.pwrite(descriptor, shard_index(sizes), offset)
+    except BaseException:
         os.close(descriptor)
-        return temporary, sizes, versions
-    finally:
-        _close(sources)
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    os.close(descriptor)
+    linked = sum(path is not None and os.path.islink(path) for path in shard.sources)
+    return temporary, tuple(sizes), tuple(versions), linked
 
 
 def _copy(source: int, target: int, size: int, offset: int) -> None:
@@ -176,69 +183,41 @@ def _copy(source: int, target: int, size: int, offset: int) -> None:
         done += len(block)
 
 
-def _kept_shard(shard: Shard) -> Packed | None:
-    """The shard at its path where it holds what its sources hold now (an earlier run's); None where there is
-    none, or (where it may be replaced) another; a ShardError where one that may not be replaced differs."""
-    try:
-        handle = open(shard.path, "rb")
-    except FileNotFoundError:
-        return None
-    with handle:
-        sizes, versions, same = _compared(shard, handle.fileno())
-    if same:
-        return Packed(sizes, versions, False)
-    if not shard.replace:
-        raise ShardError(KEPT_SHARD)
-    return None
-
-
 def _checked_shard(
-    shard: Shard, temporary: str | None, sizes: tuple[int | None, ...], versions: tuple[str | None, ...]
+    shard: Shard, temporary: str | None, sizes: tuple[int | None, ...], versions: tuple[str | None, ...], _: int
 ) -> None:
     """A staged shard read back: its index parsed, each inner chunk the bytes of its source, which has not
-    changed since it was read; a ShardError where not."""
+    changed since it was copied; a ShardError where not."""
     if temporary is None:
         return
-    with open(temporary, "rb") as handle:
-        seen_sizes, seen_versions, same = _compared(shard, handle.fileno())
-    if seen_versions != versions or seen_sizes != sizes:
-        changed_source = next(
-            (path for path, a, b in zip(shard.sources, versions, seen_versions, strict=True) if a != b), None
-        )
-        raise ShardError(f"{changed_source}: changed while it was read: no shard written")
-    if not same:
-        raise ShardError(f"{os.path.basename(shard.path)}: not what its sources hold, read back (a file system error)")
-
-
-def _compared(shard: Shard, descriptor: int) -> tuple[tuple[int | None, ...], tuple[str | None, ...], bool]:
-    """A shard file compared with its sources as they are now: their sizes and versions, and whether the file
-    holds exactly them, and its index says so."""
-    sources, sizes, versions = _opened(shard)
+    descriptor = os.open(temporary, os.O_RDONLY)
     try:
-        if os.fstat(descriptor).st_size == 0:
-            return sizes, versions, False
-        with _mapped(descriptor) as view:
+        entries = _index_of(descriptor, len(sizes))
+        offset = 0
+        for path, size, version, entry in zip(shard.sources, sizes, versions, entries, strict=True):
+            if path is None or size is None:
+                if entry is not None:
+                    raise ShardError(f"{os.path.basename(shard.path)}: its index reads a chunk where none was put")
+                continue
+            source, info = _open_source(path)
             try:
-                index = parsed_index(view, len(sizes))
-                same = [entry is None for entry in index] == [size is None for size in sizes]
-                offset = 0
-                for source, size, entry in zip(sources, sizes, index, strict=True):
-                    if not same or source is None or entry is None:
-                        continue
-                    same = entry == (offset, size) and (not size or _same_as_file(view[offset : offset + size], source))
-                    offset += size or 0
-            except ShardError:
-                same = False
-        return sizes, versions, same
+                if file_version(info) != version:
+                    raise ShardError(f"{os.path.basename(path)}: changed while it was read: no shard written")
+                if entry != (offset, size) or not _same_ranges(source, 0, descriptor, offset, size):
+                    raise ShardError(f"{os.path.basename(shard.path)}: not what its sources hold, read back (a file "
+                                     "system error)")  # fmt: skip
+            finally:
+                os.close(source)
+            offset += size
     finally:
-        _close(sources)
+        os.close(descriptor)
 
 
 def _placed_shard(
-    shard: Shard, temporary: str | None, sizes: tuple[int | None, ...], versions: tuple[str | None, ...]
+    shard: Shard, temporary: str | None, sizes: tuple[int | None, ...], versions: tuple[str | None, ...], linked: int
 ) -> Packed:
-    """A staged and checked shard put in place: linked where there is none, else (an earlier run's, which holds
-    other bytes) renamed over it."""
+    """A staged and checked shard put in place: linked where there is none, else (an interrupted run's: no
+    zarr.json reads it, the caller made sure) renamed over it."""
     if temporary is None:  # no chunk: no shard (an interrupted run's file there says otherwise: it goes)
         Path(shard.path).unlink(missing_ok=True)
         return Packed(sizes, versions, False)
@@ -246,31 +225,63 @@ def _placed_shard(
     try:
         os.link(temporary, shard.path)
     except FileExistsError:
-        if not shard.replace:
-            raise ShardError(KEPT_SHARD) from None
         os.replace(temporary, shard.path)
-    return Packed(sizes, versions, True)
+    return Packed(sizes, versions, True, linked)
 
 
-def _same_as_file(data: memoryview, descriptor: int) -> bool:
-    size = os.fstat(descriptor).st_size
-    if size != data.nbytes:
-        return False
-    with _mapped(descriptor) as view:
-        return same_bytes(data, view)
+def held(shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+    """What each shard in the store holds of its sources: compared a block at a time, one source open at a time;
+    a FileNotFoundError where the shard is missing, a ShardError where its index cannot be read."""
+    return each({shard.path: partial(_held, shard) for shard in shards})
 
 
-@contextmanager
-def _mapped(descriptor: int) -> Iterator[memoryview]:
-    """A file's bytes, mapped; unmapped after, unless a view of them is still held (by the traceback of an error
-    on its way out: the error goes on, the mapping goes with the view)."""
-    mapped = mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ)
-    view = memoryview(mapped)
+def _held(shard: Shard) -> Held:
+    descriptor = os.open(shard.path, os.O_RDONLY)
     try:
-        yield view
+        info = os.fstat(descriptor)
+        entries = _index_of(descriptor, len(shard.sources))
+        same: list[bool | None] = []
+        versions: list[str | None] = []
+        written: list[float | None] = []
+        for path, entry in zip(shard.sources, entries, strict=True):
+            try:
+                source, source_info = _open_source(path) if path is not None else (None, None)
+            except ShardError:  # gone since it was listed: nothing to compare, nothing to remove
+                source, source_info = None, None
+            if source is None or source_info is None:
+                same.append(None)
+                versions.append(None)
+                written.append(None)
+                continue
+            try:
+                size = source_info.st_size
+                same.append(entry is not None and entry[1] == size and _same_ranges(source, 0, descriptor, entry[0],
+                                                                                     size))  # fmt: skip
+            finally:
+                os.close(source)
+            versions.append(file_version(source_info))
+            written.append(source_info.st_mtime_ns / 1e9)
+        return Held(tuple(same), tuple(versions), tuple(written), info.st_mtime_ns / 1e9)
     finally:
-        try:
-            view.release()
-            mapped.close()
-        except BufferError:
-            pass
+        os.close(descriptor)
+
+
+def _index_of(descriptor: int, count: int) -> list[tuple[int, int] | None]:
+    """A shard file's index (its last bytes), its checksum checked."""
+    size = os.fstat(descriptor).st_size
+    footer = count * INDEX_ENTRY + 4
+    if size < footer:
+        raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
+    return parsed_index(os.pread(descriptor, footer, size - footer), count)
+
+
+def _same_ranges(left: int, left_offset: int, right: int, right_offset: int, size: int) -> bool:
+    """Whether ``size`` bytes of two files, from these offsets, are the same: `COMPARE_BLOCK` at a time."""
+    done = 0
+    while done < size:
+        step = min(COMPARE_BLOCK, size - done)
+        a = os.pread(left, step, left_offset + done)
+        if len(a) != step or a != os.pread(right, step, right_offset + done):
+            return False
+        done += step
+    return True

@@ -21,17 +21,24 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import json
+import os
+import socket
+import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import aclosing
+from contextlib import aclosing, contextmanager, suppress
+from email.utils import parsedate_to_datetime
 from typing import Any
 
-from .chunks import KEPT_SHARD, Shard, ShardError
+from ..problems import StoreBusyError
+from .chunks import Shard, ShardError
 from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
 from .fsspec_files import FsspecFiles, Listing, child_path
 from .layout import METADATA_NAMES, NODE_FILES
 from .options import StoreOptions
 
-__all__ = ["LISTING_LIMIT", "S3Files"]
+__all__ = ["LEASE", "LISTING_LIMIT", "LOCK_NAME", "Lease", "S3Files"]
 
 LISTING_LIMIT = 100 * BATCH
 """Keys a listing of a whole object store holds at most: what bounds the memory of that listing."""
@@ -45,6 +52,7 @@ class S3Files(FsspecFiles):
         # The version (ETag) of each metadata file as the walk listed it, or as read where not listed: what a
         # replacement or removal holds on.
         self._versions: dict[str, str] = {}
+        self._lease: Lease | None = None  # while this run holds the store's lock
 
     # -- the walk ----------------------------------------------------------------------------------------------
 
@@ -98,6 +106,13 @@ class S3Files(FsspecFiles):
 
     # -- reads -------------------------------------------------------------------------------------------------
 
+    def ask_s3(self, method: str, **arguments: Any) -> Any:
+        """One S3 API call (s3fs's own, with its retries) in its time: what it answered; what it raised, raised."""
+        answer = self.run({"": self.fs._call_s3(method, **arguments)})[""]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
     async def read_metadata(self, path: str) -> bytes:
         """A metadata file's bytes; where the walk did not list its version, the version first."""
         if path not in self._versions:
@@ -118,6 +133,7 @@ class S3Files(FsspecFiles):
 
     async def replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
         """One PUT that holds only while the object is the version read (no second read)."""
+        self.before_write()
         condition = {"IfMatch": await self._version(path, expected)}
         if backup:
             await self.create_one(path + BACKUP_SUFFIX, expected)
@@ -131,6 +147,7 @@ class S3Files(FsspecFiles):
 
     async def create_one(self, path: str, data: bytes) -> None:
         """One PUT that holds only where no object exists; one that holds ``data`` already is no failure."""
+        self.before_write()
         try:
             await self._call("pipe_file", path, data, IfNoneMatch="*")
         except OSError as exc:
@@ -143,6 +160,7 @@ class S3Files(FsspecFiles):
         if read is None and version is None:
             await super().remove_one(path, read)
             return
+        self.before_write()
         bucket, key, _ = self.fs.split_path(path)
         self.fs.invalidate_cache(path)
         try:
@@ -215,10 +233,11 @@ class S3Files(FsspecFiles):
         return versions | dict(zip(rest, heads, strict=True))
 
     async def write_shard(self, shard: Shard, body: bytes) -> bool:
-        """One PUT where no object exists (a first run: no request before it); where one does, kept if it holds
-        the shard, else replaced only while it is the version found, where it may be. The body's MD5 goes with
-        it for S3 to check (``Content-MD5``), and the ETag S3 answers is compared with it (where S3 makes it
-        another, as with KMS, the object is read back). False where the object held the shard already."""
+        """One PUT where no object exists (a first run: no request before it); where one does (an interrupted
+        run's: no zarr.json reads it, the caller made sure), kept if it holds the shard, else replaced only while
+        it is the version found. The body's MD5 goes with it for S3 to check (``Content-MD5``), and the ETag S3
+        answers is compared with it (where S3 makes it another, as with KMS, the object is read back). False
+        where the object held the shard already."""
         bucket, key, _ = self.fs.split_path(shard.path)
         name = key.rsplit("/", 1)[-1]
         if len(body) > _LARGEST_PUT:
@@ -226,34 +245,51 @@ class S3Files(FsspecFiles):
                              "a smaller shard_size makes smaller shards")  # fmt: skip
         md5 = hashlib.md5(body, usedforsecurity=False)
         tag = f'"{md5.hexdigest()}"'
-        looked = not shard.replace  # a shard that may not be replaced is looked at first
+        condition: dict[str, str] = {"IfNoneMatch": "*"}
         while True:
-            condition: dict[str, str] = {"IfNoneMatch": "*"}
-            if looked:
-                try:
-                    existing = await self._call("info", shard.path)
-                except FileNotFoundError:
-                    existing = None
-                if existing is not None:
-                    if existing.get("ETag") == tag or await self.bytes_of(shard.path) == body:
-                        return False  # an earlier run's, or a retry's whose answer was lost
-                    if not shard.replace:
-                        raise ShardError(KEPT_SHARD)
-                    condition = {"IfMatch": existing["ETag"]}
+            self.before_write()
             self.fs.invalidate_cache(shard.path)
-            condition["ContentMD5"] = base64.b64encode(md5.digest()).decode()
+            checksum = base64.b64encode(md5.digest()).decode()
             try:
-                answer = await self.fs._call_s3("put_object", Bucket=bucket, Key=key, Body=body, **condition)
+                answer = await self.fs._call_s3(
+                    "put_object", Bucket=bucket, Key=key, Body=body, ContentMD5=checksum, **condition
+                )
             except OSError as exc:
                 if not refused_condition(exc):
                     raise
-                if looked:
+                if "IfMatch" in condition:
                     raise ShardError(f"{name}: written by someone else meanwhile: left as it is") from None
-                looked = True  # an object is there: an interrupted run's, or this PUT's retry found its first try's
+                try:  # an object is there: an interrupted run's, or this PUT's retry found its first try's
+                    existing = await self._call("info", shard.path)
+                except FileNotFoundError:
+                    continue  # removed meanwhile: try again to create it
+                if existing.get("ETag") == tag or await self.bytes_of(shard.path) == body:
+                    return False
+                condition = {"IfMatch": existing["ETag"]}
                 continue
             if answer.get("ETag") != tag and await self.bytes_of(shard.path) != body:
                 raise ShardError(f"{name}: S3 stored other bytes than were sent (read back)")
             return True
+
+    # -- the lock --------------------------------------------------------------------------------------------
+
+    @contextmanager
+    def lock(self, top: str) -> Iterator[None]:
+        """One run at a time on the store whose topmost node is ``top``: a lock object there (`LOCK_NAME`),
+        created only where none exists, held by renewing it (see `Lease`) and removed at the end. Every write
+        of the run checks first that it still holds it."""
+        lease = Lease(self, f"{top}/{LOCK_NAME}")
+        lease.acquire()
+        self._lease = lease
+        try:
+            yield
+        finally:
+            self._lease = None
+            lease.release()
+
+    def before_write(self) -> None:
+        if self._lease is not None:
+            self._lease.check()
 
 
 _LARGEST_PUT = 5 * 2**30
@@ -284,3 +320,154 @@ def _add_key(folders: dict[str, Listing], root: str, entry: Mapping[str, Any], p
     if file:  # "a/b/" is a folder marker, not a file
         folders[path].versions[file] = entry.get("ETag")
     return int(file in NODE_FILES)
+
+
+LOCK_NAME = ".numcodecs-bytes-lock"
+"""The lock object of an S3 store, beside its topmost node's metadata, while a run works on it."""
+LEASE = 60.0
+"""Seconds of a run's lease on an S3 store's lock: it renews the lock every quarter of that, and stops writing
+once half of it has passed since its last renewal (a run paused that long may have lost it); another run takes
+over a lock not renewed for 60% of it (or at once, where its run was a process of the same machine that ended)."""
+
+
+def _clock() -> float:
+    """Seconds on a clock that counts a suspended machine's time too (where the system has one)."""
+    return time.clock_gettime(getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC))
+
+
+class Lease:
+    """A run's hold on an S3 store's lock object: created where none exists (``If-None-Match``), renewed and
+    finally removed only while it is the version this run wrote (``If-Match``). One left by a killed run is
+    taken over at once where that run was a process of this machine (it is gone), else once the server's
+    clock says 60% of the lease passed since it was last written.
+
+    A run paused longer than half the lease (a stopped process, a frozen machine) stops at its next write
+    (`problems.StoreBusyError`): another run may hold the lock by then. What remains is the window of one
+    request (a pause between the check and the request it allows), where the writes' own conditions hold.
+    """
+
+    def __init__(self, files: S3Files, path: str) -> None:
+        self.files, self.path = files, path
+        self.bucket, self.key, _ = files.fs.split_path(path)
+        self.tag: str | None = None
+        self.renewed = 0.0
+        self.lost: str | None = None
+        self._stop = threading.Event()
+        self._renewing: threading.Thread | None = None
+
+    def _put(self, **condition: str) -> str:
+        body = json.dumps({"tool": "numcodecs-bytes", "lease_seconds": LEASE, **_this_process()}).encode()
+        answer = self.files.ask_s3("put_object", Bucket=self.bucket, Key=self.key, Body=body, **condition)
+        return str(answer["ETag"])
+
+    def acquire(self) -> None:
+        """The lock taken, or `problems.StoreBusyError` where another run holds it."""
+        started = _clock()
+        try:
+            self.tag = self._put(IfNoneMatch="*")
+        except OSError as exc:
+            if not (isinstance(exc, FileExistsError) or refused_condition(exc)):
+                raise
+            self.tag = self._take_over()
+        self.renewed = started
+        self._renewing = threading.Thread(target=self._renew, name="numcodecs-bytes-lease", daemon=True)
+        self._renewing.start()
+
+    def _take_over(self) -> str:
+        """The lock object of a run that ended without removing it, made this run's: where that run was a process
+        of this machine that has ended, or where 60% of the lease has passed since it was last renewed (its run,
+        if it still runs, writes nothing more after half: see `check`)."""
+        answer = self.files.ask_s3("get_object", Bucket=self.bucket, Key=self.key)
+        try:
+            body = answer["Body"]
+            holder = _parsed(self.files.run({"": body.read()})[""])
+        finally:
+            answer["Body"].close()
+        now = parsedate_to_datetime(answer["ResponseMetadata"]["HTTPHeaders"]["date"])
+        age = (now - answer["LastModified"]).total_seconds()
+        lapses = 0.6 * LEASE  # later than its run stops writing (half the lease): a margin for clocks' rates
+        if age <= lapses and not _ended_here(holder):
+            where = f" (pid {holder['pid']} on {holder['host']})" if {"pid", "host"} <= set(holder) else ""
+            raise StoreBusyError(
+                f"{self.path}: another numcodecs-bytes run is working on this store{where}: its lock was renewed "
+                f"{max(age, 0):.0f} s ago; where that run has stopped, the lock lapses {lapses - age:.0f} s from now"
+            )
+        try:
+            return self._put(IfMatch=str(answer["ETag"]))
+        except OSError as exc:
+            if refused_condition(exc):
+                raise StoreBusyError(f"{self.path}: another numcodecs-bytes run took this store's lock") from None
+            raise
+
+    def _renew(self) -> None:
+        while not self._stop.wait(LEASE / 4):
+            started = _clock()
+            try:
+                assert self.tag is not None
+                self.tag = self._put(IfMatch=self.tag)
+                self.renewed = started
+            except OSError as exc:
+                if refused_condition(exc) or isinstance(exc, FileNotFoundError):
+                    self.lost = "another run took this store's lock"
+                    return
+                # a request that failed (the server busy, the network): the next renewal tries again
+
+    def check(self) -> None:
+        """Raise `problems.StoreBusyError` where this run may no longer hold the lock."""
+        if self.lost is None and _clock() - self.renewed > LEASE / 2:
+            self.lost = f"this run's lock was not renewed for {_clock() - self.renewed:.0f} s (the run was paused?)"
+        if self.lost is not None:
+            raise StoreBusyError(f"{self.path}: {self.lost}: stopped, nothing more written; run again to finish")
+
+    def release(self) -> None:
+        """The renewals stopped and the lock object removed, where it is still this run's."""
+        self._stop.set()
+        if self._renewing is not None:
+            self._renewing.join()
+        if self.tag is not None and self.lost is None:
+            with suppress(OSError):  # taken over meanwhile, or the server unreachable: it lapses on its own
+                self.files.ask_s3("delete_object", Bucket=self.bucket, Key=self.key, IfMatch=self.tag)
+
+
+def _this_process() -> dict[str, Any]:
+    """What tells this process apart from every other: its machine, that machine's boot, its pid and when it
+    started (a pid is used again by later processes)."""
+    return {"host": socket.gethostname(), "boot": _boot_id(), "pid": os.getpid(), "started": _started(os.getpid())}
+
+
+def _ended_here(holder: Mapping[str, Any]) -> bool:
+    """Whether the process that wrote a lock object was one of this machine, since its last boot, that has
+    ended (where this cannot be told: False)."""
+    me = _this_process()
+    if not all(holder.get(key) == me[key] and me[key] is not None for key in ("host", "boot")):
+        return False
+    pid = holder.get("pid")
+    return (
+        isinstance(pid, int) and pid != me["pid"] and (_started(pid) is None or _started(pid) != holder.get("started"))
+    )
+
+
+def _boot_id() -> str | None:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def _started(pid: int) -> int | None:
+    """When a process of this machine started, in clock ticks since boot; None where there is no such process
+    (or the system does not say)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return int(handle.read().rpartition(")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _parsed(data: Any) -> dict[str, Any]:
+    try:
+        found = json.loads(data)
+    except (TypeError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}

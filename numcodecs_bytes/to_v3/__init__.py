@@ -1,10 +1,12 @@
-"""Zarr v2 stores as standard Zarr v3 stores, metadata only: the run of ``numcodecs-bytes to-v3`` over a store.
+"""Zarr v2 stores as standard Zarr v3 stores: the run of ``numcodecs-bytes to-v3`` over a store.
 
 Every node gets a ``zarr.json`` beside its v2 files, made by the rules of
 `rules` (this codec's filter folded into the standard
 ``bytes`` serializer, xarray's dimension names and masks, strings, the rest
-by zarr-python's own mapping); no chunk is written, and any v3 reader opens
-the result with no numcodecs-bytes installed.
+by zarr-python's own mapping); no chunk is written (with ``shard_size``, the
+chunk files are packed into shards as they are: no chunk is decoded, see
+`shard_pass`), and any v3 reader opens the result with no numcodecs-bytes
+installed.
 
 What `convert_store` guarantees:
 
@@ -44,7 +46,9 @@ What `convert_store` guarantees:
   written by one and the other reports it.
 - ``remove_v2_metadata`` removes the v2 metadata files only once every node
   converted, ``.zmetadata`` last, and only files this run read and that still
-  hold what it read (a writer's change since is kept and reported); never a chunk.
+  hold what it read (a writer's change since is kept and reported); a group's
+  only where every node below it lost its own (`removal`). No chunk, but with
+  ``shard_size``: the chunk files of each array once it reads its shards.
 
 What cannot be converted is reported with the reason and left as it is, and
 the rest converts. Arrays that zarr-python releases older than the installed

@@ -20,9 +20,10 @@ chunk's size; a stored chunk is decoded twice (v2, v3), one chunk at a time.
 from __future__ import annotations
 
 import json
+import mmap
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -32,7 +33,10 @@ from ..store.layout import chunk_key, chunk_region
 from ._zarr_api import zarr_api
 from .rules import UnconvertibleError
 
-__all__ = ["check_chunk", "check_fill_value", "pipelines_key", "shows_the_mapping"]
+__all__ = ["check_chunk", "check_fill_value", "check_sharded_chunk", "pipelines_key", "shows_the_mapping"]
+
+Buffer: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
+"""The bytes of a file as the reads take them: a shard may be a sparse mapping (only what a reader reads)."""
 
 
 def pipelines_key(zarray: dict[str, Any]) -> str | None:
@@ -77,11 +81,9 @@ def check_chunk(
     document: dict[str, Any],
     index: tuple[int, ...],
     chunk: bytes | Exception | None,
-    v3_files: dict[str, bytes | bytearray] | None = None,
 ) -> bool:
     """Read the stored chunk at ``index`` (``chunk``: what reading it gave, None where there is none) as v2 and as
-    v3 (from ``v3_files`` where given: the shard that holds it); raise `UnconvertibleError` if they differ.
-    Whether it was read and shows the mapping."""
+    v3; raise `UnconvertibleError` if they differ. Whether it was read and shows the mapping."""
     if isinstance(chunk, Exception):
         raise chunk
     if chunk is None:
@@ -89,7 +91,42 @@ def check_chunk(
     region = chunk_region(zarray, index)
     what = "chunk 0" if not any(index) else f"chunk {chunk_key(zarray, index)}"
     v2_chunks = {chunk_key(zarray, index): chunk}
-    return shows_the_mapping(_compare(zarray, document, v2_chunks, region, what, v3_files))
+    return shows_the_mapping(_compare(zarray, document, v2_chunks, region, what))
+
+
+def check_sharded_chunk(
+    document: dict[str, Any],
+    sharded: dict[str, Any],
+    index: tuple[int, ...],
+    chunk: tuple[str, bytes],
+    shard: tuple[str, Buffer],
+) -> None:
+    """Read the chunk at ``index`` through the array's unsharded ``document`` (``chunk``: its key and bytes) and
+    through its ``sharded`` one (``shard``: the key and bytes of the shard holding it, as a reader sees it: only
+    the ranges a reader reads need be there); raise `UnconvertibleError` if they differ."""
+    zarr = zarr_api()
+    configuration = document["chunk_grid"]["configuration"]
+    region = tuple(
+        slice(i * size, min((i + 1) * size, extent))
+        for i, size, extent in zip(index, configuration["chunk_shape"], document["shape"], strict=True)
+    )
+    what = f"chunk {chunk[0]}"
+    before, after = _read_samples(
+        [
+            ({"zarr.json": _json(document), chunk[0]: chunk[1]}, 3),
+            ({"zarr.json": _json(sharded), shard[0]: shard[1]}, 3),
+        ],
+        region,
+    )
+    if isinstance(before, Exception):
+        raise UnconvertibleError(f"reading {what} through its zarr.json fails ({type(before).__name__}: {before})")
+    if isinstance(after, Exception):
+        raise UnconvertibleError(
+            f"zarr-python {zarr.version} cannot read {what} through its shard ({type(after).__name__}: {after})"
+        )
+    difference = _difference(before, after)
+    if difference is not None:
+        raise UnconvertibleError(f"its shard reads {what} otherwise than its chunk file: {difference}")
 
 
 def _compare(
@@ -98,14 +135,11 @@ def _compare(
     chunks: dict[str, bytes],
     region: tuple[slice, ...],
     what: str,
-    v3_chunks: dict[str, bytes | bytearray] | None = None,
 ) -> np.ndarray[Any, Any]:
-    """``region`` read as v2 and as v3 from the metadata and ``chunks`` (``v3_chunks`` for v3 where given); what
-    v2 read, where v3 read the same."""
+    """``region`` read as v2 and as v3 from the metadata and ``chunks``; what v2 read, where v3 read the same."""
     zarr = zarr_api()
     v2_files, v3_files = {".zarray": _json(_v2_readable(zarray))}, {"zarr.json": _json(document)}
-    v3: dict[str, bytes | bytearray] = {**v3_files, **(chunks if v3_chunks is None else v3_chunks)}
-    expected, got = _read_samples([({**v2_files, **chunks}, 2), (v3, 3)], region)
+    expected, got = _read_samples([({**v2_files, **chunks}, 2), ({**v3_files, **chunks}, 3)], region)
     if isinstance(expected, Exception):
         raise UnconvertibleError(
             f"its conversion cannot be checked: reading {what} as Zarr v2 fails "
@@ -135,7 +169,7 @@ def _json(document: dict[str, Any]) -> bytes:
 
 
 async def _read_sample(
-    files: Mapping[str, bytes | bytearray], zarr_format: int, region: tuple[slice, ...]
+    files: Mapping[str, Buffer], zarr_format: int, region: tuple[slice, ...]
 ) -> np.ndarray[Any, Any]:
     """``region`` of the array whose metadata and chunks are ``files``, read by zarr-python."""
     zarr = zarr_api()
@@ -144,7 +178,7 @@ async def _read_sample(
     return np.asarray(await array.getitem(region))
 
 
-def _read_samples(reads: Sequence[tuple[Mapping[str, bytes | bytearray], int]], region: tuple[slice, ...]) -> list[Any]:
+def _read_samples(reads: Sequence[tuple[Mapping[str, Buffer], int]], region: tuple[slice, ...]) -> list[Any]:
     """Each read of `_read_sample` (a value, or the exception it raised), in one trip to zarr's event loop."""
     zarr = zarr_api()
 

@@ -18,7 +18,7 @@ from ..zarr_versions import release
 from .documents import depth, differences, encoded, existing_document, holds_consolidation, parents
 from .report import ConversionReport
 from .rules import Conversion, ReadersNeed, UnconvertibleError, array_document, group_document
-from .sharding import ShardLayout, unsharded
+from .sharding import holds_chunks_of, is_sharding_of
 
 __all__ = ["READ", "Consolidation", "Node", "NodeIndex"]
 
@@ -43,15 +43,14 @@ class Node(NamedTuple):
     readers: ReadersNeed | None = None  # where older zarr-python releases read it wrong
     replaces: bool = False  # its zarr.json is older than its v2 metadata, which a v2 writer changed: brought up to date
     chunk_names: tuple[str, ...] | None = None  # the files of an array's folder, where chunks may be (None: not listed)
-    shard_zarray: dict[str, Any] | None = None  # an array's v2 metadata as stored, for its shards
-    sharded: ShardLayout | None = None  # where its zarr.json is its conversion, sharded by an earlier run
-    unsharded: dict[str, Any] | None = None  # then: its conversion, unsharded
+    shard_zarray: dict[str, Any] | None = None  # an array's v2 metadata as stored: where its chunk files lie
+    conversion: dict[str, Any] | None = None  # an array's v2 metadata converted, unsharded (what its chunks are)
     removing_v2: bool = False  # a killed run was removing its v2 files (see `store.layout.REMOVING_V2`)
 
     def kept(self) -> Node:
         """The node as the run keeps it to the end, for the groups and the consolidation: what those need only."""
         existing = self.existing if self.kind == "group" else None
-        return self._replace(v2_array=None, existing=existing, chunk_names=None, shard_zarray=None, unsharded=None)
+        return self._replace(v2_array=None, existing=existing, chunk_names=None, shard_zarray=None, conversion=None)
 
 
 class Consolidation(NamedTuple):
@@ -155,14 +154,13 @@ class NodeIndex:
         if not isinstance(kept, dict) or not isinstance(kept.get("unsharded"), dict):
             raise UnconvertibleError(f"{REMOVING_V2} is not what to-v3 keeps there: left as it is")
         zarray = self.as_stored(folder, path, kept.get("zarray"))
-        layout = unsharded(document, kept["unsharded"])
-        if layout is None:
+        if not holds_chunks_of(document, kept["unsharded"]):
             raise UnconvertibleError(
-                f"its zarr.json is not the sharding of the conversion in {REMOVING_V2}, which a killed to-v3 run "
-                "kept there while it removed the chunk files: left as it is"
+                f"its zarr.json is not a sharding of the array in {REMOVING_V2}, which a killed to-v3 run kept there "
+                "while it removed the chunk files: left as it is"
             )
-        return Node(folder.path, path, "array", document, "v3", read, existing, shard_zarray=zarray, sharded=layout,
-                    unsharded=kept["unsharded"], chunk_names=folder.files, removing_v2=True)  # fmt: skip
+        return Node(folder.path, path, "array", document, "v3", read, existing, shard_zarray=zarray,
+                    conversion=kept["unsharded"], chunk_names=folder.files, removing_v2=True)  # fmt: skip
 
     def as_stored(self, folder: Folder, path: str, metadata: Any) -> dict[str, Any]:
         """A ``.zarray`` with the chunk layout the store shows where it says none."""
@@ -218,11 +216,11 @@ class NodeIndex:
             readers=readers,
             chunk_names=None if zarray is None or path in self.unlisted else folder.files,
             shard_zarray=zarray,
+            conversion=None if zarray is None else conversion.document,
         )
         found = existing_document(existing) if zarray is not None else None
-        layout = None if found is None else unsharded(found, json.loads(encoded(conversion.document)))
-        if layout is not None and found is not None:  # an earlier run's sharding of this conversion: shards checked
-            return node._replace(document=found, v2_array=None, sharded=layout, unsharded=conversion.document)
+        if found is not None and is_sharding_of(found, json.loads(encoded(conversion.document))):
+            return node._replace(document=found, v2_array=None)  # an earlier run's sharding of it: shards checked
         return node
 
     # -- a node whose zarr.json and v2 metadata disagree ---------------------------------------------------------

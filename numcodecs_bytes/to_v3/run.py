@@ -8,23 +8,26 @@ the groups `groups`; store access does the reading and writing
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..problems import reason
-from ..store import BATCH, Folder, Removal, Replacement, Store, StoreBatch, StoreOptions, Walk, open_store
+from ..store import BATCH, Folder, Replacement, Store, StoreBatch, StoreOptions, Walk, open_store
 from ..store.chunks import Packed, Shard
 from ..store.distributed import pack_on_cluster
-from ..store.layout import NODE_FILES, chunk_folders
+from ..store.layout import NODE_FILES, V2_METADATA_FILES, chunk_folders
 from ..zarr_versions import version_numbers
 from ._zarr_api import zarr_api
-from .documents import encoded, parents, update
+from .documents import encoded, existing_document, parents, update
 from .groups import consolidated, groups_by_depth
 from .nodes import READ, Node, NodeIndex
+from .plan import ArrayFound
+from .removal import V2Files
 from .report import ConversionReport, NodeResult
 from .rules import UnconvertibleError
 from .sampling import Sampler
-from .sharded import Sharding, ShardWork
+from .shard_pass import Packer, ShardOptions, ShardPass
+from .sharding import layout_of
 
 __all__ = ["convert_store"]
 
@@ -55,8 +58,10 @@ def convert_store(
     remove_v2_metadata : bool
         Once every node has its ``zarr.json``, remove the ``.zarray``,
         ``.zgroup``, ``.zattrs`` and ``.zmetadata`` files this run read and
-        that still hold what it read; never a chunk. By default they stay, so
-        v2 readers keep working.
+        that still hold what it read (a group's only where no node below it
+        keeps its own); with ``shard_size``, also each array's chunk files
+        once it reads its shards. By default they stay, so v2 readers keep
+        working.
     verify : bool
         Before writing an array's ``zarr.json``, read the fill value and its
         stored chunks (until one shows the mapping right) both as v2 and
@@ -82,7 +87,8 @@ def convert_store(
         stay unsharded, with a note.
     shard_shapes : mapping, optional
         A shard shape for some arrays, by path in the store (a multiple of
-        their chunks), in place of the one ``shard_size`` gives.
+        their chunks; ``sub/a``, also spelled ``/sub/a`` or ``sub/a/``), in
+        place of the one ``shard_size`` gives.
     client : distributed.Client, optional
         Pack the shards as tasks on this dask cluster (every worker must reach
         the store by the same location); the rest of the run stays here.
@@ -98,10 +104,16 @@ def convert_store(
 
     Raises
     ------
+    ValueError
+        For a ``shard_size`` below 1, an ``oldest_zarr`` that is no version,
+        or ``shard_shapes`` naming a path that is no array of the store
+        (before anything is written).
     problems.NotAStoreError
         If ``location`` is not a folder holding Zarr metadata, or cannot be reached.
     problems.StoreBusyError
-        If another run is working on the same local store.
+        If another run is working on the same store (given any folder of it),
+        or, on S3, this run lost the store's lock (paused longer than its
+        lease): it stops before its next write.
     problems.RunTimeoutError
         If the run's time limit passed (what was written is whole; a rerun finishes).
     ImportError
@@ -114,8 +126,8 @@ def convert_store(
     if shard_size is not None and (isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1):
         raise ValueError(f"shard_size must be a whole number of bytes, 1 or more, got {shard_size!r}")
     store = open_store(location, store_options)
-    sharding = _Sharding(shard_size, dict(shard_shapes or {}), client, on_shards, location, store_options)
-    options = _Options(dry_run, remove_v2_metadata, verify, oldest, on_node, sharding)
+    shapes = _shard_shapes(store, shard_shapes or {})
+    options = _Options(dry_run, remove_v2_metadata, verify, oldest, on_node, shard_size is not None or bool(shapes))
     with store.locked(dry_run):
         walk = store.walk(dry_run=dry_run, on_progress=on_progress)
         run = _Run(store, walk, options)
@@ -124,23 +136,39 @@ def convert_store(
         run.take_what_consolidations_list()
         run.write_groups()
         removing = remove_v2_metadata and not run.report.failures
-        if removing:  # the arrays to shard keep theirs until they read their shards: a killed run's rerun shards them
-            run.remove_v2_metadata([path for path in run.index.nodes if path not in run.shardable])
-        run.shard(removing)
+        pack = _packer(store, client, location, store_options)
+        run.shard(ShardOptions(shard_size, shapes, pack, on_shards), removing)
+        if removing:
+            run.remove_v2_metadata()
         return run.report
 
 
-class _Sharding(NamedTuple):
-    shard_size: int | None
-    shard_shapes: dict[str, Sequence[int]]
-    client: Any
-    on_shards: Callable[[int, int, int], None] | None
-    location: str | os.PathLike[str]
-    store_options: StoreOptions | None
+def _shard_shapes(store: Store, shapes: Mapping[str, Sequence[int]]) -> dict[str, Sequence[int]]:
+    """``shard_shapes`` by the path of each array as the run names it (``/sub/a``, ``sub/a/`` and ``./sub/a``
+    are ``sub/a``); a ValueError where one names no array of the store (checked before the run writes)."""
+    by_path = {}
+    for key, shape in shapes.items():
+        path = "/".join(part for part in str(key).replace("\\", "/").split("/") if part not in ("", "."))
+        by_path[path] = shape
+    files = [f"{store.path(path)}/{name}" for path in by_path for name in (".zarray", "zarr.json")]
+    read = store.files.read(files)
+    for path in by_path:
+        zarray, document = read[f"{store.path(path)}/.zarray"], read[f"{store.path(path)}/zarr.json"]
+        found = existing_document(document) if isinstance(document, bytes) else None
+        if not isinstance(zarray, bytes) and (found is None or found.get("node_type") != "array"):
+            raise ValueError(f"shard_shapes names {path or '.'!r}, which is no array of the store")
+    return by_path
 
-    @property
-    def asked(self) -> bool:
-        return self.shard_size is not None or bool(self.shard_shapes)
+
+def _packer(store: Store, client: Any, location: str | os.PathLike[str], options: StoreOptions | None) -> Packer:
+    """What packs the shards: the store itself, or tasks on ``client``'s dask cluster."""
+    if client is None:
+        return store.files.pack
+
+    def pack(shards: list[Shard], on_packed: Callable[[str, Packed | Exception], None]) -> dict[str, Any]:
+        return pack_on_cluster(client, location, options or StoreOptions(), shards, on_packed)
+
+    return pack
 
 
 class _Options(NamedTuple):
@@ -149,7 +177,7 @@ class _Options(NamedTuple):
     verify: bool
     oldest_zarr: tuple[int, ...] | None
     on_node: Callable[[NodeResult], None] | None
-    sharding: _Sharding
+    sharding: bool  # a shard size or shapes asked
 
 
 class _Run:
@@ -161,7 +189,8 @@ class _Run:
         self.index = NodeIndex(self.report, options.oldest_zarr)
         self.sampler = Sampler(store.files, self.index)
         self.current: dict[str, bytes] = {}  # each node's zarr.json as this run left it (written or found)
-        self.shardable: dict[str, ShardWork] = {}  # the arrays the sharding pass takes, as this run left them
+        self.to_shard: dict[str, ArrayFound] = {}  # the arrays the sharding pass takes, as this run left them
+        self.removal = V2Files(store, self.index, self.report, options.dry_run)
 
     # -- nodes, a batch at a time -------------------------------------------------------------------------------
 
@@ -216,11 +245,26 @@ class _Run:
         for node in arrays:
             if node.path not in self.index.failed:
                 self.index.nodes[node.path] = node.kept()
-                if node.shard_zarray is not None and (self.options.sharding.asked or node.sharded is not None):
-                    self.shardable[node.path] = ShardWork(
-                        node.path, node.folder, node.shard_zarray, node.unsharded or node.document,
-                        self.current[node.path], node.chunk_names, node.sharded, node.removing_v2,
-                    )  # fmt: skip
+                if self._sharding_takes(node):
+                    self.to_shard[node.path] = ArrayFound(
+                        node.path,
+                        node.folder,
+                        node.document,
+                        self.current[node.path],
+                        node.shard_zarray,
+                        node.conversion,
+                        {name: read for name, read in node.read.items() if name in V2_METADATA_FILES},
+                        node.removing_v2,
+                    )
+
+    def _sharding_takes(self, node: Node) -> bool:
+        """Whether the sharding pass takes an array: where shards are asked for, where a killed run was removing
+        its v2 files, and where a removing run finds it sharded with its v2 files kept."""
+        if self.options.sharding or node.removing_v2:
+            return True
+        return (
+            self.options.remove_v2_metadata and node.shard_zarray is not None and layout_of(node.document) is not None
+        )
 
     def take_what_consolidations_list(self) -> None:
         """Nodes a consolidated metadata lists that the walk did not find: read from their own files where they
@@ -330,49 +374,21 @@ class _Run:
                 self.options.on_node(result)
         return set(failures)
 
-    def shard(self, removing: bool) -> None:
-        """The sharding pass (`sharded`): the arrays to shard, or sharded by an earlier run, packed and switched to;
-        where ``removing``, their v2 metadata then their v2 chunk files removed."""
-        if not self.shardable:
-            return
-        sharding = self.options.sharding
-        if sharding.client is not None:
+    def shard(self, options: ShardOptions, removing: bool) -> None:
+        """The sharding pass (`shard_pass`) over the arrays it takes."""
+        if self.to_shard:
+            ShardPass(self.store, self.index, self.report, options, self.removal, dry_run=self.options.dry_run,
+                      removing=removing, current=self.current).run(list(self.to_shard.values()))  # fmt: skip
 
-            def pack(shards: list[Shard]) -> dict[str, Packed | Exception]:
-                return pack_on_cluster(
-                    sharding.client, sharding.location, sharding.store_options or StoreOptions(), shards
-                )
-        else:
-            pack = self.store.files.pack
-        Sharding(
-            self.store, self.index, self.report, shard_size=sharding.shard_size, shard_shapes=sharding.shard_shapes,
-            dry_run=self.options.dry_run, removing=removing, current=self.current, pack=pack,
-            remove_v2_metadata=self.remove_v2_metadata, on_shards=sharding.on_shards,
-        ).run(list(self.shardable.values()))  # fmt: skip
-
-    def remove_v2_metadata(self, paths: Collection[str]) -> set[str]:
-        """The v2 metadata files this run read of the nodes at ``paths``, in batches, each only if it still holds
-        what was read; ``.zmetadata`` last (v2 readers of it find the chunks to the end). The nodes where one
-        was not removed."""
-        failed = set()
-        for last in (False, True):
-            removals = {
-                f"{node.folder}/{name}": (node.path, f"{node.path}/{name}".lstrip("/"), read)
-                for node in (self.index.nodes[path] for path in paths)
-                for name, read in node.read.items()
-                if (name == ".zmetadata") == last
-            }
-            files = list(removals)
-            for start in range(0, len(files), BATCH):
-                batch = files[start : start + BATCH]
-                failures = {} if self.options.dry_run else self.store.files.remove(
-                    Removal(path, removals[path][2]) for path in batch
-                )  # fmt: skip
-                for path in batch:
-                    node, relative, _ = removals[path]
-                    if path in failures:
-                        self.report.failures.append((relative, reason(failures[path])))
-                        failed.add(node)
-                    else:
-                        self.report.removed.append(relative)
-        return failed
+    def remove_v2_metadata(self) -> None:
+        """The v2 metadata of every node whose v2 files are still there, where nothing below it keeps its own (it
+        could not be converted or sharded): arrays, then groups, ``.zmetadata`` last. A group that keeps its v2
+        metadata then has its ``.zmetadata`` list only the nodes that are still v2."""
+        index, removed = self.index, self.removal.removed
+        keeping = index.failed | {parent for path in index.failed for parent in parents(path)}
+        going = [node for path, node in index.nodes.items() if path not in removed | keeping and node.read]
+        going.sort(key=lambda node: node.kind == "group")  # the arrays first: v2 readers find every group to the end
+        self.removal.metadata((node.path, node.folder, node.read) for node in going)
+        self.removal.consolidations(
+            [path for path in keeping if path in index.nodes and ".zmetadata" in index.nodes[path].read]
+        )

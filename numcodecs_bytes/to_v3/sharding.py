@@ -1,9 +1,13 @@
 """Sharding on conversion, the rules: which arrays get shards, of what shape, and the document that says so.
 
-Pure: metadata in, documents out. A converted array's chunks (its v2 chunk
-files, byte for byte) become the inner chunks of ``sharding_indexed`` shards
-whose inner codecs are the array's own, under Zarr v3's default chunk key
-encoding (``c/0/0``: no shard key is a v2 chunk key).
+Pure: metadata in, documents out. An unsharded v3 array whose chunks lie
+under Zarr v2 keys (a converted array: its v2 chunk files) has those chunks,
+byte for byte, become the inner chunks of ``sharding_indexed`` shards whose
+inner codecs are the array's own, under Zarr v3's default chunk key encoding
+(``c/0/0``: no shard key is a v2 chunk key). The array's document as it is
+now decides (`shard_layout`): where a Zarr v3 writer changed it since the
+conversion (an append), its shape and chunk keys are the ones that read the
+data.
 
 The shard shape, for ``shard_size`` bytes: as many whole chunks as fit in
 that many bytes of uncompressed data, at least one, never more than the array
@@ -26,11 +30,16 @@ from .rules import UnconvertibleError
 __all__ = [
     "INDEX_CODECS",
     "ShardLayout",
+    "ShardPlan",
+    "chunk_shape",
+    "holds_chunks_of",
+    "is_sharding_of",
+    "layout_of",
     "shard_layout",
     "shard_shape",
     "sharded_document",
     "shards_of",
-    "unsharded",
+    "v2_separator",
 ]
 
 INDEX_CODECS = ({"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"})
@@ -55,22 +64,46 @@ class ShardLayout(NamedTuple):
     """How one array is sharded."""
 
     shape: tuple[int, ...]  # the shard shape (the chunk grid of the sharded array)
-    inner: tuple[int, ...]  # the inner chunk shape (the v2 chunks)
+    inner: tuple[int, ...]  # the inner chunk shape (the chunks it had unsharded)
 
 
-def shard_layout(document: dict[str, Any], zarray: dict[str, Any], shard_size: int | None,
-                 explicit: Sequence[int] | None = None) -> tuple[ShardLayout | None, str | None]:  # fmt: skip
-    """How a converted array is sharded (None where it is not), and a note where that needs telling.
+def chunk_shape(document: dict[str, Any]) -> list[int] | None:
+    """The chunk shape of a v3 array document with a regular chunk grid; None where it has none."""
+    grid = document.get("chunk_grid")
+    shape = grid.get("configuration", {}).get("chunk_shape") if isinstance(grid, dict) else None
+    if not isinstance(grid, dict) or grid.get("name") != "regular" or not isinstance(shape, list):
+        return None
+    return [int(n) for n in shape]
+
+
+def v2_separator(document: dict[str, Any]) -> str | None:
+    """The separator of an unsharded v3 array whose chunks lie under Zarr v2 keys (``0.1``, ``0/1``): those are
+    files that shards can be made of, and no shard key (``c/0/1``) is one of them. None for any other array."""
+    keys, codecs = document.get("chunk_key_encoding"), document.get("codecs")
+    sharded = not isinstance(codecs, list) or any(
+        not isinstance(codec, dict) or codec.get("name") == "sharding_indexed" for codec in codecs
+    )
+    if not isinstance(keys, dict) or keys.get("name") != "v2" or sharded:
+        return None
+    separator = keys.get("configuration", {}).get("separator", ".")
+    return separator if separator in (".", "/") else None
+
+
+def shard_layout(
+    document: dict[str, Any], shard_size: int | None, explicit: Sequence[int] | None = None
+) -> tuple[ShardLayout | None, str | None]:
+    """How an unsharded v3 array is sharded (None where it is not), and a note where that needs telling.
 
     Arrays of one chunk (0-d ones too) and of no element stay as they are;
     so do those whose elements have no fixed size (strings of any length),
     with a note. ``explicit``: a shard shape asked for this array, which must
     be a multiple of its chunks.
     """
-    shape, chunks = list(zarray["shape"]), list(zarray["chunks"])
-    if shard_size is None and explicit is None:
+    shape, chunks = [int(n) for n in document["shape"]], chunk_shape(document)
+    if (shard_size is None and explicit is None) or chunks is None:
         return None, None
-    if zarray.get("dtype") == "|O" or "|O" in str(zarray.get("dtype")):
+    itemsize = _itemsize(document)
+    if itemsize is None:
         return None, "left unsharded: its elements have no fixed size, so no shard size says how many fit"
     if not all(shape) or math.prod(-(-e // c) for e, c in zip(shape, chunks, strict=True)) <= 1:
         return None, None
@@ -82,21 +115,20 @@ def shard_layout(document: dict[str, Any], zarray: dict[str, Any], shard_size: i
             )
         return ShardLayout(wanted, tuple(chunks)), None
     assert shard_size is not None
-    itemsize = _itemsize(document)
     return ShardLayout(shard_shape(shape, chunks, itemsize, shard_size), tuple(chunks)), None
 
 
-def _itemsize(document: dict[str, Any]) -> int:
-    """The bytes of one element, uncompressed, from a v3 document's data type (as zarr-python reads it)."""
+def _itemsize(document: dict[str, Any]) -> int | None:
+    """The bytes of one element, uncompressed, from a v3 document's data type (as zarr-python reads it); None
+    where elements have no fixed size."""
     from ._zarr_api import zarr_api
 
-    zarr = zarr_api()
-    metadata = zarr.array_v3.from_dict(dict(document))
-    return int(metadata.dtype.to_native_dtype().itemsize)
+    native = zarr_api().array_v3.from_dict(dict(document)).dtype.to_native_dtype()
+    return None if native.kind in "OT" else int(native.itemsize)
 
 
 def sharded_document(document: dict[str, Any], layout: ShardLayout) -> dict[str, Any]:
-    """An array's converted document, sharded: its chunks the inner chunks, its codecs theirs."""
+    """An array's unsharded document, sharded: its chunks the inner chunks, its codecs theirs."""
     sharding = {
         "name": "sharding_indexed",
         "configuration": {
@@ -113,19 +145,41 @@ def sharded_document(document: dict[str, Any], layout: ShardLayout) -> dict[str,
     return sharded
 
 
-def unsharded(existing: dict[str, Any], document: dict[str, Any]) -> ShardLayout | None:
-    """The layout where ``existing`` is ``document`` as `sharded_document` shards it (an earlier run's); None
-    where it is anything else."""
-    codecs = existing.get("codecs")
+def layout_of(document: dict[str, Any]) -> ShardLayout | None:
+    """The layout of a sharded array as `sharded_document` writes them (one ``sharding_indexed`` codec, the
+    index at the end, read by the standard index codecs; v3's default keys); None for any other document."""
+    codecs = document.get("codecs")
     if not (isinstance(codecs, list) and len(codecs) == 1 and isinstance(codecs[0], dict)):
         return None
-    grid = existing.get("chunk_grid", {}).get("configuration", {}).get("chunk_shape")
-    inner = codecs[0].get("configuration", {}).get("chunk_shape")
-    if codecs[0].get("name") != "sharding_indexed" or not isinstance(grid, list) or not isinstance(inner, list):
+    configuration = codecs[0].get("configuration")
+    grid, inner = chunk_shape(document), configuration.get("chunk_shape") if isinstance(configuration, dict) else None
+    if codecs[0].get("name") != "sharding_indexed" or grid is None or not isinstance(inner, list):
         return None
-    layout = ShardLayout(tuple(grid), tuple(inner))
-    same = sharded_document(document, layout) == existing
-    return layout if same and list(layout.inner) == document["chunk_grid"]["configuration"]["chunk_shape"] else None
+    assert isinstance(configuration, dict)
+    standard = (
+        configuration.get("index_location", "end") == "end"
+        and configuration.get("index_codecs") == list(INDEX_CODECS)
+        and document.get("chunk_key_encoding") == _KEYS
+    )
+    return ShardLayout(tuple(grid), tuple(int(n) for n in inner)) if standard else None
+
+
+def holds_chunks_of(sharded: dict[str, Any], unsharded: dict[str, Any]) -> bool:
+    """Whether a sharded array's inner chunks are an unsharded array's chunks, byte for byte: the same data type,
+    chunk shape and codecs (then each of its chunk files is an inner chunk as it is)."""
+    layout = layout_of(sharded)
+    return (
+        layout is not None
+        and list(layout.inner) == chunk_shape(unsharded)
+        and sharded["codecs"][0]["configuration"].get("codecs") == unsharded.get("codecs")
+        and sharded.get("data_type") == unsharded.get("data_type")
+    )
+
+
+def is_sharding_of(sharded: dict[str, Any], document: dict[str, Any]) -> bool:
+    """Whether ``sharded`` is ``document`` as `sharded_document` shards it (an earlier run's, unchanged since)."""
+    layout = layout_of(sharded)
+    return layout is not None and sharded_document(document, layout) == sharded and holds_chunks_of(sharded, document)
 
 
 class ShardPlan(NamedTuple):

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("zarr", minversion="3", reason="these stores are written with zarr 3")
 pytest.importorskip("s3fs", reason="object stores need s3fs (the interop extra)")
 import fsspec
-from support.s3 import empty_bucket
+from support.s3 import empty_bucket, tool_code
 from support.stack import benchmark
 from zarr.codecs import BytesCodec as ZarrBytesCodec
 
@@ -328,14 +328,15 @@ def slow_endpoint(endpoint: str) -> Iterator[str]:
         yield url
 
 
-def tool(args: list[str], endpoint: str) -> subprocess.Popen[str]:
-    """A store tool in its own process, as a user runs it, on the server at ``endpoint``."""
+def tool(args: list[str], endpoint: str, lock: bool = True) -> subprocess.Popen[str]:
+    """A store tool in its own process, as a user runs it, on the server at ``endpoint`` (``lock=False``: with no
+    lock on S3)."""
     env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    command = ["-m", "numcodecs_bytes"] if lock else ["-c", tool_code(lock=False)]
     return subprocess.Popen(
-        [sys.executable, "-m", "numcodecs_bytes", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+        [sys.executable, *command, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def upload_v2_store(s3: Any, tmp_path: Path, arrays: int, legacy: bool = False) -> dict[str, Any]:
@@ -359,14 +360,14 @@ def assert_converted(url: str, endpoint: str, written: dict[str, Any]) -> None:
         assert np.array_equal(group[name][...], values), name
 
 
-def test_two_to_v3_runs_at_once_on_one_store_never_overwrite_each_other(
+def test_two_to_v3_runs_at_once_without_a_lock_never_overwrite_each_other(
     s3: Any, endpoint: str, slow_endpoint: str, tmp_path: Path
 ) -> None:
-    """No lock on object stores: a zarr.json is created only where none exists (If-None-Match), so of two runs
+    """Where no lock can be had: a zarr.json is created only where none exists (If-None-Match), so of two runs
     at once each file is written by one; what the other finds written is reported, and a rerun finishes."""
     written = upload_v2_store(s3, tmp_path, 40)
     url = f"s3://{BUCKET}/s"
-    runs = [tool(["to-v3", url, "--jobs", "8"], slow_endpoint) for _ in range(2)]
+    runs = [tool(["to-v3", url, "--jobs", "8"], slow_endpoint, lock=False) for _ in range(2)]
     for run in runs:
         _, err = run.communicate(timeout=120)
         assert run.returncode in (0, 1) and "Traceback" not in err, err
@@ -382,11 +383,14 @@ def test_two_to_v3_runs_at_once_on_one_store_never_overwrite_each_other(
     assert_converted(url, endpoint, written)
 
 
-def test_two_migrate_runs_at_once_change_each_file_once(s3: Any, slow_endpoint: str, tmp_path: Path) -> None:
-    """A file is replaced only while it is the version listed (If-Match): the slower run leaves it."""
+def test_two_migrate_runs_at_once_without_a_lock_change_each_file_once(
+    s3: Any, slow_endpoint: str, tmp_path: Path
+) -> None:
+    """Where no lock can be had: a file is replaced only while it is the version listed (If-Match), so the
+    slower run leaves it."""
     upload_v2_store(s3, tmp_path, 40, legacy=True)
     url = f"s3://{BUCKET}/s"
-    runs = [tool(["migrate", url, "--jobs", "8"], slow_endpoint) for _ in range(2)]
+    runs = [tool(["migrate", url, "--jobs", "8"], slow_endpoint, lock=False) for _ in range(2)]
     for run in runs:
         _, err = run.communicate(timeout=120)
         assert run.returncode in (0, 1) and "Traceback" not in err, err

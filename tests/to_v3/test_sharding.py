@@ -30,7 +30,14 @@ from support.v2_stores import files_of, read_as_v3_in_a_fresh_interpreter, tenso
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.to_v3 import convert_store
-from numcodecs_bytes.to_v3.sharding import ShardLayout, shard_shape, sharded_document, shards_of, unsharded
+from numcodecs_bytes.to_v3.sharding import (
+    ShardLayout,
+    is_sharding_of,
+    layout_of,
+    shard_shape,
+    sharded_document,
+    shards_of,
+)
 
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 
@@ -83,9 +90,9 @@ def test_a_sharded_document_is_known_as_an_earlier_runs_own() -> None:
     sharded = sharded_document(document, layout)
     assert sharded["chunk_key_encoding"] == {"name": "default", "configuration": {"separator": "/"}}
     assert sharded["codecs"][0]["configuration"]["codecs"] == document["codecs"]
-    assert unsharded(json.loads(json.dumps(sharded)), document) == layout
-    assert unsharded({**sharded, "attributes": {"a": 2}}, document) is None  # another document: not ours
-    assert unsharded(document, document) is None
+    assert layout_of(sharded) == layout and is_sharding_of(json.loads(json.dumps(sharded)), document)
+    assert not is_sharding_of({**sharded, "attributes": {"a": 2}}, document)  # another document: not ours
+    assert layout_of(document) is None and not is_sharding_of(document, document)
 
 
 # -- whole stores --------------------------------------------------------------------------------------------------
@@ -225,8 +232,8 @@ def test_a_chunk_written_while_its_shard_is_made_keeps_the_array_unsharded(
         group.create_array(name, shape=(8,), chunks=(2,), dtype="<i4")[...] = np.arange(8)
     pack = LocalFiles.pack
 
-    def writer_meanwhile(self: LocalFiles, shards: Any) -> Any:
-        packed = pack(self, shards)
+    def writer_meanwhile(self: LocalFiles, shards: Any, on_packed: Any = None) -> Any:
+        packed = pack(self, shards, on_packed)
         zarr.open_array(str(root / "a"), mode="r+", zarr_format=2)[element] = 99  # after the copy, before the switch
         return packed
 

@@ -121,3 +121,100 @@ def test_a_chunk_written_between_its_read_and_the_switch_keeps_its_array_unshard
                                 storage_options={"endpoint_url": endpoint})  # fmt: skip
         assert array[...].tolist() == expected
     assert s3.exists(f"{BUCKET}/s/a002/6") and not s3.exists(f"{BUCKET}/s/a001/6")
+
+
+# -- two runs at once (issue 55, item 3) --------------------------------------------------------------------------
+
+
+def other_run(endpoint: str, *options: str, lock: bool = True, lease: float | None = None) -> Any:
+    """Another run of the command line, in its own process, on the server at ``endpoint``: to its end."""
+    import os
+    import subprocess
+    import sys
+
+    from support.s3 import CREDENTIALS, tool_code
+
+    command = [sys.executable, "-c", tool_code(lock, lease), "to-v3", URL, "--shard-size", "32", *options]
+    env = {**os.environ, **CREDENTIALS, "FSSPEC_S3_ENDPOINT_URL": endpoint}
+    return subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=120)
+
+
+def test_a_run_that_starts_while_another_packs_is_refused_by_the_lock(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run B is held at its first shard's PUT; run A, which would remove every v2 file, says the store is busy
+    (exit 2) and writes nothing; B then finishes."""
+    upload(s3, tmp_path)
+    before = zarr_reads(URL, 2, endpoint)
+    seen: list[Any] = []
+    proxy.add(Fault("before", "PUT", r"/c/", hook=lambda: seen.append(other_run(endpoint, "--remove-v2-metadata"))))
+    code, _, err = run(proxy, capsys)
+    assert code == 0, err
+    [run_a] = seen
+    assert run_a.returncode == 2 and "another numcodecs-bytes run is working on this store (pid " in run_a.stderr
+    assert zarr_reads(URL, 3, endpoint) == before and zarr_reads(URL, 2, endpoint) == before
+    assert not [key for key in keys(s3) if "numcodecs-bytes" in key]
+
+
+def test_a_run_paused_past_its_lease_writes_nothing_more_once_it_resumes(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+) -> None:
+    """Run B (a lease of 4 s) is stopped (SIGSTOP) at its first shard's PUT for longer than 60% of its lease;
+    run A takes the lock over, shards everything and removes the v2 files; B, resumed, stops at its next write
+    (exit 2): the store reads as A left it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from support.s3 import CREDENTIALS, tool_code
+
+    upload(s3, tmp_path)
+    before = zarr_reads(URL, 2, endpoint)
+    lease = 4.0
+    env = {**os.environ, **CREDENTIALS}
+    command = [sys.executable, "-c", tool_code(lease=lease), "to-v3", URL, "--shard-size", "32",
+               "--storage-option", f"endpoint_url={proxy.endpoint}", "--jobs", "1"]  # fmt: skip
+    run_b = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: list[Any] = []
+
+    def pause_b_and_run_a() -> None:
+        os.kill(run_b.pid, signal.SIGSTOP)
+        time.sleep(0.6 * lease + 1)
+        seen.append(other_run(endpoint, "--remove-v2-metadata", lease=lease))
+        os.kill(run_b.pid, signal.SIGCONT)
+
+    proxy.add(Fault("before", "PUT", r"/c/", hook=pause_b_and_run_a))
+    _, err = run_b.communicate(timeout=120)
+    [run_a] = seen
+    assert run_a.returncode == 0, run_a.stderr
+    assert run_b.returncode == 2, err
+    assert "stopped, nothing more written; run again to finish" in err and err.count("\n") == 1, err
+    assert zarr_reads(URL, 3, endpoint) == before
+    assert not [key for key in keys(s3) if key.rsplit("/", 1)[-1].isdigit() and "/c/" not in key]  # A's removal
+    assert not [key for key in keys(s3) if "numcodecs-bytes" in key]
+
+
+def test_without_a_lock_a_run_that_finds_its_chunk_files_gone_removes_nothing(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Where no lock can be had: run B is held at its first shard's PUT while run A shards everything and removes
+    the v2 files; B, resumed, finds chunk files gone that it listed, and shards A's zarr.json reads: it reports
+    its arrays and replaces or removes nothing (the release before this one removed A's shards: all fill)."""
+    from contextlib import nullcontext
+
+    from numcodecs_bytes.store.s3 import S3Files
+
+    upload(s3, tmp_path)
+    before = zarr_reads(URL, 2, endpoint)
+    monkeypatch.setattr(S3Files, "lock", lambda self, top: nullcontext())
+    seen: list[Any] = []
+    proxy.add(Fault("before", "PUT", r"/c/", hook=lambda: seen.append(other_run(endpoint, "--remove-v2-metadata",
+                                                                               lock=False))))  # fmt: skip
+    code, _, err = run(proxy, capsys)
+    assert zarr_reads(URL, 3, endpoint) == before
+    [run_a] = seen
+    assert run_a.returncode == 0, run_a.stderr
+    assert code == 1 and "Traceback" not in err, err

@@ -1,0 +1,159 @@
+"""Removing what Zarr v2 readers read: the v2 metadata of converted nodes, and the chunk files of sharded arrays.
+
+Each file goes only if it is still what this run read (metadata: its digest;
+a chunk file: the version packed or compared), so a writer's change since is
+kept and reported. The order keeps every reader right:
+
+- a sharded array's chunk files go only once its ``zarr.json`` and the
+  consolidated metadata above it read its shards; meanwhile its v2 metadata
+  waits as `REMOVING_V2` (v2 readers do not see it), so that a killed run's
+  rerun knows the chunk files for its own and finishes (`V2Files.finish`);
+- a group's v2 metadata goes only where every node below it lost its own:
+  where one keeps it (it could not be converted or sharded), v2 readers keep
+  reaching it through the groups above, whose ``.zmetadata`` then lists only
+  the nodes still v2 (`V2Files.consolidations`);
+- ``.zmetadata`` goes last of a batch: v2 readers of it find the rest to the end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from ..problems import reason
+from ..store import BATCH, Removal, Replacement, Store, digest
+from ..store.layout import REMOVING_V2
+from .documents import encoded
+from .nodes import NodeIndex
+from .plan import ArrayFound, Finish
+from .report import ConversionReport
+
+__all__ = ["V2Files"]
+
+
+class V2Files:
+    """The removal of one run's v2 files (or, in a dry run, the list of them)."""
+
+    def __init__(self, store: Store, index: NodeIndex, report: ConversionReport, dry_run: bool) -> None:
+        self.store, self.index, self.report, self.dry_run = store, index, report, dry_run
+        self.removed: set[str] = set()  # the nodes whose v2 metadata this run removed
+
+    def metadata(self, nodes: Iterable[tuple[str, str, Mapping[str, bytes]]]) -> set[str]:
+        """The v2 metadata files of these nodes (path, folder, the digests of their files as read), each only if
+        it still holds what was read; ``.zmetadata`` last. The nodes where one was not removed."""
+        nodes = list(nodes)
+        failed = set()
+        for last in (False, True):
+            removals = {
+                f"{folder}/{name}": (path, f"{path}/{name}".lstrip("/"), read)
+                for path, folder, files in nodes
+                for name, read in files.items()
+                if (name == ".zmetadata") == last
+            }
+            files = list(removals)
+            for start in range(0, len(files), BATCH):
+                batch = files[start : start + BATCH]
+                problems = {} if self.dry_run else self.store.files.remove(
+                    Removal(path, removals[path][2]) for path in batch
+                )  # fmt: skip
+                for path in batch:
+                    node, relative, _ = removals[path]
+                    if path in problems:
+                        self.report.failures.append((relative, reason(problems[path])))
+                        failed.add(node)
+                    else:
+                        self.report.removed.append(relative)
+        self.removed |= {path for path, _, _ in nodes} - failed
+        return failed
+
+    def arrays(self, arrays: list[tuple[ArrayFound, dict[str, Any], list[Removal]]]) -> None:
+        """Sharded arrays' v2 files: for each (the array, the document its chunk files are chunks of, their
+        removals), its v2 metadata kept aside, removed, then its chunk files, then what was kept aside."""
+        aside = {f"{array.folder}/{REMOVING_V2}": encoded({"zarray": array.v2, "unsharded": chunks_of})
+                 for array, chunks_of, _ in arrays}  # fmt: skip
+        not_kept = self.store.files.create(aside)
+        going = []
+        for array, _, removals in arrays:
+            problem = not_kept.get(f"{array.folder}/{REMOVING_V2}")
+            if problem is not None:
+                self.index.fail(array.path, f"{REMOVING_V2}: {reason(problem)}; its v2 files are kept")
+            else:
+                going.append((array, removals))
+        kept = self.metadata((array.path, array.folder, array.read) for array, _ in going)
+        done = [(array, removals) for array, removals in going if array.path not in kept]
+        self._remove([removal for _, removals in done for removal in removals])
+        self.store.files.tidy(folder for array, removals in done for folder in _chunk_folders(array.folder, removals))
+        self._remove([Removal(path, digest(data)) for path, data in aside.items() if path not in not_kept])
+
+    def finish(self, finish: Finish) -> None:
+        """What a killed run left of removing an array's chunk files (each as it is now: no v2 reader sees them),
+        then the v2 metadata it kept aside."""
+        if self.dry_run:
+            return
+        for start in range(0, len(finish.chunks), BATCH):
+            found = self.store.files.versions(finish.chunks[start : start + BATCH])
+            self._remove([Removal(path, None, version) for path, version in found.items() if isinstance(version, str)])
+        self.store.files.tidy(finish.folders)
+        self._remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)])
+        self.report.finished_removals.append(finish.array.path)
+
+    def consolidations(self, groups: Collection[str]) -> None:
+        """The ``.zmetadata`` of these groups (which keep their v2 metadata: a node below them does) made to list
+        only the nodes that are still v2: an entry of a node whose v2 files are gone would read its chunks as
+        missing, without an error, in v2 readers that open the store through it."""
+        folders = {self.store.path(group): group for group in groups}
+        read = self.store.files.read(f"{folder}/.zmetadata" for folder in folders)
+        replacements = []
+        for folder, group in folders.items():
+            data = read[f"{folder}/.zmetadata"]
+            if isinstance(data, FileNotFoundError):
+                continue
+            if isinstance(data, Exception):
+                self.report.failures.append((f"{group}/.zmetadata".lstrip("/"), reason(data)))
+                continue
+            listed = _without(data, group, self.removed)
+            if listed is not None:
+                replacements.append(Replacement(f"{folder}/.zmetadata", listed, data))
+        if self.dry_run:
+            return
+        for path, problem in self.store.files.replace(replacements).items():
+            self.report.failures.append((self.store.relative(path), reason(problem)))
+
+    def _remove(self, removals: list[Removal]) -> None:
+        """Files removed, in batches; the chunk files among them counted, the failures reported."""
+        if self.dry_run:
+            return
+        for start in range(0, len(removals), BATCH):
+            batch = removals[start : start + BATCH]
+            failures = self.store.files.remove(batch)
+            self.report.chunks_removed += sum(
+                removal.path not in failures and not removal.path.endswith(REMOVING_V2) for removal in batch
+            )
+            for path, exc in failures.items():
+                self.report.failures.append((self.store.relative(path), reason(exc)))
+
+
+def _chunk_folders(folder: str, removals: list[Removal]) -> list[str]:
+    """The folders below an array's that its chunk files lay in (``0/0`` keys): emptied, they go too."""
+    return sorted(
+        {f"{folder}/{r.path[len(folder) + 1 :].split('/')[0]}" for r in removals if "/" in r.path[len(folder) + 1 :]}
+    )
+
+
+def _without(data: bytes, group: str, removed: set[str]) -> bytes | None:
+    """A ``.zmetadata`` (as read) without the entries of the nodes in ``removed`` (by path in the store); None
+    where it lists none of them, or is not consolidated metadata."""
+    try:
+        document = json.loads(data)
+        metadata = document["metadata"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(metadata, dict):
+        return None
+    prefix = f"{group}/" if group else ""
+    kept = {key: value for key, value in metadata.items()
+            if f"{prefix}{key.rpartition('/')[0]}".rstrip("/") not in removed}  # fmt: skip
+    if len(kept) == len(metadata):
+        return None
+    return json.dumps({**document, "metadata": kept}, indent=4, sort_keys=True, ensure_ascii=True).encode()
