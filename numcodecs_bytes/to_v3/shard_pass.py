@@ -151,12 +151,14 @@ class ShardPass:
                 self.index.fail(pack.array.path, why)
             else:
                 checked.append(pack)
+        # Right before the switch: the chunk files packed are the versions packed, and no other came meanwhile.
         versions = self.store.files.versions(
             source for pack in checked for shard in pack.shards for source in shard.sources if source is not None
         )
+        listed = self.store.files.files_below(pack.array.folder for pack in checked)
         good = []
         for pack in checked:
-            why = unchanged(pack, packed, versions)
+            why = unchanged(pack, packed, versions, listed[pack.array.folder])
             if why is not None:
                 self.index.fail(pack.array.path, why)
             else:
@@ -220,27 +222,35 @@ def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Remo
 
 
 def _clearable(clear: Clear, held: Mapping[str, Any]) -> tuple[list[Removal], str | None]:
-    """The removals of an array's chunk files that its shards hold; or the reason none may go."""
+    """The removals of an array's chunk files, each where its shard holds its bytes or was written after it (a
+    Zarr v3 writer since: v3 readers read that write); or the reason none may go."""
     folder = clear.array.folder
     removals = []
     for shard in clear.shards:
         found = held[shard.path]
         key = shard.path[len(folder) + 1 :]
         if isinstance(found, FileNotFoundError):
-            return [], f"{key}: gone, where chunk files of it are kept (a Zarr v3 writer removed it?): its v2 files " \
-                       "are kept; remove them once no Zarr v2 reader needs them"  # fmt: skip
+            return [], (
+                f"{key}: no such shard, where chunk files of it are kept (a Zarr v2 writer wrote where there was "
+                f"no data since the sharding, or a Zarr v3 writer removed it): its v2 files are kept. {_WHAT_TO_DO}"
+            )
         if isinstance(found, Exception):
             return [], f"{key}: {reason(found)}; its v2 files are kept"
         for source, same, version, written in zip(shard.sources, found.same, found.versions, found.written,
                                                   strict=True):  # fmt: skip
             if source is None or same is None or version is None:
                 continue  # no chunk file (or gone since it was listed): nothing to remove
-            newer_shard = written is not None and found.shard_written is not None and written < found.shard_written
-            if not (same or newer_shard):
-                return [], (
-                    f"{source[len(folder) + 1 :]}: written after its shard {key} (by a Zarr v2 writer, since the "
-                    "sharding), which holds other bytes: v3 readers do not see that write; its v2 files are kept. "
-                    "Copy that region through Zarr v3 to keep it (or remove the chunk file to drop it), then run again"
-                )
-            removals.append(Removal(source, None, version))
+            if same or (written is not None and found.shard_written is not None and written < found.shard_written):
+                removals.append(Removal(source, None, version))
+                continue
+            chunk = source[len(folder) + 1 :]
+            if written is not None and found.shard_written is not None and written > found.shard_written:
+                return [], (f"{chunk}: written after its shard {key} (by a Zarr v2 writer, since the sharding), which "
+                            f"holds other bytes: v3 readers do not see that write; its v2 files are kept. "
+                            f"{_WHAT_TO_DO}")  # fmt: skip
+            return [], (f"{chunk}: other bytes than its shard {key} holds, and their times do not tell which was "
+                        f"written last: its v2 files are kept. {_WHAT_TO_DO}")  # fmt: skip
     return removals, None
+
+
+_WHAT_TO_DO = "Copy that region through Zarr v3 to keep the write (or remove the chunk file to drop it), then run again"

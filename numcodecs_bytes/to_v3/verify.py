@@ -10,7 +10,8 @@ itself. An array switches only where:
 - one of its chunks reads the same through its sharded document (the shard's
   index and that chunk's byte range, as a reader reads them) as through the
   document it has now (its chunk file), with zarr-python's own codecs;
-- its chunk files are the versions that were packed (`unchanged`).
+- its chunk files are the versions that were packed, and no chunk file came
+  meanwhile where none was (`unchanged`).
 """
 
 from __future__ import annotations
@@ -48,15 +49,25 @@ def packed_right(store: Store, pack: Pack, packed: Mapping[str, Packed | Excepti
     return _sample(store, pack, packed)
 
 
-def unchanged(pack: Pack, packed: Mapping[str, Packed | Exception], versions: Mapping[str, Any]) -> str | None:
-    """Why the array cannot switch because a chunk file is no longer the version packed (None: each one is);
-    ``versions``: each chunk file's version now."""
+def unchanged(
+    pack: Pack, packed: Mapping[str, Packed | Exception], versions: Mapping[str, Any], names: list[str] | Exception
+) -> str | None:
+    """Why the array cannot switch because its chunk files changed since they were packed (None: they did
+    not): ``versions``, each chunk file's version now; ``names``, the files below its folder now. A chunk file
+    not packed that is there now was written meanwhile, where there was none (a region of fill values)."""
     for shard in pack.shards:
         result = packed[shard.path]
         assert isinstance(result, Packed)
         for path, version in zip(shard.sources, result.versions, strict=True):
             if path is not None and versions.get(path) != version:
                 return _written_meanwhile(pack, path)
+    if isinstance(names, Exception):
+        return f"its files could not be listed again: {reason(names)}; left unsharded"
+    folder = pack.array.folder
+    packed_here = {path for shard in pack.shards for path in shard.sources if path is not None}
+    new = sorted(name for name in pack.keys.stored(names).values() if f"{folder}/{name}" not in packed_here)
+    if new:
+        return f"{new[0]}: written by someone else while its shards were made: left unsharded"
     return None
 
 

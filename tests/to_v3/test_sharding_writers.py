@@ -150,6 +150,28 @@ def test_a_v2_write_after_the_sharding_keeps_the_v2_files_and_says_what_to_do(
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
 
 
+def test_a_v2_write_where_there_was_no_data_keeps_the_v2_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Zarr v2 writer writes, after the sharding, where the array held no chunk (so no shard holds its place):
+    removing the v2 files keeps them, and says why."""
+    root = tmp_path / "s.zarr"
+    v2_array(root, np.array([1, 2, 0, 0], dtype="<i4"), (2,))
+    assert not (root / "1").exists()  # a chunk of fill values: zarr writes none
+    assert main(["to-v3", str(root), "--shard-size", "8"]) == 0
+    assert not (root / "c" / "1").exists()
+    zarr.open_array(str(root), mode="r+", zarr_format=2)[3] = 9
+    capsys.readouterr()
+    assert main(["to-v3", str(root), "--remove-v2-metadata"]) == 1
+    err = capsys.readouterr().err
+    said = (
+        "failed .: c/1: no such shard, where chunk files of it are kept (a Zarr v2 writer wrote where there was "
+        "no data since the sharding, or a Zarr v3 writer removed it): its v2 files are kept."
+    )
+    assert said in err, err
+    assert (root / ".zarray").exists() and (root / "1").exists()
+
+
 def test_v2_readers_keep_reaching_an_array_left_unsharded_through_the_groups_above(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -390,3 +412,33 @@ def test_the_root_consolidation_is_rewritten_once_per_round_not_once_per_array(
     assert report.failures == [] and len(report.sharded) == 60
     assert replaced.count(str(root / "zarr.json")) == 1
     assert_reads(root, {f"a{i:02d}": np.arange(8, dtype="<i4") + i for i in range(60)})
+
+
+@pytest.mark.parametrize("writer", ["zarr v2", "zarr v3"])
+def test_a_chunk_written_where_none_was_while_the_shards_are_made_keeps_the_array_unsharded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str
+) -> None:
+    """A writer fills a region that held no chunk (only the fill value) after the chunk files were listed and
+    before the switch: its new chunk file is in no shard, so the array stays unsharded, reported, and reads the
+    write through either metadata."""
+    from numcodecs_bytes.store.local import LocalFiles
+
+    root = tmp_path / "s.zarr"
+    data = np.arange(1, 9, dtype="<i4")
+    data[4:6] = 0
+    v2_array(root, data, (2,))
+    (root / "2").unlink(missing_ok=True)  # zarr writes no chunk of fill values: to be sure
+    pack = LocalFiles.pack
+
+    def writer_meanwhile(self: LocalFiles, shards: Any, on_packed: Any = None) -> Any:
+        packed = pack(self, shards, on_packed)
+        zarr.open_array(str(root), mode="r+", zarr_format=2 if writer == "zarr v2" else 3)[4] = 77
+        return packed
+
+    monkeypatch.setattr(LocalFiles, "pack", writer_meanwhile)
+    report = convert_store(root, shard_size=16, remove_v2_metadata=True)
+    assert report.failures == [(".", "2: written by someone else while its shards were made: left unsharded")]
+    data[4] = 77
+    assert codec(root) == "bytes" and (root / "2").is_file()
+    for zarr_format in (2, 3):
+        assert zarr.open_array(str(root), mode="r", zarr_format=zarr_format)[...].tolist() == data.tolist()
