@@ -29,7 +29,9 @@ def bash_block(section: str) -> list[str]:
 
 
 def test_install_is_by_the_package_name_then_the_demo() -> None:
-    assert bash_block("Install") == ["pip install numcodecs-bytes", "python -m numcodecs_bytes demo"]
+    commands = [line.split("#")[0].strip() for line in bash_block("Install")]
+    assert commands == ["pip install numcodecs-bytes", 'pip install "numcodecs-bytes[zarr]"',
+                        "python -m numcodecs_bytes demo"]  # fmt: skip
 
 
 def test_ci_runs_the_readme_test_command() -> None:
@@ -259,3 +261,17 @@ def test_the_benchmarks_time_every_way_after_every_other_as_often(ways: int, rou
             if a != b:
                 pairs[a, b] += 1
         assert max(pairs.values()) - min(pairs.values()) <= 4, (seed, pairs)
+
+
+def test_readmes_first_example_runs_with_the_package_alone() -> None:
+    """Issue 56, item 6: ``pip install numcodecs-bytes`` brings numpy and numcodecs, not zarr: README's first
+    example imports nothing else (CI's noextras leg runs README's examples without zarr and xarray)."""
+    import sys
+
+    readme = (ROOT / "README.md").read_text()
+    first = re.search(r"^```python\n(.*?)^```", readme, re.S | re.M)
+    assert first is not None
+    imported = set(re.findall(r"^>>> (?:from|import) (\w+)", first.group(1), re.M))
+    assert imported <= {"numpy", "numcodecs", "numcodecs_bytes", *sys.stdlib_module_names}, imported
+    install = readme[readme.index("## Install") : first.start()]
+    assert "pip install numcodecs-bytes " in install and '"numcodecs-bytes[zarr]"' in install

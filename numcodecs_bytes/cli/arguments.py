@@ -86,7 +86,9 @@ def parser() -> argparse.ArgumentParser:
         type=byte_count,
         metavar="SIZE",
         help="shard every array of more than one chunk: its v2 chunk files, byte for byte, in shards of as many "
-        "whole chunks as fit in SIZE of uncompressed data (e.g. 256MiB, 1GB; no chunk is decoded)",
+        "whole chunks as fit in SIZE of uncompressed data (no chunk is decoded). SIZE with a unit (256MiB, 1GB, "
+        "512B), or a bare number of bytes from 1048576 on (64 alone is refused). An array whose chunks hold more "
+        "than SIZE stays unsharded, with a note",
     )
     to_v3.add_argument(
         "--scheduler",
@@ -167,19 +169,26 @@ _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
 
 
 def byte_count(text: str) -> int:
-    """A number of bytes, as people write it: ``1048576``, ``64MiB``, ``1.5 GB``.
+    """A number of bytes, as people write it: ``64MiB``, ``1.5 GB``, ``512B``, or a bare number of 1 MiB or more
+    (a bare ``64`` is refused: 64 bytes would be meant rarely, 64 MiB often).
 
-    >>> byte_count("64MiB"), byte_count("1.5 GB"), byte_count("512")
-    (67108864, 1500000000, 512)
+    >>> byte_count("64MiB"), byte_count("1.5 GB"), byte_count("512B"), byte_count("1048576")
+    (67108864, 1500000000, 512, 1048576)
     """
     found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
     unit = found.group(2).upper() if found else ""
     if found is None or unit not in _UNITS or float(found.group(1)) * _UNITS[unit] < 1:
         raise argparse.ArgumentTypeError(
-            f"must be a number of bytes such as 268435456, 256MiB or 1GB (units B, KB, MB, GB, TB, KiB, MiB, "
-            f"GiB, TiB), got {text!r}"
+            f"must be a number of bytes such as 256MiB, 1GB or 512B (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), "
+            f"got {text!r}"
         )
-    return int(float(found.group(1)) * _UNITS[unit])
+    count = int(float(found.group(1)) * _UNITS[unit])
+    if not found.group(2) and count < 2**20:
+        raise argparse.ArgumentTypeError(
+            f"{text.strip()} without a unit is {count:,} bytes: give the unit ({text.strip()}MiB? {text.strip()}MB? "
+            f"{text.strip()}B for bytes); a bare number is taken as bytes from 1048576 (1 MiB) on"
+        )
+    return count
 
 
 def _seconds(text: str) -> float:

@@ -16,6 +16,7 @@ FLAGS = {
     "oldest_zarr": "--oldest-zarr",
     "remove_v2_metadata": "--remove-v2-metadata",
     "storage_options": "--storage-option",
+    "shard_size": "--shard-size",
 }
 """The library's parameters that its messages name, and the flag that sets each here."""
 _PARAMETER = re.compile(r"\b(" + "|".join(re.escape(name) for name in FLAGS) + r")\b")

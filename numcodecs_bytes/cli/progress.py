@@ -17,6 +17,7 @@ class Progress:
         self.started = self.drawn_at = time.monotonic()
         self.done = self.found = self.written = 0
         self.visible = False
+        self.sharded_from: float | None = None  # when packing shards began
 
     def update(self, done: int, found: int) -> None:
         self.done, self.found = done, found
@@ -30,13 +31,16 @@ class Progress:
         self._draw(line, now)
 
     def shards(self, done: int, total: int, packed: int) -> None:
-        """The sharding pass: shards packed of all, and the bytes they hold."""
+        """The sharding pass: shards packed of all, and the bytes they hold; the first call is made as packing
+        begins, and the rate counts from there."""
         now = time.monotonic()
-        self.sharded_from = getattr(self, "sharded_from", now)
-        if not self.enabled or now - self.drawn_at < 0.2:
+        if self.sharded_from is None:
+            self.sharded_from = now
+        if not self.enabled or now - self.drawn_at < 0.2 or now <= self.sharded_from:
             return
-        rate = packed / max(now - self.sharded_from, 1e-9)
-        line = f"{self.tool}: {done:,} of {total:,} shards, {size(packed)} at {size(rate)}/s"
+        line = (
+            f"{self.tool}: {done:,} of {total:,} shards, {size(packed)} at {size(packed / (now - self.sharded_from))}/s"
+        )
         if 0 < done < total:
             line += f", about {duration((total - done) * (now - self.sharded_from) / done)} left"
         self._draw(line, now)

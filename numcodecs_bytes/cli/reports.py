@@ -31,6 +31,13 @@ EXIT_CODES = {
 }
 """The store tools' exit codes: every ``--help`` of theirs prints them."""
 
+V2_METADATA_KEPT = (
+    "note: v2 metadata kept: v2 readers see nothing written through Zarr v3 from now on, and v3 readers nothing "
+    "written through v2 until to-v3 runs again; until it goes, zarr and xarray warn on each open that both exist "
+    "(ZarrUserWarning: Both zarr.json ... and .zgroup ... exist); --remove-v2-metadata removes it"
+)
+"""What a run that converted and kept the v2 metadata says of it."""
+
 _SHOWN_PER_NOTE = 3
 """Paths named on a note's line before "and N more" (``--verbose`` names every one)."""
 
@@ -193,9 +200,11 @@ def run_to_v3(
     for line in _grouped(notes, verbose):
         print(f"note {line}", file=sys.stderr)
     if report.written and not remove_v2_metadata and not dry_run:
+        print(V2_METADATA_KEPT, file=sys.stderr)
+    if report.sharded and not remove_v2_metadata and not dry_run:
         print(
-            "note: v2 metadata kept: v2 readers see nothing written through Zarr v3 from now on, and v3 readers "
-            "nothing written through v2 until to-v3 runs again; --remove-v2-metadata removes it",
+            f"note: v2 chunk files kept beside the shards: {size(report.shard_bytes)} more on disk that only v2 "
+            "readers read (the shards hold the same bytes); --remove-v2-metadata removes them",
             file=sys.stderr,
         )
     for node, why in report.failures:

@@ -27,10 +27,10 @@ def pack_on_cluster(
     location: str | os.PathLike[str],
     options: StoreOptions,
     shards: Sequence[Shard],
-    on_packed: Callable[[str, Packed | Exception], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Packed | Exception]:
-    """Each shard packed by a task on ``client``'s cluster; what each task packed, or what it met. ``on_packed``
-    hears of each task's shards as the task ends."""
+    """Each shard packed by a task on ``client``'s cluster; what each task packed, or what it met. ``on_progress``
+    hears of each task's shards and bytes as the task ends."""
     from distributed import as_completed
 
     tasks = [list(shards[start : start + SHARDS_PER_TASK]) for start in range(0, len(shards), SHARDS_PER_TASK)]
@@ -44,9 +44,11 @@ def pack_on_cluster(
         except Exception as exc:  # the task failed as a whole (a worker lost, the store unreachable there)
             packed = dict.fromkeys((shard.path for shard in task), exc)
         results |= packed
-        if on_packed is not None:
-            for path, result in packed.items():
-                on_packed(path, result)
+        if on_progress is not None:
+            nbytes = sum(
+                sum(size or 0 for size in result.sizes) for result in packed.values() if isinstance(result, Packed)
+            )
+            on_progress(len(packed), nbytes)
     return results
 
 

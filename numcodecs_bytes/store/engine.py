@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from ..problems import NotAStoreError, RunTimeoutError, reason
+from ..problems import NotAStoreError, RunTimeoutError, StoreBusyError, reason
 from .files import TEMP_SUFFIX, Files, Folder, Probe, Removal
 from .layout import NODE_FILES
 from .options import StoreOptions
@@ -47,9 +47,22 @@ class Store:
         """The path of a file or folder given relative to the store's root."""
         return f"{self.root}/{relative}" if relative else self.root
 
-    def locked(self, dry_run: bool) -> AbstractContextManager[None]:
-        """The store's lock for a run that writes (`Files.lock`); none for a dry run."""
-        return nullcontext() if dry_run else self.files.lock(self.top or self.root)
+    @contextmanager
+    def locked(self, dry_run: bool) -> Iterator[None]:
+        """The store's lock for a run that writes (`Files.lock`); none for a dry run. A lock that cannot be taken
+        for another reason than another run (the server unreachable, the run's time limit) stops the run too."""
+        with ExitStack() as held:
+            try:
+                if not dry_run:
+                    held.enter_context(self.files.lock(self.top or self.root))
+            except (StoreBusyError, RunTimeoutError):
+                raise
+            except Exception as exc:
+                deadline = self.files.deadline
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise RunTimeoutError("the run's time limit passed while the store's lock was taken") from None
+                raise NotAStoreError(f"{self.top or self.root}: its lock cannot be taken ({reason(exc)})") from None
+            yield
 
     def walk(self, *, dry_run: bool, on_progress: Callable[[int, int], None] | None = None) -> Walk:
         """The walk over the store that both tools make (see the module's docstring)."""
@@ -128,6 +141,8 @@ def open_store(location: str | os.PathLike[str], options: StoreOptions | None = 
     try:
         problem = _not_a_store(root, probe)
     except Exception as exc:  # OSError, or a file system's own error (a broken reference file system)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise RunTimeoutError("the run's time limit passed while the store was being opened") from None
         raise NotAStoreError(f"{text}: cannot be reached ({type(exc).__name__}: {exc})") from None
     if problem is not None:
         raise NotAStoreError(f"{text}: {problem}")

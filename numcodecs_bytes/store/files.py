@@ -151,11 +151,11 @@ class Files(Protocol):
         ...
 
     def pack(
-        self, shards: Iterable[Shard], on_packed: Callable[[str, Packed | Exception], None] | None = None
+        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:
         """Each shard made of its chunk files (`chunks`), whole or not at all, read back and compared with them;
         what was read of each source, or the failure (a source that changed or went meanwhile is one).
-        ``on_packed`` hears of each shard as it is done (a shard path and its result)."""
+        ``on_progress`` hears of the work as it goes: (shards done, bytes packed) since its last call."""
         ...
 
     def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:

@@ -269,7 +269,7 @@ class FsspecFiles:
             return None
 
     def pack(
-        self, shards: Iterable[Shard], on_packed: Callable[[str, Packed | Exception], None] | None = None
+        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:
         """Each shard's sources read (``jobs`` requests in flight), the shard written in one request, and read
         back; in memory a shard at a time per ``jobs`` requests: memory grows with ``jobs`` and the shard size."""
@@ -287,12 +287,11 @@ class FsspecFiles:
             async with limits[1]:
                 try:
                     packed = await self._pack_one(shard, limits[0])
-                except Exception as exc:
-                    if on_packed is not None:
-                        on_packed(shard.path, exc)
-                    raise
-            if on_packed is not None:
-                on_packed(shard.path, packed)
+                finally:
+                    if on_progress is not None:
+                        on_progress(1, 0)
+            if on_progress is not None:
+                on_progress(0, sum(size or 0 for size in packed.sizes))
             return packed
 
         return self.run({shard.path: pack_one(shard) for shard in shards}, limit=False)

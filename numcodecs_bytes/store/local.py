@@ -208,10 +208,10 @@ class LocalFiles:
         return local_shards.versions(paths)
 
     def pack(
-        self, shards: Iterable[Shard], on_packed: Callable[[str, Packed | Exception], None] | None = None
+        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:
         """Each shard made by `local_shards.pack`: copied in the kernel, compared, linked into place."""
-        return local_shards.pack(list(shards), self.root, on_packed)
+        return local_shards.pack(list(shards), self.root, on_progress)
 
     def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
         return local_shards.held(shards)

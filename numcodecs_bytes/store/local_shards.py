@@ -1,5 +1,5 @@
 """A local folder's shards, packed from its chunk files (see `store.chunks`): copied in the kernel, read back
-and compared while the disk writes them, then linked into place.
+and compared, made durable a batch at a time, then linked into place.
 
 Resources stay bounded whatever the shard size: one source file is open at a
 time, and comparisons read `COMPARE_BLOCK` bytes of each side at a time (no
@@ -12,7 +12,6 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from functools import partial
 from pathlib import Path
@@ -46,46 +45,59 @@ def versions(paths: Iterable[str]) -> dict[str, str | Exception | None]:
 
 
 def pack(
-    shards: Sequence[Shard], root: Path, on_packed: Callable[[str, Packed | Exception], None] | None = None
+    shards: Sequence[Shard], root: Path, on_progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Packed | Exception]:
     """Each shard copied from its chunk files in the kernel (``copy_file_range``: on XFS and btrfs no byte is
-    copied), into a temporary file beside it; read back and compared with its sources (which must not have
-    changed meanwhile) while the batch reaches the disk (one ``syncfs``, on a thread of its own); then linked
-    or renamed into place. ``on_packed`` hears of each shard as it is done."""
+    copied) into a temporary file beside it, read back at once and compared with its sources (which must not have
+    changed meanwhile); a batch's shards made durable together (one ``syncfs``), then linked or renamed into
+    place. ``on_progress`` hears of (shards, bytes) packed as each chunk and each shard is compared."""
     results: dict[str, Packed | Exception] = {}
     for start in range(0, len(shards), BATCH):
-        results |= _pack_batch(list(shards[start : start + BATCH]), root, on_packed)
+        results |= _pack_batch(list(shards[start : start + BATCH]), root, on_progress or _nothing)
     return results
+
+
+def _nothing(shards: int, nbytes: int) -> None:
+    """No one hears of the progress."""
 
 
 def _pack_batch(
-    shards: list[Shard], root: Path, on_packed: Callable[[str, Packed | Exception], None] | None
+    shards: list[Shard], root: Path, on_progress: Callable[[int, int], None]
 ) -> dict[str, Packed | Exception]:
     past_their_tick([info for shard in shards for path in shard.sources if path and (info := _stat(path))])
     _remove_killed_runs_temporaries(shards)
-    staged = each({shard.path: partial(_staged_shard, shard) for shard in shards})
-    good = {path: item for path, item in staged.items() if not isinstance(item, Exception)}
-    temporaries = [item[0] for item in good.values() if item[0]]
-    results: dict[str, Packed | Exception] = {}
+    staged: dict[str, _Staged | Exception] = {}
     try:
-        with ThreadPoolExecutor(1) as flusher:  # the disk writes the batch while its bytes are compared
-            flushed = flusher.submit(durable, temporaries, root)
-            checked = each({path: partial(_checked_shard, shard, *good[path]) for shard in shards
-                            if (path := shard.path) in good})  # fmt: skip
-            flushed.result()
         for shard in shards:
-            problem = staged[shard.path] if shard.path not in good else checked[shard.path]
-            if isinstance(problem, Exception):
-                results[shard.path] = problem
-            else:
-                results |= each({shard.path: partial(_placed_shard, shard, *good[shard.path])})
-            if on_packed is not None:
-                on_packed(shard.path, results[shard.path])
+            staged |= each({shard.path: partial(_staged_and_checked, shard, on_progress)})
+            on_progress(1, 0)
+        temporaries = [item[0] for item in staged.values() if not isinstance(item, Exception) and item[0]]
+        durable(temporaries, root)
+        results: dict[str, Packed | Exception] = {}
+        for shard in shards:
+            item = staged[shard.path]
+            results |= {shard.path: item} if isinstance(item, Exception) else each(
+                {shard.path: partial(_placed_shard, shard, *item)}
+            )  # fmt: skip
     finally:
-        for temporary in temporaries:
-            Path(temporary).unlink(missing_ok=True)
+        for item in staged.values():
+            if not isinstance(item, Exception) and item[0]:
+                Path(item[0]).unlink(missing_ok=True)  # those linked into place have another name too
     durable(sorted({os.path.dirname(shard.path) for shard in shards}), root)
     return results
+
+
+def _staged_and_checked(shard: Shard, on_progress: Callable[[int, int], None]) -> _Staged:
+    """A shard staged (`_staged_shard`) and checked (`_checked_shard`): its temporary file goes where the check
+    fails."""
+    staged = _staged_shard(shard)
+    try:
+        _checked_shard(shard, *staged, on_progress=on_progress)
+    except BaseException:
+        if staged[0] is not None:
+            Path(staged[0]).unlink(missing_ok=True)
+        raise
+    return staged
 
 
 def _remove_killed_runs_temporaries(shards: list[Shard]) -> None:
@@ -184,7 +196,13 @@ def _copy(source: int, target: int, size: int, offset: int) -> None:
 
 
 def _checked_shard(
-    shard: Shard, temporary: str | None, sizes: tuple[int | None, ...], versions: tuple[str | None, ...], _: int
+    shard: Shard,
+    temporary: str | None,
+    sizes: tuple[int | None, ...],
+    versions: tuple[str | None, ...],
+    _: int,
+    *,
+    on_progress: Callable[[int, int], None],
 ) -> None:
     """A staged shard read back: its index parsed, each inner chunk the bytes of its source, which has not
     changed since it was copied; a ShardError where not."""
@@ -209,6 +227,7 @@ def _checked_shard(
             finally:
                 os.close(source)
             offset += size
+            on_progress(0, size)
     finally:
         os.close(descriptor)
 

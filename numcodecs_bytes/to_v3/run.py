@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from ..problems import reason
 from ..store import BATCH, Folder, Replacement, Store, StoreBatch, StoreOptions, Walk, open_store
-from ..store.chunks import Packed, Shard
+from ..store.chunks import Shard
 from ..store.distributed import pack_on_cluster
 from ..store.layout import NODE_FILES, V2_METADATA_FILES, chunk_folders
 from ..zarr_versions import version_numbers
@@ -165,8 +165,8 @@ def _packer(store: Store, client: Any, location: str | os.PathLike[str], options
     if client is None:
         return store.files.pack
 
-    def pack(shards: list[Shard], on_packed: Callable[[str, Packed | Exception], None]) -> dict[str, Any]:
-        return pack_on_cluster(client, location, options or StoreOptions(), shards, on_packed)
+    def pack(shards: list[Shard], on_progress: Callable[[int, int], None]) -> dict[str, Any]:
+        return pack_on_cluster(client, location, options or StoreOptions(), shards, on_progress)
 
     return pack
 

@@ -35,7 +35,7 @@ from .verify import packed_right, unchanged
 
 __all__ = ["ShardOptions", "ShardPass"]
 
-Packer = Callable[[list[Shard], Callable[[str, Packed | Exception], None]], dict[str, Packed | Exception]]
+Packer = Callable[[list[Shard], Callable[[int, int], None]], dict[str, Packed | Exception]]
 """What packs shards: the store's own `Files.pack`, or tasks on a dask cluster."""
 
 
@@ -143,6 +143,7 @@ class ShardPass:
         if not packs:
             return
         self.store.files.tidy(f"{pack.array.folder}/c" for pack in packs)  # what killed runs left in shard folders
+        self._packed(0, 0)  # the rate counts from here
         packed = self.options.pack([shard for pack in packs for shard in pack.shards], self._packed)
         checked = []
         for pack in packs:
@@ -173,10 +174,9 @@ class ShardPass:
             self.switch.consolidations()
             self.removal.arrays([(pack.array, pack.array.document, _removals(pack, packed)) for pack in going])
 
-    def _packed(self, path: str, result: Packed | Exception) -> None:
-        self.done += 1
-        if isinstance(result, Packed):
-            self.packed_bytes += sum(size or 0 for size in result.sizes)
+    def _packed(self, shards: int, nbytes: int) -> None:
+        self.done += shards
+        self.packed_bytes += nbytes
         if self.options.on_shards is not None:
             self.options.on_shards(self.done, self.total, self.packed_bytes)
 

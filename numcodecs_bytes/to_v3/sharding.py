@@ -10,9 +10,10 @@ conversion (an append), its shape and chunk keys are the ones that read the
 data.
 
 The shard shape, for ``shard_size`` bytes: as many whole chunks as fit in
-that many bytes of uncompressed data, at least one, never more than the array
-has; taken from the last axis to the first (whole rows of chunks in C order
-first), each axis's count as large as fits.
+that many bytes of uncompressed data, never more than the array has; taken
+from the last axis to the first (whole rows of chunks in C order first), each
+axis's count as large as fits. Where not even one chunk fits, the array stays
+unsharded (`shard_layout`).
 
 >>> shard_shape([256, 1024, 1024], [8, 256, 256], 4, 64 * 2**20)
 (16, 1024, 1024)
@@ -29,6 +30,7 @@ from .rules import UnconvertibleError
 
 __all__ = [
     "INDEX_CODECS",
+    "TOO_SMALL",
     "ShardLayout",
     "ShardPlan",
     "chunk_shape",
@@ -96,6 +98,7 @@ def shard_layout(
 
     Arrays of one chunk (0-d ones too) and of no element stay as they are;
     so do those whose elements have no fixed size (strings of any length),
+    and those whose chunks hold more than ``shard_size`` of data (`TOO_SMALL`),
     with a note. ``explicit``: a shard shape asked for this array, which must
     be a multiple of its chunks.
     """
@@ -115,7 +118,16 @@ def shard_layout(
             )
         return ShardLayout(wanted, tuple(chunks)), None
     assert shard_size is not None
+    if math.prod(chunks) * itemsize > shard_size:
+        return None, TOO_SMALL
     return ShardLayout(shard_shape(shape, chunks, itemsize, shard_size), tuple(chunks)), None
+
+
+TOO_SMALL = (
+    "left unsharded: each of its chunks holds more than shard_size of data, and a shard holds whole chunks (a "
+    "shard of one chunk is that chunk and an index: no fewer files)"
+)
+"""Why an array whose chunks are larger than the shard size asked for stays unsharded."""
 
 
 def _itemsize(document: dict[str, Any]) -> int | None:

@@ -28,14 +28,11 @@ from support.zarr_read import in_a_fresh_interpreter as zarr_reads
 
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
+from numcodecs_bytes.cli.reports import V2_METADATA_KEPT
 
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 
 BUCKET = "faults"
-V2_METADATA_KEPT = (
-    "note: v2 metadata kept: v2 readers see nothing written through Zarr v3 from now on, and v3 readers nothing "
-    "written through v2 until to-v3 runs again; --remove-v2-metadata removes it"
-)
 URL = f"s3://{BUCKET}/s"
 
 
@@ -201,6 +198,22 @@ def test_a_run_stops_at_its_time_limit_with_one_line(s3: Any, proxy: FaultProxy,
     assert time.monotonic() - started < 60
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.splitlines()[-1].startswith("stopped at the run's time limit (--run-timeout): ")
+
+
+@pytest.mark.parametrize("hanging", ["the store's opening", "the lock"])
+def test_a_time_limit_reached_before_the_walk_stops_the_run_with_exit_code_1(
+    s3: Any, proxy: FaultProxy, tmp_path: Path, capsys: pytest.CaptureFixture[str], hanging: str
+) -> None:
+    """Issue 56, item 5: the time limit reached while the store is opened, or while its lock is taken, is the
+    time limit (exit code 1, as --help's table says), not a store that cannot be reached (exit code 2)."""
+    upload(s3, tmp_path, consolidated=False)
+    if hanging == "the store's opening":
+        proxy.add(Fault("hang", None, "", times=1000))
+    else:
+        proxy.add(Fault("hang", "PUT", r"numcodecs-bytes-lock$", times=1000))
+    code, out, err = run("to-v3", proxy, capsys, "--run-timeout", "2")
+    assert code == 1 and out == "", (out, err)
+    assert err.startswith("stopped at the run's time limit (--run-timeout): ") and err.count("\n") == 1, err
 
 
 def test_on_s3_the_side_written_after_a_conversion_is_kept(

@@ -118,7 +118,7 @@ def test_every_dtype_endian_order_separator_and_compressor_reads_the_same_throug
     both separators, four compressors: each in shards of two chunks, read by zarr with its own codecs."""
     source, expected = v2_store
     before = files_of(source)
-    root = sharded_copy(source, tmp_path, "--shard-size", "24")  # 2 chunks of 2x3 int16, 1 of the wider types
+    root = sharded_copy(source, tmp_path, "--shard-size", "96B")  # one chunk of 2x3 complex128, all four of int16
     out = capsys.readouterr().out
     assert f"{len(expected)} arrays sharded" in out, out
     assert {path: digest for path, digest in files_of(root).items() if "/c/" not in f"/{path}"} == before
@@ -138,7 +138,7 @@ def test_tensorstore_reads_the_sharded_store(
     v2_store: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path
 ) -> None:
     source, expected = v2_store
-    root = sharded_copy(source, tmp_path, "--shard-size", "24")
+    root = sharded_copy(source, tmp_path, "--shard-size", "96B")
     assert tensorstore_reads(root, expected) >= 30
 
 
@@ -197,7 +197,7 @@ def test_sharding_now_and_removing_the_v2_files_later(tmp_path: Path, capsys: py
     root = tmp_path / "s.zarr"
     array = zarr.create_array(str(root), shape=(8, 6), chunks=(2, 3), dtype=">f8", zarr_format=2)
     array[...] = np.arange(48.0).reshape(8, 6)
-    assert main(["to-v3", str(root), "--shard-size", "96"]) == 0
+    assert main(["to-v3", str(root), "--shard-size", "96B"]) == 0
     assert "1 array sharded (4 shards, 8 chunks" in capsys.readouterr().out
     assert main(["to-v3", str(root)]) == 0  # no --shard-size: the shards are its own, kept
     assert capsys.readouterr().out.startswith("nothing to do: 1 node already converted")
@@ -212,7 +212,7 @@ def test_a_dry_run_counts_the_shards_and_changes_nothing(tmp_path: Path, capsys:
     root = tmp_path / "s.zarr"
     zarr.create_array(str(root), shape=(8, 6), chunks=(2, 3), dtype="<f8", zarr_format=2)[...] = 1.0
     before = {path: path.read_bytes() for path in root.rglob("*") if path.is_file()}
-    assert main(["to-v3", str(root), "--shard-size", "96", "--remove-v2-metadata", "--dry-run"]) == 0
+    assert main(["to-v3", str(root), "--shard-size", "96B", "--remove-v2-metadata", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("dry run: 1 zarr.json to write, 2 v2 metadata files to remove, 4 shards to write ("), out
     assert {path: path.read_bytes() for path in root.rglob("*") if path.is_file()} == before
@@ -232,8 +232,8 @@ def test_a_chunk_written_while_its_shard_is_made_keeps_the_array_unsharded(
         group.create_array(name, shape=(8,), chunks=(2,), dtype="<i4")[...] = np.arange(8)
     pack = LocalFiles.pack
 
-    def writer_meanwhile(self: LocalFiles, shards: Any, on_packed: Any = None) -> Any:
-        packed = pack(self, shards, on_packed)
+    def writer_meanwhile(self: LocalFiles, shards: Any, on_progress: Any = None) -> Any:
+        packed = pack(self, shards, on_progress)
         zarr.open_array(str(root / "a"), mode="r+", zarr_format=2)[element] = 99  # after the copy, before the switch
         return packed
 
@@ -287,7 +287,7 @@ def test_a_run_killed_anywhere_leaves_every_array_readable_and_a_rerun_finishes(
     for name, data in expected.items():
         group.create_array(name, shape=(64,), chunks=(4,), dtype="<i4")[...] = data
     chunks = _chunk_files(root)
-    options = ["--shard-size", "64", *(["--remove-v2-metadata"] if removing else [])]
+    options = ["--shard-size", "64B", *(["--remove-v2-metadata"] if removing else [])]
     process = subprocess.Popen([sys.executable, "-c", SLOWED, "to-v3", str(root), *options], stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not KILLED_WHILE[moment](root, chunks):
@@ -317,6 +317,28 @@ def test_a_bad_size_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_pat
     with pytest.raises(SystemExit) as exited:
         main(["to-v3", str(tmp_path), "--shard-size", "12 parsecs"])
     assert exited.value.code == 2
-    assert "must be a number of bytes such as 268435456, 256MiB or 1GB" in capsys.readouterr().err
+    assert "must be a number of bytes such as 256MiB, 1GB or 512B" in capsys.readouterr().err
     with pytest.raises(ValueError, match="shard_size must be a whole number of bytes, 1 or more, got 0"):
         convert_store(tmp_path, shard_size=0)
+
+
+def test_a_bare_number_below_a_mebibyte_is_refused_and_chunks_larger_than_the_size_stay_unsharded(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 56, item 1: ``--shard-size 64`` (64 bytes, where 64 MiB was meant) is a usage error that names the
+    units; arrays whose chunks hold more than the size asked stay unsharded, with one note for them all (one chunk
+    a shard would be that chunk and an index: no fewer files)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["to-v3", str(tmp_path), "--shard-size", "64"])
+    assert exited.value.code == 2
+    assert "64 without a unit is 64 bytes: give the unit (64MiB? 64MB? 64B for bytes)" in capsys.readouterr().err
+    root = tmp_path / "s.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    for name in ("a", "b", "c"):  # chunks of 4 KiB
+        group.create_array(name, shape=(4096,), chunks=(1024,), dtype="<i4")[...] = np.arange(4096)
+    group.create_array("small", shape=(64,), chunks=(16,), dtype="<i4")[...] = np.arange(64)  # chunks of 64 B
+    assert main(["to-v3", str(root), "--shard-size", "1KiB"]) == 0
+    out, err = capsys.readouterr()
+    assert "1 array sharded" in out, out
+    assert err.count("shard of one chunk is that chunk and an index") == 1, err
+    assert "note a, b, c: left unsharded: each of its chunks holds more than --shard-size of data" in err, err

@@ -51,7 +51,7 @@ def upload(s3: Any, tmp_path: Path) -> None:
 
 
 def run(proxy: FaultProxy, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, str, str]:
-    code = main(["to-v3", URL, "--storage-option", f"endpoint_url={proxy.endpoint}", "--shard-size", "32", *options])
+    code = main(["to-v3", URL, "--storage-option", f"endpoint_url={proxy.endpoint}", "--shard-size", "32B", *options])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -134,7 +134,7 @@ def other_run(endpoint: str, *options: str, lock: bool = True, lease: float | No
 
     from support.s3 import CREDENTIALS, tool_code
 
-    command = [sys.executable, "-c", tool_code(lock, lease), "to-v3", URL, "--shard-size", "32", *options]
+    command = [sys.executable, "-c", tool_code(lock, lease), "to-v3", URL, "--shard-size", "32B", *options]
     env = {**os.environ, **CREDENTIALS, "FSSPEC_S3_ENDPOINT_URL": endpoint}
     return subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=120)
 
@@ -174,19 +174,24 @@ def test_a_run_paused_past_its_lease_writes_nothing_more_once_it_resumes(
     before = zarr_reads(URL, 2, endpoint)
     lease = 4.0
     env = {**os.environ, **CREDENTIALS}
-    command = [sys.executable, "-c", tool_code(lease=lease), "to-v3", URL, "--shard-size", "32",
+    command = [sys.executable, "-c", tool_code(lease=lease), "to-v3", URL, "--shard-size", "32B",
                "--storage-option", f"endpoint_url={proxy.endpoint}", "--jobs", "1"]  # fmt: skip
     run_b = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: list[Any] = []
 
     def pause_b_and_run_a() -> None:
         os.kill(run_b.pid, signal.SIGSTOP)
-        time.sleep(0.6 * lease + 1)
-        seen.append(other_run(endpoint, "--remove-v2-metadata", lease=lease))
-        os.kill(run_b.pid, signal.SIGCONT)
+        try:
+            time.sleep(0.6 * lease + 1)
+            seen.append(other_run(endpoint, "--remove-v2-metadata", lease=lease))
+        finally:  # B goes on whatever happened here
+            os.kill(run_b.pid, signal.SIGCONT)
 
     proxy.add(Fault("before", "PUT", r"/c/", hook=pause_b_and_run_a))
-    _, err = run_b.communicate(timeout=120)
+    try:
+        _, err = run_b.communicate(timeout=120)
+    finally:
+        run_b.kill()
     [run_a] = seen
     assert run_a.returncode == 0, run_a.stderr
     assert run_b.returncode == 2, err

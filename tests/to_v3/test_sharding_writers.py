@@ -81,7 +81,7 @@ def test_rows_a_v3_writer_appended_after_a_metadata_run_are_sharded_too(
     assert main(["to-v3", str(root)]) == 0
     zarr.open_array(str(root), mode="r+").append(np.array([70, 80], dtype="<i4"))
     capsys.readouterr()
-    assert main(["to-v3", str(root), "--shard-size", "48", "--remove-v2-metadata"]) == 0
+    assert main(["to-v3", str(root), "--shard-size", "48B", "--remove-v2-metadata"]) == 0
     out = capsys.readouterr().out
     assert "1 array sharded (1 shard, 4 chunks" in out, out
     expected = np.array([1, 2, 3, 4, 5, 6, 70, 80], dtype="<i4")
@@ -97,15 +97,15 @@ def test_a_v3_writers_shards_are_never_replaced_by_a_rerun(tmp_path: Path, capsy
     replaced by shards of the old chunk files, and the appended values stay."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(1, 7, dtype="<i4"), (2,))
-    assert main(["to-v3", str(root), "--shard-size", "16"]) == 0
+    assert main(["to-v3", str(root), "--shard-size", "16B"]) == 0
     zarr.open_array(str(root), mode="r+").append(np.array([70, 80, 90], dtype="<i4"))
     expected = np.array([1, 2, 3, 4, 5, 6, 70, 80, 90], dtype="<i4")
     shards = {p: p.read_bytes() for p in (root / "c").rglob("*") if p.is_file()}
     capsys.readouterr()
-    assert main(["to-v3", str(root), "--shard-size", "16"]) == 0, capsys.readouterr().err
+    assert main(["to-v3", str(root), "--shard-size", "16B"]) == 0, capsys.readouterr().err
     assert {p: p.read_bytes() for p in (root / "c").rglob("*") if p.is_file()} == shards
     assert_reads(root, {"": expected})
-    assert main(["to-v3", str(root), "--shard-size", "16", "--remove-v2-metadata"]) == 0, capsys.readouterr().err
+    assert main(["to-v3", str(root), "--shard-size", "16B", "--remove-v2-metadata"]) == 0, capsys.readouterr().err
     assert_reads(root, {"": expected})
     assert chunk_files(root) == [] and not (root / ".zarray").exists()
     if has_module("tensorstore"):
@@ -120,7 +120,7 @@ def test_removing_the_v2_files_after_a_v3_write_into_a_shard_finishes(
     v3 writer's values stay."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(16, dtype="<i4").reshape(4, 4), (2, 2))
-    assert main(["to-v3", str(root), "--shard-size", "32"]) == 0
+    assert main(["to-v3", str(root), "--shard-size", "32B"]) == 0
     zarr.open_array(str(root), mode="r+")[0, :] = -1  # the first shard (two chunks) rewritten by zarr
     expected = np.arange(16, dtype="<i4").reshape(4, 4)
     expected[0, :] = -1
@@ -138,7 +138,7 @@ def test_a_v2_write_after_the_sharding_keeps_the_v2_files_and_says_what_to_do(
     shard, which holds the old bytes): nothing is removed, and the line says what to do."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(16, dtype="<i4").reshape(4, 4), (2, 2))
-    assert main(["to-v3", str(root), "--shard-size", "32"]) == 0
+    assert main(["to-v3", str(root), "--shard-size", "32B"]) == 0
     time.sleep(0.01)
     zarr.open_array(str(root), mode="r+", zarr_format=2)[2, 2] = 99  # chunk 1.1, after its shard
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
@@ -158,7 +158,7 @@ def test_a_v2_write_where_there_was_no_data_keeps_the_v2_files(
     root = tmp_path / "s.zarr"
     v2_array(root, np.array([1, 2, 0, 0], dtype="<i4"), (2,))
     assert not (root / "1").exists()  # a chunk of fill values: zarr writes none
-    assert main(["to-v3", str(root), "--shard-size", "8"]) == 0
+    assert main(["to-v3", str(root), "--shard-size", "8B"]) == 0
     assert not (root / "c" / "1").exists()
     zarr.open_array(str(root), mode="r+", zarr_format=2)[3] = 9
     capsys.readouterr()
@@ -187,8 +187,8 @@ def test_v2_readers_keep_reaching_an_array_left_unsharded_through_the_groups_abo
     zarr.consolidate_metadata(str(root))
     pack = LocalFiles.pack
 
-    def writer_meanwhile(self: LocalFiles, shards: Any, on_packed: Any = None) -> Any:
-        packed = pack(self, shards, on_packed)
+    def writer_meanwhile(self: LocalFiles, shards: Any, on_progress: Any = None) -> Any:
+        packed = pack(self, shards, on_progress)
         zarr.open_array(str(root / "sub" / "b"), mode="r+", zarr_format=2)[0] = 99
         return packed
 
@@ -215,7 +215,7 @@ def test_a_symlinked_chunk_file_is_packed_from_its_target_and_the_link_removed(
     (root / "3").rename(elsewhere)
     (root / "3").symlink_to(elsewhere)
     target = elsewhere.read_bytes()
-    assert main(["to-v3", str(root), "--shard-size", "16", "--remove-v2-metadata"]) == 0, capsys.readouterr().err
+    assert main(["to-v3", str(root), "--shard-size", "16B", "--remove-v2-metadata"]) == 0, capsys.readouterr().err
     assert "1 chunk files are symbolic links: packed from their targets; the links go with the chunk files, their " \
            "targets stay" in capsys.readouterr().err  # fmt: skip
     assert not (root / "3").exists() and not (root / "3").is_symlink() and elsewhere.read_bytes() == target
@@ -262,13 +262,13 @@ def test_a_rerun_with_another_size_says_what_is_the_case_and_a_dry_run_counts_wh
     over a sharded store counts no shard to write (the run writes none)."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(16, dtype="<i4"), (2,))
-    assert main(["to-v3", str(root), "--shard-size", "16"]) == 0
+    assert main(["to-v3", str(root), "--shard-size", "16B"]) == 0
     capsys.readouterr()
-    assert main(["to-v3", str(root), "--shard-size", "64", "--dry-run"]) == 0
+    assert main(["to-v3", str(root), "--shard-size", "64B", "--dry-run"]) == 0
     out, err = capsys.readouterr()
     assert "shards to write" not in out and out.startswith("dry run: nothing to do"), out
     assert "sharded already, in shards of [4] (not [16]): kept as it is" in err, err
-    assert main(["to-v3", str(root), "--shard-size", "64"]) == 0
+    assert main(["to-v3", str(root), "--shard-size", "64B"]) == 0
     out, err = capsys.readouterr()
     assert "sharded already, in shards of [4] (not [16]): kept as it is" in err, err
 
@@ -334,23 +334,25 @@ def test_a_run_given_any_folder_of_a_store_another_run_works_on_is_refused(tmp_p
     for name in ("a", "b"):
         group.create_array(name, shape=(16,), chunks=(2,), dtype="<i4")[...] = np.arange(16)
     pause, go = tmp_path / "paused", tmp_path / "go"
-    options = ["--shard-size", "16", "--remove-v2-metadata"]
+    options = ["--shard-size", "16B", "--remove-v2-metadata"]
     run_b = subprocess.Popen([sys.executable, "-c", PAUSED, str(pause), str(go), "to-v3", str(root), *options],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not pause.exists():
-        assert run_b.poll() is None and time.monotonic() < deadline, run_b.communicate()
-        time.sleep(0.01)
-    given = {"the same folder": root, "an array below it": root / "a", "a group above it": outer}[second]
-    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
-    run_a = subprocess.run([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(given), *options],
-                           capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
-    assert run_a.returncode == 2, run_a.stderr
-    assert run_a.stderr == f"numcodecs-bytes to-v3: error: {outer}: another numcodecs-bytes run is working on " \
-                           "this store\n"  # fmt: skip
-    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
-    go.touch()
-    _, err = run_b.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 120
+        while not pause.exists():
+            assert run_b.poll() is None and time.monotonic() < deadline, run_b.communicate()
+            time.sleep(0.01)
+        given = {"the same folder": root, "an array below it": root / "a", "a group above it": outer}[second]
+        before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+        run_a = subprocess.run([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(given), *options],
+                               capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
+        assert run_a.returncode == 2, run_a.stderr
+        busy = f"numcodecs-bytes to-v3: error: {outer}: another numcodecs-bytes run is working on this store\n"
+        assert run_a.stderr == busy
+        assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+    finally:  # run B goes on (and ends) whatever happened here
+        go.touch()
+        _, err = run_b.communicate(timeout=120)
     assert run_b.returncode == 0, err
     assert_reads(root, {"a": np.arange(16, dtype="<i4"), "b": np.arange(16, dtype="<i4")})
 
@@ -368,7 +370,7 @@ def test_after_a_run_was_killed_a_rerun_on_the_same_machine_takes_its_s3_lock_at
     s3.put(str(local), "killed/s", recursive=True)
     env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint}
     url = "s3://killed/s"
-    run = subprocess.Popen([sys.executable, "-m", "numcodecs_bytes", "to-v3", url, "--shard-size", "16"], env=env,
+    run = subprocess.Popen([sys.executable, "-m", "numcodecs_bytes", "to-v3", url, "--shard-size", "16B"], env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     deadline = time.monotonic() + 60
     while not s3.exists("killed/s/.numcodecs-bytes-lock"):
@@ -379,7 +381,7 @@ def test_after_a_run_was_killed_a_rerun_on_the_same_machine_takes_its_s3_lock_at
     run.wait()
     s3.invalidate_cache()
     assert s3.exists("killed/s/.numcodecs-bytes-lock")
-    rerun = subprocess.run([sys.executable, "-m", "numcodecs_bytes", "to-v3", url, "--shard-size", "16"], env=env,
+    rerun = subprocess.run([sys.executable, "-m", "numcodecs_bytes", "to-v3", url, "--shard-size", "16B"], env=env,
                            capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
     assert rerun.returncode == 0, rerun.stderr
     s3.invalidate_cache()
@@ -430,8 +432,8 @@ def test_a_chunk_written_where_none_was_while_the_shards_are_made_keeps_the_arra
     (root / "2").unlink(missing_ok=True)  # zarr writes no chunk of fill values: to be sure
     pack = LocalFiles.pack
 
-    def writer_meanwhile(self: LocalFiles, shards: Any, on_packed: Any = None) -> Any:
-        packed = pack(self, shards, on_packed)
+    def writer_meanwhile(self: LocalFiles, shards: Any, on_progress: Any = None) -> Any:
+        packed = pack(self, shards, on_progress)
         zarr.open_array(str(root), mode="r+", zarr_format=2 if writer == "zarr v2" else 3)[4] = 77
         return packed
 
@@ -442,3 +444,29 @@ def test_a_chunk_written_where_none_was_while_the_shards_are_made_keeps_the_arra
     assert codec(root) == "bytes" and (root / "2").is_file()
     for zarr_format in (2, 3):
         assert zarr.open_array(str(root), mode="r", zarr_format=zarr_format)[...].tolist() == data.tolist()
+
+
+def test_the_shard_progress_line_counts_as_it_packs_at_a_true_rate(tmp_path: Path) -> None:
+    """Issue 56, item 2: each chunk copy takes 50 ms more; the progress line shows shards and bytes while a shard
+    is being packed (not after a batch), and its rate counts from the first byte: never more than a chunk's bytes
+    per 50 ms (the release before this one said '109,855,685 GB/s')."""
+    import re
+
+    from support.slowed_tool import slowed_tool
+
+    root = tmp_path / "s.zarr"
+    v2_array(root, np.arange(40 * 4096, dtype="<i4"), (4096,), compressors=None)  # 40 chunks of 16 KiB
+    code = slowed_tool(0.05, "copy_file_range")
+    result = subprocess.run([sys.executable, "-c", code, "to-v3", str(root), "--shard-size", "160KiB", "--progress"],
+                            capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in re.split(r"\x1b\[K|\r|\n", result.stderr) if " shards, " in line]
+    found = [re.fullmatch(r"to-v3: (\d+) of 4 shards, ([\d.,]+) (k?B|MB) at ([\d.,]+) (k?B|MB)/s(, about .*)?", line)
+             for line in lines]  # fmt: skip
+    assert lines and all(found), lines
+    scale = {"B": 1, "kB": 1e3, "MB": 1e6}
+    assert any(int(f.group(1)) < 4 for f in found if f), lines  # shown while packing, not only at the end
+    for f in found:
+        assert f is not None
+        rate = float(f.group(4).replace(",", "")) * scale[f.group(5)]
+        assert rate <= 16384 / 0.05 * 1.5, lines  # a chunk's bytes per 50 ms at most
