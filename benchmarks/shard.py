@@ -23,7 +23,9 @@ the others end with ``sync``). The shards: 64 MiB of raw data (64 chunks).
 
 Then, locally, the peak memory of ``to-v3 --shard-size --remove-v2-metadata``
 on the same data with shards of 16 MiB, 256 MiB and 1 GiB: it must not grow
-with the shard size.
+with the shard size. And resharding: the sharded store (64 MiB shards) put in
+shards of 256 MiB by ``reshard`` (each inner chunk's bytes moved), against
+tensorstore's copy into the same shards and ``cp -r`` of the sharded store.
 
 On S3 (moto's server behind a proxy adding a 20 ms round trip), the same
 contenders but ``cp``: the floor is a process that lists the chunk objects and
@@ -70,7 +72,8 @@ def kvstore(path):
     bucket, _, prefix = path[5:].partition("/")
     return {"driver": "s3", "bucket": bucket, "path": prefix + "/", "endpoint": endpoint, "aws_region": "us-east-1",
             "aws_credentials": {"type": "environment"}}
-src = ts.open({"driver": "zarr", "kvstore": kvstore(source)}, read=True).result()
+driver = "zarr3" if len(sys.argv) > 5 and sys.argv[5] == "v3" else "zarr"
+src = ts.open({"driver": driver, "kvstore": kvstore(source)}, read=True).result()
 codecs = CODECS
 layout = {"name": "sharding_indexed", "configuration": {"chunk_shape": CHUNK_SHAPE, "codecs": codecs,
           "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}
@@ -229,34 +232,27 @@ def local_disk(folder: Path, gib: float, rounds: int) -> None:
 
         return run
 
-    def writer(command: list[str], name: str) -> Callable[[int], tuple[float, float]]:
-        def run(round_: int) -> tuple[float, float]:
-            shutil.rmtree(target, ignore_errors=True)
-            os.sync()
-            measured = run_process([part.replace("TARGET", str(target)) for part in command])
-            if name not in checked and name != "cp -r, then sync":
-                equal_samples(str(source), str(target), None)
-                checked.add(name)
-            return measured
-
-        return run
-
     contenders = {
         "to-v3 --shard-size": ours(["--shard-size", f"{SHARD_MIB}MiB"], "ours"),
         "to-v3, metadata only": ours([], "metadata"),
-        "cp -r, then sync": writer(["sh", "-c", f"cp -r '{source}' 'TARGET' && sync"], "cp -r, then sync"),
+        "cp -r, then sync": writer(
+            ["sh", "-c", f"cp -r '{source}' 'TARGET' && sync"], "cp -r, then sync", target, source, checked
+        ),
     }
     if has("tensorstore"):
         contenders["tensorstore copy"] = writer(
-            [sys.executable, "-c", TENSORSTORE, str(source), "TARGET", shard, "-"], "tensorstore"
-        )
+            [sys.executable, "-c", TENSORSTORE, str(source), "TARGET", shard, "-"], "tensorstore", target, source,
+            checked,
+        )  # fmt: skip
     contenders["zarr.from_array"] = writer(
-        [sys.executable, "-c", FROM_ARRAY, str(source), "TARGET", shard, "-", "zarr"], "zarr.from_array"
-    )
+        [sys.executable, "-c", FROM_ARRAY, str(source), "TARGET", shard, "-", "zarr"], "zarr.from_array", target,
+        source, checked,
+    )  # fmt: skip
     if has("zarrs"):
         contenders["zarr.from_array, zarrs pipeline"] = writer(
-            [sys.executable, "-c", FROM_ARRAY, str(source), "TARGET", shard, "-", "zarrs"], "zarrs"
-        )
+            [sys.executable, "-c", FROM_ARRAY, str(source), "TARGET", shard, "-", "zarrs"], "zarrs", target, source,
+            checked,
+        )  # fmt: skip
     bench = Bench(rounds)
     bench.run(contenders)
     files_before = sum(1 for _ in source.iterdir())
@@ -267,7 +263,74 @@ def local_disk(folder: Path, gib: float, rounds: int) -> None:
     print(f"\nfiles: {files_before:,} before (v2), {files_after:,} after --remove-v2-metadata")
     goals(bench.table(stored, "cp -r, then sync"), "cp -r, then sync")
     memory_by_shard_size(raw, fresh_copy, target)
+    resharding(folder, rows, stored, fresh_copy, target, rounds)
     shutil.rmtree(target, ignore_errors=True)
+
+
+def resharding(folder: Path, rows: int, stored: int, fresh_copy: Callable[[], None], target: Path, rounds: int) -> None:
+    """The sharded store (64 MiB shards, v2 files removed) put in shards four times as large: ``reshard``
+    (each inner chunk's bytes moved), against tensorstore copying the array into the new shards (every chunk
+    decoded and encoded), and ``cp -r`` of the sharded store, then ``sync`` (the floor)."""
+    sharded = folder / "sharded.zarr"
+    fresh_copy()
+    subprocess.run([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(target), "--shard-size",
+                    f"{SHARD_MIB}MiB", "--remove-v2-metadata"], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    shutil.rmtree(sharded, ignore_errors=True)
+    shutil.move(str(target), sharded)
+    shard = ",".join(map(str, shard_shape([rows, 32768], CHUNK, 4, 4 * SHARD_MIB * 2**20)))
+    print(f"\nresharding: shards of {SHARD_MIB} MiB into shards of {4 * SHARD_MIB} MiB ({shard})", flush=True)
+    checked: set[str] = set()
+
+    def copy_sharded() -> None:
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(sharded, target)
+        os.sync()
+
+    def ours(round_: int) -> tuple[float, float]:
+        copy_sharded()
+        measured = run_process([sys.executable, "-m", "numcodecs_bytes", "reshard", str(target), "--shard-size",
+                                f"{4 * SHARD_MIB}MiB"])  # fmt: skip
+        if "ours" not in checked:
+            equal_samples(str(folder / "v2.zarr"), str(target), None)
+            checked.add("ours")
+        return measured
+
+    contenders = {
+        "reshard": ours,
+        "cp -r, then sync": writer(
+            ["sh", "-c", f"cp -r '{sharded}' 'TARGET' && sync"], "cp -r, then sync", target, sharded, checked
+        ),
+    }
+    if has("tensorstore"):
+        contenders["tensorstore copy"] = writer(
+            [sys.executable, "-c", TENSORSTORE, str(sharded), "TARGET", shard, "-", "v3"], "tensorstore", target,
+            folder / "v2.zarr", checked,
+        )  # fmt: skip
+    bench = Bench(rounds)
+    bench.run(contenders)
+    medians = bench.table(stored, "cp -r, then sync")
+    if "tensorstore copy" in medians:
+        print(f"\nresharding: {medians['tensorstore copy'] / medians['reshard']:.1f}x faster than tensorstore copy "
+              f"(goal: 5x or more); {medians['reshard'] / medians['cp -r, then sync']:.2f}x the floor")  # fmt: skip
+    shutil.rmtree(sharded, ignore_errors=True)
+
+
+def writer(
+    command: list[str], name: str, target: Path, source: Path, checked: set[str]
+) -> Callable[[int], tuple[float, float]]:
+    """A contender that writes ``target`` anew (``TARGET`` in its command): its time and peak memory; the first
+    time, four regions of what it wrote compared with the v2 ``source`` (not for the copy floor)."""
+
+    def run(round_: int) -> tuple[float, float]:
+        shutil.rmtree(target, ignore_errors=True)
+        os.sync()
+        measured = run_process([part.replace("TARGET", str(target)) for part in command])
+        if name not in checked and name != "cp -r, then sync":
+            equal_samples(str(source), str(target), None)
+            checked.add(name)
+        return measured
+
+    return run
 
 
 def memory_by_shard_size(raw: int, fresh_copy: Callable[[], None], target: Path) -> None:

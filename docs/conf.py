@@ -51,7 +51,7 @@ def _generate(folder: Path) -> None:
     from numcodecs_bytes.__main__ import EXIT_CODES, data_type_table, main
 
     folder.mkdir(exist_ok=True)
-    for command in ("migrate", "to-v3"):
+    for command in ("migrate", "to-v3", "reshard"):
         text = io.StringIO()
         with redirect_stdout(text):
             try:

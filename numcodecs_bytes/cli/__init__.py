@@ -32,6 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            **shared)  # fmt: skip
     return run_to_v3(
         args.path,
+        tool=args.command,
         dry_run=args.dry_run,
         remove_v2_metadata=args.remove_v2_metadata,
         verify=not args.no_verify,

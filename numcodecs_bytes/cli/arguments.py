@@ -50,54 +50,76 @@ def parser() -> argparse.ArgumentParser:
         help="convert a Zarr v2 store (with or without the bytes filter) to Zarr v3",
         description=(
             "Write a Zarr v3 zarr.json beside each node's v2 metadata; chunks are never written, but with "
-            "--shard-size, which packs each array's chunk files, byte for byte, into shards. An array "
-            "whose last filter is the bytes codec (id 'bytes' or legacy 'endian') gets the standard v3 'bytes' "
-            "serializer with the filter's endian; arrays xarray wrote get its v3 dimension names and fill "
-            "attribute; everything else maps as zarr-python maps it. Needs zarr-python 3. Each array is checked "
-            "first: its fill value and stored chunks read as v2 and as v3 must be the same, until a chunk shows "
-            "the mapping right (one that does stands for the arrays with the same .zarray). A group is written "
-            "only when every node below it converted."
+            "--shard-size, which packs each array's chunk files, byte for byte, into shards (and puts arrays "
+            "sharded already in shards of that size: see reshard). An array whose last filter is the bytes codec "
+            "(id 'bytes' or legacy 'endian') gets the standard v3 'bytes' serializer with the filter's endian; "
+            "arrays xarray wrote get its v3 dimension names and fill attribute; everything else maps as "
+            "zarr-python maps it. Needs zarr-python 3. Each array is checked first: its fill value and stored "
+            "chunks read as v2 and as v3 must be the same, until a chunk shows the mapping right (one that does "
+            "stands for the arrays with the same .zarray). A group is written only when every node below it "
+            "converted."
         ),
     )
-    to_v3.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
-    to_v3.add_argument(
+    _to_v3_arguments(to_v3, shard_size_required=False)
+    reshard = _store_command(
+        commands,
+        "reshard",
+        help="put a store's arrays in shards of another size, moving each chunk's bytes as they are",
+        description=(
+            "Put every array of a Zarr v3 store in shards of SIZE: the arrays sharded already (by this tool, "
+            "zarr-python or tensorstore) in new shards, each inner chunk's bytes moved from the shard it is in to "
+            "its new shard, and the unsharded ones' chunk files packed into shards; no chunk is decoded. The new "
+            "shards are read back and compared, one chunk of each array is read through the new metadata and "
+            "through the old, the new zarr.json is switched last and the old shards removed after. A Zarr v2 "
+            "store is converted first, as to-v3 --shard-size SIZE converts it (the same command)."
+        ),
+    )
+    _to_v3_arguments(reshard, shard_size_required=True)
+    return command_line
+
+
+def _to_v3_arguments(command: argparse.ArgumentParser, shard_size_required: bool) -> None:
+    """The arguments of to-v3, and of reshard (the same run, a shard size required)."""
+    command.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
+    command.add_argument(
         "--remove-v2-metadata",
         action="store_true",
         help="once every node converted, remove the .zarray, .zgroup, .zattrs and .zmetadata files read (each "
         "only if unchanged since); with --shard-size, also the chunk files its shards hold (once the array reads "
         "its shards); a group keeps its own while a node below it keeps its own",
     )
-    to_v3.add_argument(
+    command.add_argument(
         "--no-verify",
         action="store_true",
         help="skip reading the fill value and chunks as v2 and as v3 before writing an array's zarr.json",
     )
-    to_v3.add_argument(
+    command.add_argument(
         "--oldest-zarr",
         metavar="VERSION",
         help="the oldest zarr-python the store's readers use (e.g. 3.1): arrays it would read wrong stay v2 "
         "(by default they convert, and a note names the release they need)",
     )
-    to_v3.add_argument(
+    command.add_argument(
         "--show-documents", action="store_true", help="print each zarr.json written (or, in a dry run, to write)"
     )
-    to_v3.add_argument(
+    command.add_argument(
         "--shard-size",
         type=byte_count,
         metavar="SIZE",
-        help="shard every array of more than one chunk: its v2 chunk files, byte for byte, in shards of as many "
-        "whole chunks as fit in SIZE of uncompressed data (no chunk is decoded). SIZE with a unit (256MiB, 1GB, "
-        "512B), or a bare number of bytes from 1048576 on (64 alone is refused). An array whose chunks hold more "
-        "than SIZE stays unsharded, with a note",
+        required=shard_size_required,
+        help="shard every array of more than one chunk in shards of as many whole chunks as fit in SIZE of "
+        "uncompressed data: its v2 chunk files, byte for byte; an array sharded already in shards of another "
+        "shape, its inner chunks' bytes moved into new shards (no chunk is decoded). SIZE with a unit (256MiB, "
+        "1GB, 512B), or a bare number of bytes from 1048576 on (64 alone is refused). An array whose chunks hold "
+        "more than SIZE stays as it is, with a note",
     )
-    to_v3.add_argument(
+    command.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         help="pack the shards as tasks on the dask cluster at ADDRESS (tcp://host:8786); every worker must reach "
         "the store at the same location",
     )
-    _store_arguments(to_v3, "each node (kept ones too) and each file removed")
-    return command_line
+    _store_arguments(command, "each node (kept ones too) and each file removed")
 
 
 def store_options(args: argparse.Namespace) -> StoreOptions:

@@ -139,6 +139,7 @@ def run_migrate(
 def run_to_v3(
     location: str,
     *,
+    tool: str = "to-v3",
     dry_run: bool,
     remove_v2_metadata: bool,
     verify: bool = True,
@@ -150,12 +151,12 @@ def run_to_v3(
     shard_size: int | None = None,
     scheduler: str | None = None,
 ) -> int:
-    """``numcodecs-bytes to-v3``: a summary (each node too, with ``verbose``); return the exit code
-    (`EXIT_CODES`)."""
+    """``numcodecs-bytes to-v3`` (and ``reshard``, ``tool``: the same run): a summary (each node too, with
+    ``verbose``); return the exit code (`EXIT_CODES`)."""
     from ..to_v3 import NodeResult, convert_store  # imports zarr when run: only this command needs it
 
     written = ("zarr.json", "to write" if dry_run else "written")
-    status = Progress("to-v3", sys.stderr.isatty() if progress is None else progress, written)
+    status = Progress(tool, sys.stderr.isatty() if progress is None else progress, written)
     verbs = {"written": "would write" if dry_run else "wrote", "updated": "would update" if dry_run else "updated"}
 
     def on_node(node: NodeResult) -> None:
@@ -201,9 +202,9 @@ def run_to_v3(
         print(f"note {line}", file=sys.stderr)
     if report.written and not remove_v2_metadata and not dry_run:
         print(V2_METADATA_KEPT, file=sys.stderr)
-    if report.sharded and not remove_v2_metadata and not dry_run:
+    if report.kept_chunk_bytes and not dry_run:
         print(
-            f"note: v2 chunk files kept beside the shards: {size(report.shard_bytes)} more on disk that only v2 "
+            f"note: v2 chunk files kept beside the shards: {size(report.kept_chunk_bytes)} more on disk that only v2 "
             "readers read (the shards hold the same bytes); --remove-v2-metadata removes them",
             file=sys.stderr,
         )
@@ -255,8 +256,11 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
     if report.shards_to_write:
         parts.append(f"{count(report.shards_to_write, 'shard')} to write")
     if report.sharded:
-        parts.append(f"{count(len(report.sharded), 'array')} sharded ({count(report.shards, 'shard')}, "
-                     f"{count(report.chunks_packed, 'chunk')}, {size(report.shard_bytes)})")  # fmt: skip
+        new = len(report.sharded) - len(report.resharded)
+        arrays = [f"{count(new, 'array')} sharded"] if new else []
+        arrays += [f"{count(len(report.resharded), 'array')} resharded"] if report.resharded else []
+        totals = f"{count(report.shards, 'shard')}, {count(report.chunks_packed, 'chunk')}, {size(report.shard_bytes)}"
+        parts.append(f"{' and '.join(arrays)} ({totals})")
     if report.chunks_removed:
         parts.append(f"{count(report.chunks_removed, 'v2 chunk file')} removed")
     if report.finished_removals:

@@ -27,6 +27,7 @@ from typing import NamedTuple
 __all__ = [
     "EMPTY",
     "INDEX_ENTRY",
+    "ByteRange",
     "Held",
     "Packed",
     "Shard",
@@ -34,6 +35,7 @@ __all__ = [
     "gone",
     "parsed_index",
     "shard_index",
+    "source_path",
 ]
 
 EMPTY = 2**64 - 1
@@ -42,22 +44,36 @@ INDEX_ENTRY = 16
 """Bytes of one index entry: offset and length, uint64 each."""
 
 
-class Shard(NamedTuple):
-    """One shard to write: its file, and each inner chunk's source file in C order of the inner grid.
+class ByteRange(NamedTuple):
+    """Bytes ``start`` to ``end`` (exclusive) of a data file."""
 
-    A source is a chunk file that was listed just before (None: no chunk there). One that is gone when the
-    shard is made was removed by another writer meanwhile: the shard is not written (`ShardError`).
+    path: str
+    start: int
+    end: int
+
+
+class Shard(NamedTuple):
+    """One shard to write: its file, and each inner chunk's source in C order of the inner grid.
+
+    A source is a chunk file, or a byte range of another shard (resharding), that was listed just before (None:
+    no chunk there). One that is gone when the shard is made was removed by another writer meanwhile: the shard
+    is not written (`ShardError`).
     """
 
     path: str
-    sources: tuple[str | None, ...]
+    sources: tuple[str | ByteRange | None, ...]
+
+
+def source_path(source: str | ByteRange) -> str:
+    """The file a shard's source lies in."""
+    return source if isinstance(source, str) else source.path
 
 
 class Packed(NamedTuple):
     """What packing one shard read and wrote."""
 
     sizes: tuple[int | None, ...]  # each inner chunk's bytes; None where there is no source
-    versions: tuple[str | None, ...]  # what each source was when read (see `Files.versions`); None: no source
+    versions: tuple[str | None, ...]  # what each source's file was when read (`Files.versions`); None: no source
     written: bool  # False where nothing was written: no source (no shard), or the file held it already
     linked: int = 0  # sources that are symbolic links (packed from their targets)
 
@@ -100,14 +116,16 @@ def shard_index(sizes: Sequence[int | None]) -> bytes:
     return index + struct.pack("<I", _crc32c(index))
 
 
-def parsed_index(data: bytes | memoryview, count: int) -> list[tuple[int, int] | None]:
-    """The (offset, nbytes) of each of ``count`` inner chunks from a shard's last bytes, its crc32c checked."""
+def parsed_index(data: bytes | memoryview, count: int, checksum: bool = True) -> list[tuple[int, int] | None]:
+    """The (offset, nbytes) of each of ``count`` inner chunks from the end of ``data`` (a shard's last bytes: its
+    index, and the index's crc32c, checked, where ``checksum``)."""
     size = count * INDEX_ENTRY
-    if len(data) < size + 4:
-        raise ShardError(f"shard of {len(data)} bytes is shorter than its index ({size + 4} bytes)")
-    tail = bytes(data[len(data) - size - 4 :])  # a copy: no view of the caller's buffer outlives the call
-    index, checksum = tail[:size], tail[size:]
-    if struct.pack("<I", _crc32c(index)) != checksum:
+    tail_size = size + (4 if checksum else 0)
+    if len(data) < tail_size:
+        raise ShardError(f"shard of {len(data)} bytes is shorter than its index ({tail_size} bytes)")
+    tail = bytes(data[len(data) - tail_size :])  # a copy: no view of the caller's buffer outlives the call
+    index, stored = tail[:size], tail[size:]
+    if checksum and struct.pack("<I", _crc32c(index)) != stored:
         raise ShardError("the shard's index does not match its checksum")
     pairs = struct.unpack(f"<{2 * count}Q", index)
     return [None if pairs[i] == EMPTY else (pairs[i], pairs[i + 1]) for i in range(0, 2 * count, 2)]

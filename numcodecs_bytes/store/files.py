@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar
 
-from .chunks import Held, Packed, Shard
+from .chunks import ByteRange, Held, Packed, Shard
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -82,14 +82,6 @@ class Removal(NamedTuple):
     version: str | None = None
 
 
-class ByteRange(NamedTuple):
-    """Bytes ``start`` to ``end`` (exclusive) of a data file."""
-
-    path: str
-    start: int
-    end: int
-
-
 class Probe(NamedTuple):
     """Three questions about a location, each one request: what opening a store asks before it calls it one."""
 
@@ -128,6 +120,11 @@ class Files(Protocol):
         end is an OSError, a missing file a FileNotFoundError."""
         ...
 
+    def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
+        """The last ``n`` bytes of each file (``wanted``: n by path; a shard's index), with the file's size; an
+        OSError where the file is shorter, a FileNotFoundError where it is missing."""
+        ...
+
     def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
         """When each file was last written, in seconds since the epoch as its file system keeps them (an OSError
         where it keeps none)."""
@@ -159,8 +156,8 @@ class Files(Protocol):
         ...
 
     def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-        """What each shard in the store holds of its sources, compared byte for byte (FileNotFoundError where the
-        shard is missing)."""
+        """What each shard in the store (as `pack` writes them: its index at the end, with its checksum) holds of
+        its sources, whole files each, compared byte for byte (FileNotFoundError where the shard is missing)."""
         ...
 
     def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:

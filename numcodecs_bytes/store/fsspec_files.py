@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..problems import StoreBusyError
-from .chunks import INDEX_ENTRY, Held, Packed, Shard, ShardError, gone, parsed_index, shard_index
+from .chunks import INDEX_ENTRY, Held, Packed, Shard, ShardError, gone, parsed_index, shard_index, source_path
 from .files import (
     BACKUP_SUFFIX,
     ByteRange,
@@ -182,6 +182,16 @@ class FsspecFiles:
 
         return self.run({wanted: read(wanted) for wanted in ranges})
 
+    def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
+        return self.run({path: self.tail_of(path, size) for path, size in wanted.items()})
+
+    async def tail_of(self, path: str, size: int) -> tuple[int, bytes]:
+        """A file's last ``size`` bytes, and its size."""
+        total = int((await self._call("info", path))["size"])
+        if total < size:
+            raise OSError(f"{path}: {total:,} bytes, fewer than {size:,}")
+        return total, await self.range_of(path, total - size, total)
+
     def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
         async def modified(path: str) -> float:
             when = _written(await self._call("info", path))
@@ -280,13 +290,14 @@ class FsspecFiles:
         # the next one's chunks are read).
         at_once = max(2, self.jobs // max(1, max(len(shard.sources) for shard in shards)))
         limits: list[asyncio.Semaphore] = []
+        versions: dict[str, asyncio.Task[str | None]] = {}  # the files byte ranges are read from: a version each
 
         async def pack_one(shard: Shard) -> Packed:
             if not limits:  # made on fsspec's loop, where the work runs
                 limits.extend((asyncio.Semaphore(self.jobs), asyncio.Semaphore(at_once)))
             async with limits[1]:
                 try:
-                    packed = await self._pack_one(shard, limits[0])
+                    packed = await self._pack_one(shard, limits[0], versions)
                 finally:
                     if on_progress is not None:
                         on_progress(1, 0)
@@ -296,36 +307,45 @@ class FsspecFiles:
 
         return self.run({shard.path: pack_one(shard) for shard in shards}, limit=False)
 
-    async def _pack_one(self, shard: Shard, requests: asyncio.Semaphore) -> Packed:
-        async def source(path: str | None) -> tuple[bytes | None, str | None]:
-            if path is None:
+    async def _pack_one(
+        self, shard: Shard, requests: asyncio.Semaphore, versions: dict[str, asyncio.Task[str | None]]
+    ) -> Packed:
+        async def source(read: str | ByteRange | None) -> tuple[bytes | None, str | None]:
+            if read is None:
                 return None, None
+            if isinstance(read, ByteRange) and read.path not in versions:
+                versions[read.path] = asyncio.ensure_future(self.in_time(self.version_of(read.path)))
             async with requests:
-                data, version = await self.in_time(self.read_source(path))
-            if data is None:
-                raise gone(path.rsplit("/", 1)[-1])
+                data, version = await self.in_time(self.read_source(read))
+            if isinstance(read, ByteRange):
+                version = await versions[read.path]  # its file's, not the range's
+            if data is None or version is None:
+                raise gone(source_path(read).rsplit("/", 1)[-1])
             return data, version
 
         read = await asyncio.gather(*(source(path) for path in shard.sources))
         sizes = tuple(None if data is None else len(data) for data, _ in read)
-        versions = tuple(version for _, version in read)
+        versions_read = tuple(version for _, version in read)
         present = [data for data, _ in read if data is not None]
         async with requests:
             if not present:  # no chunk: no shard (an interrupted run's object there says otherwise: it goes)
                 self.before_write()
                 with suppress(FileNotFoundError):
                     await self.in_time(self._call("rm_file", shard.path))
-                return Packed(sizes, versions, False)
+                return Packed(sizes, versions_read, False)
             body = b"".join(present) + shard_index(sizes)
             written = await self.in_time(self.write_shard(shard, body))
-        return Packed(sizes, versions, written)
+        return Packed(sizes, versions_read, written)
 
-    async def read_source(self, path: str) -> tuple[bytes | None, str | None]:
+    async def read_source(self, source: str | ByteRange) -> tuple[bytes | None, str | None]:
         """A chunk file's bytes and its version as read (None, None where there is none): its ETag, taken
-        before the bytes (a write between makes a version the later check does not find), or their digest."""
+        before the bytes (a write between makes a version the later check does not find), or their digest. A byte
+        range of a file: those bytes (its version is its file's: `version_of`)."""
         try:
-            info = await self._call("info", path)
-            data = await self.bytes_of(path)
+            if isinstance(source, ByteRange):
+                return await self.range_of(source.path, source.start, source.end), None
+            info = await self._call("info", source)
+            data = await self.bytes_of(source)
         except FileNotFoundError:
             return None, None
         return data, _tag(info) or _content_version(data)
@@ -358,9 +378,12 @@ class FsspecFiles:
             raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
         entries = parsed_index(await self.in_time(self.range_of(shard.path, size - footer, size)), count)
 
-        async def compared(path: str | None, entry: tuple[int, int] | None) -> tuple[bool | None, str | None, Any]:
-            if path is None:
+        async def compared(
+            held: str | ByteRange | None, entry: tuple[int, int] | None
+        ) -> tuple[bool | None, str | None, Any]:
+            if held is None:
                 return None, None, None
+            path = source_path(held)
             try:
                 source = await self.in_time(self._call("info", path))
             except FileNotFoundError:

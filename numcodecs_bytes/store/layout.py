@@ -14,6 +14,7 @@ __all__ = [
     "METADATA_NAMES",
     "NODE_FILES",
     "REMOVING_V2",
+    "RETIRED",
     "V2_METADATA_FILES",
     "ChunkKeys",
     "chunk_folders",
@@ -28,7 +29,10 @@ NODE_FILES = ("zarr.json", ".zarray", ".zgroup", ".zmetadata")
 REMOVING_V2 = ".zarray.numcodecs-bytes-removing"
 """A sharded array's v2 metadata, kept aside (v2 readers do not see it) while to-v3 removes the chunk files its
 shards replaced: a killed run's rerun knows them by it, and finishes."""
-METADATA_NAMES = (*NODE_FILES, ".zattrs", REMOVING_V2)
+RETIRED = ".numcodecs-bytes-retired"
+"""Beside an array that switched to new shards: the files it read before (its chunk files, or its old shards),
+with their versions, while to-v3 removes them: a killed run's rerun finishes the removal."""
+METADATA_NAMES = (*NODE_FILES, ".zattrs", REMOVING_V2, RETIRED)
 """The metadata files of a node: the files the tools read, replace or remove (never a chunk)."""
 V2_METADATA_FILES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 """The Zarr v2 metadata files (never a chunk)."""
@@ -131,31 +135,42 @@ def chunk_indices(zarray: dict[str, Any], names: Iterable[str] | None) -> Iterat
 
 
 class ChunkKeys(NamedTuple):
-    """Where an array's chunks lie under Zarr v2 keys (a v2 array, or a v3 array with the ``v2`` chunk key
-    encoding): ``0.1`` or ``0/1`` below its folder, ``0`` for a 0-d array.
+    """Where an array's chunk files lie: under Zarr v2 keys (``0.1``, ``0/1``; ``0`` for a 0-d array: a v2 array,
+    or a v3 array with the ``v2`` chunk key encoding), or under Zarr v3's default keys (``prefix`` ``c``:
+    ``c/0/1``, ``c.0.1``; ``c`` for a 0-d array), below its folder. ``chunks``: the chunk shape (for the shards of
+    a sharded array, the shard shape).
 
     >>> keys = ChunkKeys((4, 4), (2, 2), "/")
     >>> keys.key((1, 0)), keys.stored(["0/1", "1/1", "c/0/0", "zarr.json", "2/0"])
     ('1/0', {(0, 1): '0/1', (1, 1): '1/1'})
+    >>> ChunkKeys((4, 4), (2, 2), ".", "c").stored(["c.1.0", "c/1/0", "1.0"])
+    {(1, 0): 'c.1.0'}
     """
 
     shape: tuple[int, ...]
     chunks: tuple[int, ...]
     separator: str  # "." or "/"
+    prefix: str = ""  # "c": Zarr v3's default keys
 
     def key(self, index: tuple[int, ...]) -> str:
-        return self.separator.join(map(str, index)) or "0"
+        parts = [self.prefix, *map(str, index)] if self.prefix else list(map(str, index))
+        return self.separator.join(parts) or "0"
 
     def stored(self, names: Iterable[str]) -> dict[tuple[int, ...], str]:
         """The chunks among ``names`` (paths below the array's folder), by grid index."""
         grid = chunk_grid(self.shape, self.chunks)
         found: dict[tuple[int, ...], str] = {}
         for name in names:
-            parts = name.split(self.separator) if grid else [name]
-            if len(parts) != max(len(grid), 1) or not all(_DIGITS.fullmatch(part) for part in parts):
+            parts = name.split(self.separator)
+            if self.prefix:
+                if parts[0] != self.prefix:
+                    continue
+                parts = parts[1:]
+            elif not grid:
+                parts = [] if name == "0" else ["x"]
+            if len(parts) != len(grid) or not all(_DIGITS.fullmatch(part) for part in parts):
                 continue
-            index = tuple(int(part) for part in parts) if grid else ()
-            if (not grid and name == "0") or (grid and all(i < n for i, n in zip(index, grid, strict=True))):
-                if self.key(index) == name:  # "01" is no key of chunk 1
-                    found[index] = name
+            index = tuple(int(part) for part in parts)
+            if all(i < n for i, n in zip(index, grid, strict=True)) and self.key(index) == name:  # "01" is no key
+                found[index] = name
         return found

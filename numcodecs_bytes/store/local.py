@@ -97,6 +97,18 @@ class LocalFiles:
 
         return each({wanted: partial(read, wanted) for wanted in ranges})
 
+    def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
+        def tail(path: str, size: int) -> tuple[int, bytes]:
+            with open(path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    raise OSError(f"{path}: not a regular file: not read")
+                if info.st_size < size:
+                    raise OSError(f"{path}: {info.st_size:,} bytes, fewer than {size:,}")
+                return info.st_size, os.pread(handle.fileno(), size, info.st_size - size)
+
+        return each({path: partial(tail, path, size) for path, size in wanted.items()})
+
     def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
         return each({path: partial(lambda path: os.stat(path, follow_symlinks=False).st_mtime_ns / 1e9, path)
                       for path in paths})  # fmt: skip

@@ -16,7 +16,18 @@ from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
-from .chunks import INDEX_ENTRY, Held, Packed, Shard, ShardError, gone, parsed_index, shard_index
+from .chunks import (
+    INDEX_ENTRY,
+    ByteRange,
+    Held,
+    Packed,
+    Shard,
+    ShardError,
+    gone,
+    parsed_index,
+    shard_index,
+    source_path,
+)
 from .disk import durable, file_version, made_for, past_their_tick, temporary_beside, umask
 from .files import BATCH, each
 
@@ -64,7 +75,7 @@ def _nothing(shards: int, nbytes: int) -> None:
 def _pack_batch(
     shards: list[Shard], root: Path, on_progress: Callable[[int, int], None]
 ) -> dict[str, Packed | Exception]:
-    past_their_tick([info for shard in shards for path in shard.sources if path and (info := _stat(path))])
+    past_their_tick([info for shard in shards for src in shard.sources if src and (info := _stat(source_path(src)))])
     _remove_killed_runs_temporaries(shards)
     staged: dict[str, _Staged | Exception] = {}
     try:
@@ -142,7 +153,7 @@ def _open_source(path: str) -> tuple[int, os.stat_result]:
 def _staged_shard(shard: Shard) -> _Staged:
     """The shard in a temporary file beside its path (None where it has no source), its sources copied one at a
     time, with each inner chunk's size and its source's version."""
-    if all(path is None for path in shard.sources):
+    if all(source is None for source in shard.sources):
         return None, tuple(None for _ in shard.sources), tuple(None for _ in shard.sources), 0
     os.makedirs(os.path.dirname(shard.path), exist_ok=True)
     descriptor, temporary = temporary_beside(shard.path)
@@ -150,35 +161,47 @@ def _staged_shard(shard: Shard) -> _Staged:
     versions: list[str | None] = []
     try:
         offset = 0
-        for path in shard.sources:
-            if path is None:
+        for source in shard.sources:
+            if source is None:
                 sizes.append(None)
                 versions.append(None)
                 continue
-            source, info = _open_source(path)
+            opened, info = _open_source(source_path(source))
             try:
-                _copy(source, descriptor, info.st_size, offset)
+                start, size = _span(source, info)
+                _copy(opened, descriptor, size, offset, start)
             finally:
-                os.close(source)
-            sizes.append(info.st_size)
+                os.close(opened)
+            sizes.append(size)
             versions.append(file_version(info))
-            offset += info.st_size
+            offset += size
         os.pwrite(descriptor, shard_index(sizes), offset)
     except BaseException:
         os.close(descriptor)
         Path(temporary).unlink(missing_ok=True)
         raise
     os.close(descriptor)
-    linked = sum(path is not None and os.path.islink(path) for path in shard.sources)
+    linked = sum(isinstance(source, str) and os.path.islink(source) for source in shard.sources)
     return temporary, tuple(sizes), tuple(versions), linked
 
 
-def _copy(source: int, target: int, size: int, offset: int) -> None:
-    """``size`` bytes of ``source`` from its start into ``target`` at ``offset``: in the kernel where it can."""
+def _span(source: str | ByteRange, info: os.stat_result) -> tuple[int, int]:
+    """Where a source's bytes start in its file, and how many: the whole file, or a range of it (which must lie
+    in it: a shard shorter than its index says is not read)."""
+    if isinstance(source, str):
+        return 0, info.st_size
+    if not 0 <= source.start <= source.end <= info.st_size:
+        raise ShardError(f"{os.path.basename(source.path)}: {info.st_size:,} bytes, where its index reads bytes "
+                         f"{source.start:,} to {source.end:,}")  # fmt: skip
+    return source.start, source.end - source.start
+
+
+def _copy(source: int, target: int, size: int, offset: int, start: int = 0) -> None:
+    """``size`` bytes of ``source`` from ``start`` into ``target`` at ``offset``: in the kernel where it can."""
     done = 0
     try:
         while done < size:
-            copied = os.copy_file_range(source, target, size - done, done, offset + done)
+            copied = os.copy_file_range(source, target, size - done, start + done, offset + done)
             if copied == 0:
                 break  # the source is shorter than it was: the comparison that follows says so
             done += copied
@@ -188,7 +211,7 @@ def _copy(source: int, target: int, size: int, offset: int) -> None:
     else:
         return
     while done < size:
-        block = os.pread(source, min(_COPY_BLOCK, size - done), done)
+        block = os.pread(source, min(_COPY_BLOCK, size - done), start + done)
         if not block:
             break
         os.pwrite(target, block, offset + done)
@@ -212,16 +235,18 @@ def _checked_shard(
     try:
         entries = _index_of(descriptor, len(sizes))
         offset = 0
-        for path, size, version, entry in zip(shard.sources, sizes, versions, entries, strict=True):
-            if path is None or size is None:
+        for source_of, size, version, entry in zip(shard.sources, sizes, versions, entries, strict=True):
+            if source_of is None or size is None:
                 if entry is not None:
                     raise ShardError(f"{os.path.basename(shard.path)}: its index reads a chunk where none was put")
                 continue
+            path = source_path(source_of)
             source, info = _open_source(path)
             try:
                 if file_version(info) != version:
                     raise ShardError(f"{os.path.basename(path)}: changed while it was read: no shard written")
-                if entry != (offset, size) or not _same_ranges(source, 0, descriptor, offset, size):
+                start, _ = _span(source_of, info)
+                if entry != (offset, size) or not _same_ranges(source, start, descriptor, offset, size):
                     raise ShardError(f"{os.path.basename(shard.path)}: not what its sources hold, read back (a file "
                                      "system error)")  # fmt: skip
             finally:
@@ -264,7 +289,7 @@ def _held(shard: Shard) -> Held:
         written: list[float | None] = []
         for path, entry in zip(shard.sources, entries, strict=True):
             try:
-                source, source_info = _open_source(path) if path is not None else (None, None)
+                source, source_info = _open_source(source_path(path)) if path is not None else (None, None)
             except ShardError:  # gone since it was listed: nothing to compare, nothing to remove
                 source, source_info = None, None
             if source is None or source_info is None:

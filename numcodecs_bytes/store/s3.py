@@ -32,7 +32,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from ..problems import StoreBusyError
-from .chunks import Shard, ShardError
+from .chunks import ByteRange, Shard, ShardError, source_path
 from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
 from .fsspec_files import FsspecFiles, Listing, child_path
 from .layout import METADATA_NAMES, NODE_FILES
@@ -175,15 +175,18 @@ class S3Files(FsspecFiles):
 
     # -- shards ----------------------------------------------------------------------------------------------
 
-    async def read_source(self, path: str) -> tuple[bytes | None, str | None]:
-        """A chunk object's bytes and its ETag, from one GET (None, None where there is none); a body cut short
+    async def read_source(self, source: str | ByteRange) -> tuple[bytes | None, str | None]:
+        """A chunk object's bytes and its ETag, from one GET (None, None where there is none), or a byte range of
+        an object (``Range``; its version is the object's ETag, asked for apart: `version_of`); a body cut short
         is asked for again, as s3fs's ``cat_file`` does (its retry loop)."""
         from s3fs.core import _error_wrapper
 
+        path = source_path(source)
         bucket, key, _ = self.fs.split_path(path)
+        ranged = {"Range": f"bytes={source.start}-{source.end - 1}"} if isinstance(source, ByteRange) else {}
 
         async def get() -> tuple[bytes, str]:
-            answer = await self.fs._call_s3("get_object", Bucket=bucket, Key=key)
+            answer = await self.fs._call_s3("get_object", Bucket=bucket, Key=key, **ranged)
             try:
                 return bytes(await answer["Body"].read()), str(answer["ETag"])
             finally:
@@ -193,7 +196,25 @@ class S3Files(FsspecFiles):
             data, tag = await _error_wrapper(get, retries=self.fs.retries)
         except FileNotFoundError:
             return None, None
+        if isinstance(source, ByteRange):
+            if len(data) != source.end - source.start:
+                raise OSError(f"{path}: {source.start + len(data):,} bytes, not {source.end:,}")
+            return data, None
         return data, tag
+
+    async def tail_of(self, path: str, size: int) -> tuple[int, bytes]:
+        """An object's last ``size`` bytes and its size, from one GET of a suffix range (``Content-Range`` says
+        the size)."""
+        bucket, key, _ = self.fs.split_path(path)
+        answer = await self.fs._call_s3("get_object", Bucket=bucket, Key=key, Range=f"bytes=-{size}")
+        try:
+            data = bytes(await answer["Body"].read())
+        finally:
+            answer["Body"].close()
+        total = int(str(answer.get("ContentRange", f"/{len(data)}")).rpartition("/")[2])
+        if len(data) != size:
+            raise OSError(f"{path}: {total:,} bytes, fewer than {size:,}")
+        return total, data
 
     def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
         """Each object's ETag, from listings of the key range each folder's paths span (a thousand keys a

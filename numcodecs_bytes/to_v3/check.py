@@ -95,38 +95,27 @@ def check_chunk(
 
 
 def check_sharded_chunk(
-    document: dict[str, Any],
-    sharded: dict[str, Any],
-    index: tuple[int, ...],
-    chunk: tuple[str, bytes],
-    shard: tuple[str, Buffer],
+    before: tuple[dict[str, Any], Mapping[str, Buffer]],
+    after: tuple[dict[str, Any], Mapping[str, Buffer]],
+    region: tuple[slice, ...],
+    what: str,
 ) -> None:
-    """Read the chunk at ``index`` through the array's unsharded ``document`` (``chunk``: its key and bytes) and
-    through its ``sharded`` one (``shard``: the key and bytes of the shard holding it, as a reader sees it: only
-    the ranges a reader reads need be there); raise `UnconvertibleError` if they differ."""
+    """Read ``region`` (one chunk) through an array's document now and through its new one, each with the files
+    its reader reads (document, files by key: only the ranges a reader reads need be there); raise
+    `UnconvertibleError` if they differ."""
     zarr = zarr_api()
-    configuration = document["chunk_grid"]["configuration"]
-    region = tuple(
-        slice(i * size, min((i + 1) * size, extent))
-        for i, size, extent in zip(index, configuration["chunk_shape"], document["shape"], strict=True)
+    first, second = _read_samples(
+        [({"zarr.json": _json(before[0]), **before[1]}, 3), ({"zarr.json": _json(after[0]), **after[1]}, 3)], region
     )
-    what = f"chunk {chunk[0]}"
-    before, after = _read_samples(
-        [
-            ({"zarr.json": _json(document), chunk[0]: chunk[1]}, 3),
-            ({"zarr.json": _json(sharded), shard[0]: shard[1]}, 3),
-        ],
-        region,
-    )
-    if isinstance(before, Exception):
-        raise UnconvertibleError(f"reading {what} through its zarr.json fails ({type(before).__name__}: {before})")
-    if isinstance(after, Exception):
+    if isinstance(first, Exception):
+        raise UnconvertibleError(f"reading {what} through its zarr.json fails ({type(first).__name__}: {first})")
+    if isinstance(second, Exception):
         raise UnconvertibleError(
-            f"zarr-python {zarr.version} cannot read {what} through its shard ({type(after).__name__}: {after})"
+            f"zarr-python {zarr.version} cannot read {what} through its new shard ({type(second).__name__}: {second})"
         )
-    difference = _difference(before, after)
+    difference = _difference(first, second)
     if difference is not None:
-        raise UnconvertibleError(f"its shard reads {what} otherwise than its chunk file: {difference}")
+        raise UnconvertibleError(f"its new shard reads {what} otherwise than it reads now: {difference}")
 
 
 def _compare(

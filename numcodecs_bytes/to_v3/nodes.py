@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from ..problems import reason
 from ..store import Files, Folder, Walk, digest
-from ..store.layout import REMOVING_V2, chunk_folders, nested_layout
+from ..store.layout import REMOVING_V2, RETIRED, chunk_folders, nested_layout
 from ..zarr_versions import release
 from .documents import depth, differences, encoded, existing_document, holds_consolidation, parents
 from .report import ConversionReport
@@ -22,7 +22,7 @@ from .sharding import holds_chunks_of, is_sharding_of
 
 __all__ = ["READ", "Consolidation", "Node", "NodeIndex"]
 
-READ = (".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json", REMOVING_V2)
+READ = (".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json", REMOVING_V2, RETIRED)
 """The files a node's zarr.json is made from, or compared with."""
 
 
@@ -46,6 +46,7 @@ class Node(NamedTuple):
     shard_zarray: dict[str, Any] | None = None  # an array's v2 metadata as stored: where its chunk files lie
     conversion: dict[str, Any] | None = None  # an array's v2 metadata converted, unsharded (what its chunks are)
     removing_v2: bool = False  # a killed run was removing its v2 files (see `store.layout.REMOVING_V2`)
+    retired: Mapping[str, str] = {}  # files a killed run switched the array away from (`store.layout.RETIRED`)
 
     def kept(self) -> Node:
         """The node as the run keeps it to the end, for the groups and the consolidation: what those need only."""
@@ -92,7 +93,23 @@ class NodeIndex:
 
     def node(self, folder: Folder, path: str, read: dict[str, bytes | Exception], walk: Walk | None) -> Node:
         """The node in ``folder`` and its ``zarr.json`` document, from its files as ``read`` (by name); the walk
-        told which of its subfolders hold chunks."""
+        told which of its subfolders hold chunks. An array that a killed run switched to new shards carries the
+        files it was switching away from (`store.layout.RETIRED`), for the rerun to remove."""
+        node = self._node(folder, path, read, walk)
+        retired = read.get(RETIRED)
+        if isinstance(retired, Exception):
+            raise retired
+        if retired is None or node.kind != "array":
+            return node
+        try:
+            files = json.loads(retired)["files"]
+        except (ValueError, KeyError, TypeError):
+            files = None
+        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+            raise UnconvertibleError(f"{RETIRED} is not what to-v3 writes there: left as it is")
+        return node._replace(retired=files)
+
+    def _node(self, folder: Folder, path: str, read: dict[str, bytes | Exception], walk: Walk | None) -> Node:
 
         def parsed(name: str) -> Any:
             data = read[name]
@@ -103,7 +120,8 @@ class NodeIndex:
             except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                 raise UnconvertibleError(f"{name}: {reason(exc)}") from None
 
-        digests = {name: digest(data) for name, data in read.items() if name != "zarr.json" and isinstance(data, bytes)}
+        digests = {name: digest(data) for name, data in read.items()
+                   if name not in ("zarr.json", RETIRED) and isinstance(data, bytes)}  # fmt: skip
         existing = read.get("zarr.json")
         if isinstance(existing, Exception):
             raise existing

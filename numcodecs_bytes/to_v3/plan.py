@@ -1,14 +1,21 @@
 """The sharding pass's plan: what becomes of each array, from its documents and the files below its folder.
 
-Pure: documents and names in, a plan out. The array's ``zarr.json`` as the
-store holds it now decides, whichever side wrote it last:
+Pure: documents, names and shard indexes in, a plan out. The array's
+``zarr.json`` as the store holds it now decides, whichever side wrote it last:
 
-- unsharded, its chunks under Zarr v2 keys (a converted array, or one a Zarr
-  v3 writer appended to since): `Pack` its chunk files into shards;
+- unsharded (a converted array, one a Zarr v3 writer appended to since, or a
+  Zarr v3 array): `Pack` its chunk files into shards;
+- sharded, where another shard shape is asked for: `Pack` its inner chunks,
+  byte ranges of the shards it has (read by their indexes), into new shards;
 - sharded by an earlier run, its v2 chunk files kept, in a run that removes
   them: `Clear` them, each where its shard holds it (or was written after it);
 - a killed run was removing its v2 chunk files: `Finish` that;
 - anything else: `Leave` it, with a note or a problem where that needs telling.
+
+New shards never take the keys the array reads now: under Zarr v3's default
+keys with the other separator (``c/0/1`` where it reads ``c.0.1`` or v2 keys,
+``c.0.1`` where it reads ``c/0/1``), so both live side by side until the
+switch to the new ``zarr.json``.
 """
 
 from __future__ import annotations
@@ -16,21 +23,35 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..store.chunks import Shard
+from ..store.chunks import ByteRange, Shard
 from ..store.layout import ChunkKeys
 from .sharding import (
     ShardLayout,
     ShardPlan,
     chunk_shape,
     holds_chunks_of,
+    inner_document,
     layout_of,
+    other_separator,
     shard_layout,
     sharded_document,
     shards_of,
     v2_separator,
 )
 
-__all__ = ["ArrayFound", "Clear", "Finish", "Leave", "Pack", "Plan", "chunk_keys", "plan", "shard_count"]
+__all__ = [
+    "ArrayFound",
+    "Clear",
+    "Finish",
+    "Leave",
+    "OldShard",
+    "Pack",
+    "Plan",
+    "chunk_keys",
+    "plan",
+    "reshard_from",
+    "shard_count",
+]
 
 
 class ArrayFound(NamedTuple):
@@ -44,17 +65,35 @@ class ArrayFound(NamedTuple):
     conversion: dict[str, Any] | None = None  # its v2 metadata converted, unsharded: what its v2 chunk files are
     read: Mapping[str, bytes] = {}  # its v2 metadata files as read, by name: their digests (for their removal)
     removing: bool = False  # a killed run was removing its v2 chunk files (see `store.layout.REMOVING_V2`)
+    retired: Mapping[str, str] = {}  # files a killed run switched away from, to remove: version by relative path
+
+
+class OldShard(NamedTuple):
+    """A shard an array has now, as resharding reads it."""
+
+    size: int  # its bytes
+    stored_index: bytes  # its index as stored (its checksum too, where it has one)
+    entries: list[tuple[int, int] | None]  # (offset, nbytes) of each inner chunk; None: empty
 
 
 class Pack(NamedTuple):
-    """An unsharded array whose chunk files go into shards; ``shards`` in the order of ``plans``."""
+    """An array whose chunks go into new shards; ``shards`` in the order of ``plans``."""
 
     array: ArrayFound
-    layout: ShardLayout
+    layout: ShardLayout  # the new shards
     sharded: dict[str, Any]  # its document once sharded
-    keys: ChunkKeys  # where its chunk files are
+    sources: ChunkKeys  # where its sources lie: its chunk files, or (resharding) the shards it has now
     plans: list[ShardPlan]
     shards: list[Shard]
+    old: ShardLayout | None = None  # resharding: its shards now, whose inner chunks are the sources (byte ranges)
+    old_shards: Mapping[str, OldShard] = {}  # resharding: those shards, by key
+    before: Mapping[str, str] = {}  # resharding: each of those shards' version when its index was read, by path
+
+    def retired(self) -> list[str]:
+        """The files the array reads until its switch, and no longer after: its sources' files."""
+        files = {source.path if isinstance(source, ByteRange) else source for shard in self.shards
+                 for source in shard.sources if source is not None}  # fmt: skip
+        return sorted(files | set(self.before))
 
 
 class Clear(NamedTuple):
@@ -85,11 +124,20 @@ Plan = Pack | Clear | Finish | Leave
 
 
 def chunk_keys(document: dict[str, Any]) -> ChunkKeys | None:
-    """Where an unsharded v3 array's chunk files lie, where they lie under v2 keys; None where they do not."""
-    separator, chunks = v2_separator(document), chunk_shape(document)
-    if separator is None or chunks is None:
+    """Where an unsharded v3 array's chunk files lie (v2 keys, or v3's default keys); None for a sharded array,
+    or one whose chunks are not of a regular grid."""
+    chunks, keys = chunk_shape(document), document.get("chunk_key_encoding")
+    if chunks is None or layout_of(document) is not None or not isinstance(keys, dict):
         return None
-    return ChunkKeys(tuple(document["shape"]), tuple(chunks), separator)
+    shape = tuple(int(n) for n in document["shape"])
+    separator = v2_separator(document)
+    if separator is not None:
+        return ChunkKeys(shape, tuple(chunks), separator)
+    separator = keys.get("configuration", {}).get("separator", "/")
+    sharded = any(isinstance(codec, dict) and codec.get("name") == "sharding_indexed" for codec in document["codecs"])
+    if keys.get("name") != "default" or separator not in ("/", ".") or sharded:
+        return None
+    return ChunkKeys(shape, tuple(chunks), separator, "c")
 
 
 def v2_keys(zarray: dict[str, Any]) -> ChunkKeys:
@@ -98,13 +146,8 @@ def v2_keys(zarray: dict[str, Any]) -> ChunkKeys:
 
 
 def shard_count(array: ArrayFound, shard_size: int | None, explicit: Sequence[int] | None) -> int:
-    """How many shards packing the array writes at most (0 where it is not packed): what sizes a round."""
-    if chunk_keys(array.document) is None:
-        return 0
-    try:
-        layout, _ = shard_layout(array.document, shard_size, explicit)
-    except ValueError:
-        return 0
+    """How many shards packing the array writes at most (0 where nothing is packed): what sizes a round."""
+    layout = _wanted(array.document, shard_size, explicit)
     if layout is None:
         return 0
     count = 1
@@ -113,10 +156,40 @@ def shard_count(array: ArrayFound, shard_size: int | None, explicit: Sequence[in
     return count
 
 
+def reshard_from(array: ArrayFound, shard_size: int | None, explicit: Sequence[int] | None) -> ShardLayout | None:
+    """The layout of the shards an array has now, where it is to be sharded anew (another shape asked for): its
+    shards' indexes must then be read for `plan`; else None."""
+    old = layout_of(array.document)
+    if old is None or array.removing:
+        return None
+    wanted = _wanted(array.document, shard_size, explicit)
+    return old if wanted is not None and wanted.shape != old.shape else None
+
+
+def _wanted(document: dict[str, Any], shard_size: int | None, explicit: Sequence[int] | None) -> ShardLayout | None:
+    """The layout asked for an array (None where none is, or it cannot be sharded); a ValueError where the shape
+    asked is not a multiple of its chunks."""
+    old = layout_of(document)
+    unsharded = inner_document(document) if old is not None else document
+    if old is None and chunk_keys(document) is None:
+        return None
+    try:
+        layout, _ = shard_layout(unsharded, shard_size, explicit)
+    except ValueError:
+        return None
+    return layout
+
+
 def plan(
-    array: ArrayFound, names: Iterable[str], shard_size: int | None, explicit: Sequence[int] | None, removing: bool
+    array: ArrayFound,
+    names: Iterable[str],
+    shard_size: int | None,
+    explicit: Sequence[int] | None,
+    removing: bool,
+    old_shards: Mapping[str, OldShard | Exception] | None = None,
 ) -> Plan:
-    """What becomes of ``array`` (see the module's docstring); ``names``: the files below its folder.
+    """What becomes of ``array`` (see the module's docstring). ``names``: the files below its folder;
+    ``old_shards``: where it is resharded (`reshard_from`), its shards, by key.
 
     Raises
     ------
@@ -126,54 +199,93 @@ def plan(
     names = list(names)
     if array.removing:
         return _finish(array, names)
-    if layout_of(array.document) is not None:
-        return _sharded(array, names, shard_size, explicit, removing)
+    old = layout_of(array.document)
+    if old is not None:
+        if old_shards is not None:
+            return _resharded(array, names, old, shard_size, explicit, old_shards)
+        return _sharded(array, names, old, shard_size, explicit, removing)
     keys = chunk_keys(array.document)
     asked = shard_size is not None or explicit is not None
     if keys is None:
-        default = "left unsharded: its chunks lie under Zarr v3's default keys (c/...), where its shards would go"
-        return Leave(array, default if asked else None)
+        return Leave(array, "left unsharded: its codecs or chunk keys are none that shards can be made of" if asked
+                     and array.document.get("codecs") else None)  # fmt: skip
     layout, note = shard_layout(array.document, shard_size, explicit)
     if layout is None:
         return Leave(array, note)
+    layout = layout._replace(separator="/" if not keys.prefix else other_separator(keys.separator))
     stored = keys.stored(names)
     plans = shards_of(keys.shape, layout)
-    shards = _shards(array.folder, plans, stored)
+    shards = _shards(array.folder, plans, lambda index: _file(array.folder, stored, index))
     return Pack(array, layout, sharded_document(array.document, layout), keys, plans, shards)
 
 
-def _sharded(
-    array: ArrayFound, names: list[str], shard_size: int | None, explicit: Sequence[int] | None, removing: bool
+def _resharded(
+    array: ArrayFound,
+    names: list[str],
+    old: ShardLayout,
+    shard_size: int | None,
+    explicit: Sequence[int] | None,
+    old_shards: Mapping[str, OldShard | Exception],
 ) -> Plan:
-    """An array sharded already: its v2 chunk files cleared where the run removes them; a note where another
-    shard shape was asked."""
-    layout = layout_of(array.document)
-    assert layout is not None
-    note = None
-    if array.conversion is not None and (shard_size is not None or explicit is not None):
-        wanted, _ = shard_layout(array.conversion, shard_size, explicit)
-        if wanted is not None and wanted.shape != layout.shape:
-            note = (f"sharded already, in shards of {list(layout.shape)} (not {list(wanted.shape)}): kept as it is; "
-                    "to-v3 makes shards, it does not make them again")  # fmt: skip
-    if array.v2 is None or array.conversion is None or not removing:
+    """A sharded array in new shards: each inner chunk, a byte range of its shard now, into its new shard."""
+    unsharded = inner_document(array.document)
+    layout, note = shard_layout(unsharded, shard_size, explicit)
+    if layout is None:
         return Leave(array, note)
+    layout = layout._replace(separator=other_separator(old.separator))
+    shape = tuple(int(n) for n in array.document["shape"])
+    sources = ChunkKeys(shape, old.shape, old.separator, "c")
+    ranges: dict[tuple[int, ...], ByteRange] = {}
+    for plan_now in shards_of(shape, old):
+        if plan_now.key not in names:
+            continue  # no such shard: its chunks are empty
+        found = old_shards.get(plan_now.key)
+        if found is None or isinstance(found, Exception):
+            why = "not read" if found is None else str(found)
+            return Leave(array, None, f"{plan_now.key}: {why}; left in the shards it has")
+        for index, entry in zip(plan_now.inner, found.entries, strict=True):
+            if index is not None and entry is not None:
+                ranges[index] = ByteRange(f"{array.folder}/{plan_now.key}", entry[0], entry[0] + entry[1])
+    plans = shards_of(shape, layout)
+    shards = _shards(array.folder, plans, ranges.get)
+    found_shards = {key: shard for key, shard in old_shards.items() if not isinstance(shard, Exception)}
+    sharded = sharded_document(unsharded, layout)
+    return Pack(array, layout, sharded, sources, plans, shards, old, found_shards)
+
+
+def _sharded(
+    array: ArrayFound,
+    names: list[str],
+    layout: ShardLayout,
+    shard_size: int | None,
+    explicit: Sequence[int] | None,
+    removing: bool,
+) -> Plan:
+    """An array sharded already, in the shape asked for (or none asked): its v2 chunk files cleared where the run
+    removes them."""
+    if array.v2 is None or array.conversion is None or not removing:
+        return Leave(array)
     keys = v2_keys(array.v2)
     stored = keys.stored(names)
     if not stored:
-        return Leave(array, note)
-    if not holds_chunks_of(array.document, array.conversion):
-        return Leave(array, note, f"{len(stored):,} v2 chunk files kept: its shards are not made of them (their "
+        return Leave(array)
+    if not holds_chunks_of(array.document, array.conversion) or not (layout.index_at_end and layout.checksum):
+        return Leave(array, None, f"{len(stored):,} v2 chunk files kept: its shards are not made of them (their "
                                   "inner chunks have another shape or other codecs); remove them once no Zarr v2 "
                                   "reader needs them")  # fmt: skip
-    shards = _shards(array.folder, shards_of(keys.shape, layout), stored)
+    shards = _shards(array.folder, shards_of(keys.shape, layout), lambda index: _file(array.folder, stored, index))
     return Clear(array, [shard for shard in shards if any(shard.sources)])
 
 
-def _shards(folder: str, plans: list[ShardPlan], stored: Mapping[tuple[int, ...], str]) -> list[Shard]:
-    """Each planned shard with its sources: the chunk files stored at its inner chunks' places."""
+def _file(folder: str, stored: Mapping[tuple[int, ...], str], index: tuple[int, ...]) -> str | None:
+    return f"{folder}/{stored[index]}" if index in stored else None
 
-    def source(index: tuple[int, ...] | None) -> str | None:
-        return None if index is None or index not in stored else f"{folder}/{stored[index]}"
+
+def _shards(folder: str, plans: list[ShardPlan], source_of: Any) -> list[Shard]:
+    """Each planned shard with its sources (``source_of``: an inner chunk's source by its grid index, or None)."""
+
+    def source(index: tuple[int, ...] | None) -> str | ByteRange | None:
+        return None if index is None else source_of(index)
 
     return [Shard(f"{folder}/{shard.key}", tuple(map(source, shard.inner))) for shard in plans]
 

@@ -7,12 +7,17 @@ kept and reported. The order keeps every reader right:
 - a sharded array's chunk files go only once its ``zarr.json`` and the
   consolidated metadata above it read its shards; meanwhile its v2 metadata
   waits as `REMOVING_V2` (v2 readers do not see it), so that a killed run's
-  rerun knows the chunk files for its own and finishes (`V2Files.finish`);
+  rerun knows the chunk files for its own and finishes (`Removals.finish`);
 - a group's v2 metadata goes only where every node below it lost its own:
   where one keeps it (it could not be converted or sharded), v2 readers keep
   reaching it through the groups above, whose ``.zmetadata`` then lists only
-  the nodes still v2 (`V2Files.consolidations`);
-- ``.zmetadata`` goes last of a batch: v2 readers of it find the rest to the end.
+  the nodes still v2 (`Removals.consolidations`);
+- ``.zmetadata`` goes last of a batch: v2 readers of it find the rest to the end;
+- what an array switched to new shards read before (the shards it was sharded
+  in, the chunk files of an array without v2 metadata) goes once the array and
+  the consolidated metadata above it read the new shards; it is written down
+  beside the array first (`RETIRED`), so that a killed run's rerun removes the
+  rest (`Removals.retire`).
 """
 
 from __future__ import annotations
@@ -23,17 +28,18 @@ from typing import Any
 
 from ..problems import reason
 from ..store import BATCH, Removal, Replacement, Store, digest
-from ..store.layout import REMOVING_V2
+from ..store.layout import REMOVING_V2, RETIRED
 from .documents import encoded
 from .nodes import NodeIndex
 from .plan import ArrayFound, Finish
 from .report import ConversionReport
 
-__all__ = ["V2Files"]
+__all__ = ["Removals"]
 
 
-class V2Files:
-    """The removal of one run's v2 files (or, in a dry run, the list of them)."""
+class Removals:
+    """The removals of one run: v2 files, and what arrays switched to new shards read before (or, in a dry run,
+    the list of the v2 metadata files)."""
 
     def __init__(self, store: Store, index: NodeIndex, report: ConversionReport, dry_run: bool) -> None:
         self.store, self.index, self.report, self.dry_run = store, index, report, dry_run
@@ -98,6 +104,28 @@ class V2Files:
         self._remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)])
         self.report.finished_removals.append(finish.array.path)
 
+    def mark(self, retiring: Mapping[str, Mapping[str, str]]) -> set[str]:
+        """Beside each array (by folder), the files it is about to stop reading, with their versions, written down
+        (`RETIRED`); the folders where that was written (the others are reported, and must not switch)."""
+        marks = {f"{folder}/{RETIRED}": encoded({"files": {path[len(folder) + 1 :]: version
+                 for path, version in files.items()}}) for folder, files in retiring.items()}  # fmt: skip
+        failed = self.store.files.create(marks)
+        for path, problem in failed.items():
+            self.index.fail(self.store.relative(path.removesuffix(f"/{RETIRED}")), f"{RETIRED}: {reason(problem)}")
+        return {path.removesuffix(f"/{RETIRED}") for path in marks if path not in failed}
+
+    def retire(self, arrays: list[ArrayFound]) -> None:
+        """What each array was switched away from (`ArrayFound.retired`, by a killed run, or just now), removed,
+        each file only while it is the version written down; then what wrote it down."""
+        removals, folders = [], []
+        for array in arrays:
+            paths = {f"{array.folder}/{name}": version for name, version in array.retired.items()}
+            removals += [Removal(path, None, version) for path, version in paths.items()]
+            folders += _chunk_folders(array.folder, paths)
+        self._remove(removals, counted=False)
+        self.store.files.tidy(folders)
+        self._remove([Removal(f"{array.folder}/{RETIRED}", None) for array in arrays], counted=False)
+
     def consolidations(self, groups: Collection[str]) -> None:
         """The ``.zmetadata`` of these groups (which keep their v2 metadata: a node below them does) made to list
         only the nodes that are still v2: an entry of a node whose v2 files are gone would read its chunks as
@@ -120,25 +148,28 @@ class V2Files:
         for path, problem in self.store.files.replace(replacements).items():
             self.report.failures.append((self.store.relative(path), reason(problem)))
 
-    def _remove(self, removals: list[Removal]) -> None:
-        """Files removed, in batches; the chunk files among them counted, the failures reported."""
+    def _remove(self, removals: list[Removal], counted: bool = True) -> None:
+        """Files removed, in batches; the chunk files among them counted (where ``counted``), the failures
+        reported."""
         if self.dry_run:
             return
         for start in range(0, len(removals), BATCH):
             batch = removals[start : start + BATCH]
             failures = self.store.files.remove(batch)
-            self.report.chunks_removed += sum(
-                removal.path not in failures and not removal.path.endswith(REMOVING_V2) for removal in batch
-            )
+            if counted:
+                self.report.chunks_removed += sum(
+                    removal.path not in failures and not removal.path.endswith(REMOVING_V2) for removal in batch
+                )
             for path, exc in failures.items():
                 self.report.failures.append((self.store.relative(path), reason(exc)))
 
 
-def _chunk_folders(folder: str, removals: list[Removal]) -> list[str]:
-    """The folders below an array's that its chunk files lay in (``0/0`` keys): emptied, they go too."""
-    return sorted(
-        {f"{folder}/{r.path[len(folder) + 1 :].split('/')[0]}" for r in removals if "/" in r.path[len(folder) + 1 :]}
-    )
+def _chunk_folders(folder: str, removals: Iterable[Removal] | Mapping[str, object]) -> list[str]:
+    """The folders below an array's that its files (removals, or paths) lay in (``0/0``, ``c/0/0`` keys):
+    emptied, they go too."""
+    paths = [r.path if isinstance(r, Removal) else r for r in removals]
+    return sorted({f"{folder}/{path[len(folder) + 1 :].split('/')[0]}" for path in paths
+                   if "/" in path[len(folder) + 1 :]})  # fmt: skip
 
 
 def _without(data: bytes, group: str, removed: set[str]) -> bytes | None:

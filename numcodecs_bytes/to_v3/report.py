@@ -34,11 +34,13 @@ class ConversionReport:
     readers: list[tuple[str, ReadersNeed]] = field(default_factory=list)  # arrays older zarr-python reads wrong
     consolidated: bool = False  # the root's zarr.json holds every node's metadata (written, updated or kept)
     leftovers_removed: list[str] = field(default_factory=list)  # temporary files of killed runs
-    sharded: list[str] = field(default_factory=list)  # arrays whose zarr.json reads their shards
+    sharded: list[str] = field(default_factory=list)  # arrays whose zarr.json reads their shards (new ones)
+    resharded: list[str] = field(default_factory=list)  # those of them sharded before, in other shards
     shards: int = 0  # the shards of the arrays sharded (written, or found whole: a killed run's)
     shards_to_write: int = 0  # in a dry run: shard files the run would write
     chunks_packed: int = 0  # chunks those shards hold
     shard_bytes: int = 0  # the bytes of those chunks
+    kept_chunk_bytes: int = 0  # of those, the bytes of v2 chunk files kept beside their shards (for v2 readers)
     chunks_removed: int = 0  # v2 chunk files removed, their shards holding them
     finished_removals: list[str] = field(default_factory=list)  # arrays whose v2 files a killed run was removing
 

@@ -22,7 +22,7 @@ from .documents import encoded, existing_document, parents, update
 from .groups import consolidated, groups_by_depth
 from .nodes import READ, Node, NodeIndex
 from .plan import ArrayFound
-from .removal import V2Files
+from .removal import Removals
 from .report import ConversionReport, NodeResult
 from .rules import UnconvertibleError
 from .sampling import Sampler
@@ -190,7 +190,7 @@ class _Run:
         self.sampler = Sampler(store.files, self.index)
         self.current: dict[str, bytes] = {}  # each node's zarr.json as this run left it (written or found)
         self.to_shard: dict[str, ArrayFound] = {}  # the arrays the sharding pass takes, as this run left them
-        self.removal = V2Files(store, self.index, self.report, options.dry_run)
+        self.removal = Removals(store, self.index, self.report, options.dry_run)
 
     # -- nodes, a batch at a time -------------------------------------------------------------------------------
 
@@ -255,12 +255,13 @@ class _Run:
                         node.conversion,
                         {name: read for name, read in node.read.items() if name in V2_METADATA_FILES},
                         node.removing_v2,
+                        node.retired,
                     )
 
     def _sharding_takes(self, node: Node) -> bool:
         """Whether the sharding pass takes an array: where shards are asked for, where a killed run was removing
         its v2 files, and where a removing run finds it sharded with its v2 files kept."""
-        if self.options.sharding or node.removing_v2:
+        if self.options.sharding or node.removing_v2 or node.retired:
             return True
         return (
             self.options.remove_v2_metadata and node.shard_zarray is not None and layout_of(node.document) is not None

@@ -1,39 +1,48 @@
-"""The sharding pass of a run: the arrays to shard taken a round at a time, each round planned, packed, checked,
-switched to its shards and (where the run removes v2 files) cleared of its chunk files.
+"""The sharding pass of a run: the arrays to shard (or shard anew) taken a round at a time, each round planned,
+packed, checked, switched to its new shards, and cleared of what it read before.
 
 A round holds whole arrays, up to about `store.BATCH` shards (one array of
-more is a round of its own): on disk, a removing run holds at most one
-round's shards beside the chunk files they replace. Each round:
+more is a round of its own): on disk, a round's shards are at most beside the
+files they replace. Each round:
 
 1. re-reads each array's ``zarr.json`` (one that changed since the metadata
-   run read it was written by someone else: left as it is) and lists the
-   files below its folder, right before it plans from them (`plan`);
-2. packs the shards (`store.Files.pack`; on a dask cluster where asked):
-   a chunk file listed but gone meanwhile keeps its array unsharded;
+   run read it was written by someone else: left as it is), lists the files
+   below its folder and, where it is sharded anew, reads its shards' indexes
+   (`shards_now`), right before it plans from them (`plan`);
+2. removes what killed runs left in the new shards' keys (no ``zarr.json``
+   reads them), then packs the new shards (`store.Files.pack`; on a dask
+   cluster where asked): a source listed but gone meanwhile keeps its array as
+   it is;
 3. checks what was packed (`verify`), and switches each array that passes
    (`switch`);
-4. where the run removes v2 files, brings the consolidated metadata above
-   up to date, then removes the arrays' v2 metadata and chunk files
-   (`removal`); else the consolidated metadata is brought up to date once,
-   at the end (until then it reads the chunk files, which stay).
+4. removes what the arrays read before and no longer read: the shards they
+   were sharded in before, and the chunk files of arrays without v2 metadata
+   (`Removals.retire`: a killed run's rerun finishes it); where the run removes
+   v2 files, the arrays' v2 metadata and chunk files (`Removals.arrays`). Before
+   either, the consolidated metadata above is brought up to date (until then it
+   reads what is still there); else once, at the end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..problems import reason
 from ..store import BATCH, Removal, Store
-from ..store.chunks import Packed, Shard
+from ..store.chunks import Packed, Shard, source_path
+from ..store.layout import ChunkKeys
+from .clearing import clearable
 from .nodes import NodeIndex
-from .plan import ArrayFound, Clear, Finish, Leave, Pack, Plan, plan, shard_count
-from .removal import V2Files
+from .plan import ArrayFound, Clear, Finish, Leave, Pack, Plan, plan, reshard_from, shard_count
+from .removal import Removals
 from .report import ConversionReport
+from .sharding import ShardLayout
+from .shards_now import read_shards
 from .switch import Switch
 from .verify import packed_right, unchanged
 
-__all__ = ["ShardOptions", "ShardPass"]
+__all__ = ["Packer", "ShardOptions", "ShardPass"]
 
 Packer = Callable[[list[Shard], Callable[[int, int], None]], dict[str, Packed | Exception]]
 """What packs shards: the store's own `Files.pack`, or tasks on a dask cluster."""
@@ -57,7 +66,7 @@ class ShardPass:
         index: NodeIndex,
         report: ConversionReport,
         options: ShardOptions,
-        removal: V2Files,
+        removals: Removals,
         *,
         dry_run: bool,
         removing: bool,
@@ -66,7 +75,7 @@ class ShardPass:
         self.store, self.index, self.report, self.options = store, index, report, options
         self.dry_run, self.removing, self.current = dry_run, removing, current
         self.switch = Switch(store, index, report, current)
-        self.removal = removal
+        self.removals = removals
         self.done = self.total = self.packed_bytes = 0
 
     def run(self, arrays: list[ArrayFound]) -> None:
@@ -87,25 +96,41 @@ class ShardPass:
 
     def _round(self, arrays: list[ArrayFound]) -> None:
         arrays = self._unchanged(arrays)
+        if not self.dry_run:  # what killed runs switched away from, first: the arrays read their new files
+            self.removals.retire([array for array in arrays if array.retired])
         listed = self.store.files.files_below(array.folder for array in arrays)
+        names = {array.folder: found for array in arrays if not isinstance(found := listed[array.folder], Exception)}
+        resharded = [
+            (array.folder, tuple(array.document["shape"]), old, names[array.folder])
+            for array in arrays
+            if array.folder in names and (old := self._reshards(array)) is not None
+        ]
+        shards_now = read_shards(self.store, resharded)
         packs: list[Pack] = []
         clears: list[Clear] = []
         for array in arrays:
-            names = listed[array.folder]
-            if isinstance(names, Exception):
-                self.index.fail(array.path, f"its files could not be listed: {reason(names)}")
+            found = listed[array.folder]
+            if isinstance(found, Exception):
+                self.index.fail(array.path, f"its files could not be listed: {reason(found)}")
                 continue
+            versions, old_shards = shards_now.get(array.folder, ({}, None))
             try:
-                found = plan(array, names, self.options.size, self.options.shapes.get(array.path), self.removing)
+                chosen = plan(array, found, self.options.size, self.options.shapes.get(array.path), self.removing,
+                              old_shards)  # fmt: skip
             except Exception as exc:
                 self.index.fail(array.path, reason(exc))
                 continue
-            self._take(found, packs, clears)
+            if isinstance(chosen, Pack) and chosen.old is not None:
+                chosen = chosen._replace(before={path: v for path, v in versions.items() if v is not None})
+            self._take(chosen, packs, clears)
         if self.dry_run:
             self.report.shards_to_write += sum(any(shard.sources) for pack in packs for shard in pack.shards)
             return
         self._clear(clears)
-        self._pack(packs)
+        self._pack(packs, names)
+
+    def _reshards(self, array: ArrayFound) -> ShardLayout | None:
+        return reshard_from(array, self.options.size, self.options.shapes.get(array.path))
 
     def _take(self, found: Plan, packs: list[Pack], clears: list[Clear]) -> None:
         if isinstance(found, Pack):
@@ -113,7 +138,7 @@ class ShardPass:
         elif isinstance(found, Clear):
             clears.append(found)
         elif isinstance(found, Finish):
-            self.removal.finish(found)
+            self.removals.finish(found)
         elif isinstance(found, Leave):
             if found.note is not None:
                 self.report.notes.append((found.array.path or ".", found.note))
@@ -139,10 +164,10 @@ class ShardPass:
 
     # -- packing -------------------------------------------------------------------------------------------------
 
-    def _pack(self, packs: list[Pack]) -> None:
+    def _pack(self, packs: list[Pack], names: Mapping[str, list[str]]) -> None:
         if not packs:
             return
-        self.store.files.tidy(f"{pack.array.folder}/c" for pack in packs)  # what killed runs left in shard folders
+        self._clear_new_keys(packs, names)
         self._packed(0, 0)  # the rate counts from here
         packed = self.options.pack([shard for pack in packs for shard in pack.shards], self._packed)
         checked = []
@@ -152,10 +177,8 @@ class ShardPass:
                 self.index.fail(pack.array.path, why)
             else:
                 checked.append(pack)
-        # Right before the switch: the chunk files packed are the versions packed, and no other came meanwhile.
-        versions = self.store.files.versions(
-            source for pack in checked for shard in pack.shards for source in shard.sources if source is not None
-        )
+        # Right before the switch: the sources are the versions packed, and no other came meanwhile.
+        versions = self.store.files.versions(path for pack in checked for path in pack.retired())
         listed = self.store.files.files_below(pack.array.folder for pack in checked)
         good = []
         for pack in checked:
@@ -164,15 +187,39 @@ class ShardPass:
                 self.index.fail(pack.array.path, why)
             else:
                 good.append(pack)
-        switched = self.switch.arrays(good)
+        # What the arrays read before and no longer read once switched (the shards they were sharded in; chunk
+        # files no v2 reader reads): written down first, for a killed run's rerun.
+        marks = {
+            pack.array.folder: {path: v for path in pack.retired() if isinstance(v := versions.get(path), str)}
+            for pack in good
+            if pack.old is not None or pack.array.v2 is None
+        }
+        marked = self.removals.mark(marks)
+        switching = [pack for pack in good if pack.array.folder not in marks or pack.array.folder in marked]
+        switched = self.switch.arrays(switching)
         done = [pack for pack in good if pack.array.path in switched]
         for pack in done:
             self._count_packed(pack, packed)
-        # The chunk files go where the run removes v2 files, and where no v2 reader reads them (no .zarray).
-        going = [pack for pack in done if self.removing or pack.array.v2 is None]
-        if going:
-            self.switch.consolidations()
-            self.removal.arrays([(pack.array, pack.array.document, _removals(pack, packed)) for pack in going])
+        retiring = [pack.array._replace(retired={path[len(pack.array.folder) + 1 :]: version for path, version in
+                    marks[pack.array.folder].items()}) for pack in done if pack.array.folder in marks]  # fmt: skip
+        going = [pack for pack in done if self.removing and pack.array.v2 is not None and pack.old is None]
+        if going or retiring:
+            self.switch.consolidations()  # before anything it lists goes
+        self.removals.retire(retiring)
+        self.removals.arrays([(pack.array, pack.array.document, _removals(pack, packed)) for pack in going])
+
+    def _clear_new_keys(self, packs: list[Pack], names: Mapping[str, list[str]]) -> None:
+        """What killed runs left where the new shards go (no zarr.json reads it: the arrays read other keys), and
+        their temporary files."""
+        self.store.files.tidy(f"{pack.array.folder}/c" for pack in packs)
+        leftovers = []
+        for pack in packs:
+            folder = pack.array.folder
+            keys = ChunkKeys(pack.sources.shape, pack.layout.shape, pack.layout.separator, "c")
+            leftovers += [f"{folder}/{name}" for name in keys.stored(names.get(folder, ())).values()]
+        found = self.store.files.versions(leftovers)
+        self.store.files.remove(Removal(path, None, version) for path, version in found.items()
+                                if isinstance(version, str))  # fmt: skip
 
     def _packed(self, shards: int, nbytes: int) -> None:
         self.done += shards
@@ -182,14 +229,20 @@ class ShardPass:
 
     def _count_packed(self, pack: Pack, packed: Mapping[str, Packed | Exception]) -> None:
         results = [result for shard in pack.shards if isinstance(result := packed[shard.path], Packed)]
-        self.report.shards += sum(any(size is not None for size in result.sizes) for result in results)
-        self.report.chunks_packed += sum(size is not None for result in results for size in result.sizes)
-        self.report.shard_bytes += sum(size or 0 for result in results for size in result.sizes)
+        report = self.report
+        if pack.old is not None:
+            report.resharded.append(pack.array.path)
+        report.shards += sum(any(size is not None for size in result.sizes) for result in results)
+        report.chunks_packed += sum(size is not None for result in results for size in result.sizes)
+        packed_bytes = sum(size or 0 for result in results for size in result.sizes)
+        report.shard_bytes += packed_bytes
+        if pack.old is None and pack.array.v2 is not None and not self.removing:
+            report.kept_chunk_bytes += packed_bytes
         linked = sum(result.linked for result in results)
         if linked:
             gone = "the links go with the chunk files, their targets stay" if self.removing else "the links stay"
-            self.report.notes.append((pack.array.path or ".", f"{linked:,} chunk files are symbolic links: packed "
-                                                              f"from their targets; {gone}"))  # fmt: skip
+            report.notes.append((pack.array.path or ".", f"{linked:,} chunk files are symbolic links: packed from "
+                                                         f"their targets; {gone}"))  # fmt: skip
 
     # -- clearing ------------------------------------------------------------------------------------------------
 
@@ -199,15 +252,15 @@ class ShardPass:
         if not clears:
             return
         held = self.store.files.held(shard for clear in clears for shard in clear.shards)
-        going: list[tuple[ArrayFound, dict[str, Any], list[Removal]]] = []
+        going = []
         for clear in clears:
-            removals, problem = _clearable(clear, held)
+            removals, problem = clearable(clear, held)
             if problem is not None:
                 self.index.fail(clear.array.path, problem)
             else:
                 assert clear.array.conversion is not None
                 going.append((clear.array, clear.array.conversion, removals))
-        self.removal.arrays(going)
+        self.removals.arrays(going)
 
 
 def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Removal]:
@@ -216,41 +269,6 @@ def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Remo
     for shard in pack.shards:
         result = packed[shard.path]
         assert isinstance(result, Packed)
-        removals += [Removal(path, None, version) for path, version in zip(shard.sources, result.versions,
-                     strict=True) if path is not None and version is not None]  # fmt: skip
+        removals += [Removal(source_path(source), None, version) for source, version in zip(shard.sources,
+                     result.versions, strict=True) if source is not None and version is not None]  # fmt: skip
     return removals
-
-
-def _clearable(clear: Clear, held: Mapping[str, Any]) -> tuple[list[Removal], str | None]:
-    """The removals of an array's chunk files, each where its shard holds its bytes or was written after it (a
-    Zarr v3 writer since: v3 readers read that write); or the reason none may go."""
-    folder = clear.array.folder
-    removals = []
-    for shard in clear.shards:
-        found = held[shard.path]
-        key = shard.path[len(folder) + 1 :]
-        if isinstance(found, FileNotFoundError):
-            return [], (
-                f"{key}: no such shard, where chunk files of it are kept (a Zarr v2 writer wrote where there was "
-                f"no data since the sharding, or a Zarr v3 writer removed it): its v2 files are kept. {_WHAT_TO_DO}"
-            )
-        if isinstance(found, Exception):
-            return [], f"{key}: {reason(found)}; its v2 files are kept"
-        for source, same, version, written in zip(shard.sources, found.same, found.versions, found.written,
-                                                  strict=True):  # fmt: skip
-            if source is None or same is None or version is None:
-                continue  # no chunk file (or gone since it was listed): nothing to remove
-            if same or (written is not None and found.shard_written is not None and written < found.shard_written):
-                removals.append(Removal(source, None, version))
-                continue
-            chunk = source[len(folder) + 1 :]
-            if written is not None and found.shard_written is not None and written > found.shard_written:
-                return [], (f"{chunk}: written after its shard {key} (by a Zarr v2 writer, since the sharding), which "
-                            f"holds other bytes: v3 readers do not see that write; its v2 files are kept. "
-                            f"{_WHAT_TO_DO}")  # fmt: skip
-            return [], (f"{chunk}: other bytes than its shard {key} holds, and their times do not tell which was "
-                        f"written last: its v2 files are kept. {_WHAT_TO_DO}")  # fmt: skip
-    return removals, None
-
-
-_WHAT_TO_DO = "Copy that region through Zarr v3 to keep the write (or remove the chunk file to drop it), then run again"

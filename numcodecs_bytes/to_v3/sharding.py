@@ -35,8 +35,11 @@ __all__ = [
     "ShardPlan",
     "chunk_shape",
     "holds_chunks_of",
+    "inner_document",
     "is_sharding_of",
     "layout_of",
+    "other_separator",
+    "shard_key",
     "shard_layout",
     "shard_shape",
     "sharded_document",
@@ -46,7 +49,6 @@ __all__ = [
 
 INDEX_CODECS = ({"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"})
 """The index codecs of every shard written: what zarr-python writes by default."""
-_KEYS = {"name": "default", "configuration": {"separator": "/"}}
 
 
 def shard_shape(shape: Sequence[int], chunks: Sequence[int], itemsize: int, shard_size: int) -> tuple[int, ...]:
@@ -63,10 +65,23 @@ def shard_shape(shape: Sequence[int], chunks: Sequence[int], itemsize: int, shar
 
 
 class ShardLayout(NamedTuple):
-    """How one array is sharded."""
+    """How one array is sharded: its shards, their keys (v3's default encoding) and where their index lies."""
 
     shape: tuple[int, ...]  # the shard shape (the chunk grid of the sharded array)
     inner: tuple[int, ...]  # the inner chunk shape (the chunks it had unsharded)
+    separator: str = "/"  # of its shards' keys: c/0/1 or c.0.1
+    index_at_end: bool = True  # else at the start of each shard
+    checksum: bool = True  # its index followed by its crc32c
+
+    @property
+    def per_shard(self) -> int:
+        """Inner chunks per shard."""
+        return math.prod(s // c for s, c in zip(self.shape, self.inner, strict=True))
+
+    @property
+    def index_size(self) -> int:
+        """Bytes of a shard's index: (offset, nbytes) per inner chunk, and its checksum."""
+        return self.per_shard * 16 + (4 if self.checksum else 0)
 
 
 def chunk_shape(document: dict[str, Any]) -> list[int] | None:
@@ -140,7 +155,8 @@ def _itemsize(document: dict[str, Any]) -> int | None:
 
 
 def sharded_document(document: dict[str, Any], layout: ShardLayout) -> dict[str, Any]:
-    """An array's unsharded document, sharded: its chunks the inner chunks, its codecs theirs."""
+    """An array's unsharded document, sharded: its chunks the inner chunks, its codecs theirs (the index at the end,
+    with its checksum), under v3's default keys with the layout's separator."""
     sharding = {
         "name": "sharding_indexed",
         "configuration": {
@@ -152,28 +168,55 @@ def sharded_document(document: dict[str, Any], layout: ShardLayout) -> dict[str,
     }
     sharded = dict(document)
     sharded["chunk_grid"] = {"name": "regular", "configuration": {"chunk_shape": list(layout.shape)}}
-    sharded["chunk_key_encoding"] = dict(_KEYS)
+    sharded["chunk_key_encoding"] = {"name": "default", "configuration": {"separator": layout.separator}}
     sharded["codecs"] = [sharding]
     return sharded
 
 
 def layout_of(document: dict[str, Any]) -> ShardLayout | None:
-    """The layout of a sharded array as `sharded_document` writes them (one ``sharding_indexed`` codec, the
-    index at the end, read by the standard index codecs; v3's default keys); None for any other document."""
-    codecs = document.get("codecs")
+    """The layout of an array sharded as this tool, zarr-python and tensorstore shard arrays: one
+    ``sharding_indexed`` codec, its index at the end or the start, read by ``bytes`` (little endian) with or
+    without ``crc32c``, under v3's default keys; None for any other document."""
+    codecs, keys = document.get("codecs"), document.get("chunk_key_encoding")
     if not (isinstance(codecs, list) and len(codecs) == 1 and isinstance(codecs[0], dict)):
         return None
     configuration = codecs[0].get("configuration")
-    grid, inner = chunk_shape(document), configuration.get("chunk_shape") if isinstance(configuration, dict) else None
-    if codecs[0].get("name") != "sharding_indexed" or grid is None or not isinstance(inner, list):
+    if codecs[0].get("name") != "sharding_indexed" or not isinstance(configuration, dict):
         return None
-    assert isinstance(configuration, dict)
-    standard = (
-        configuration.get("index_location", "end") == "end"
-        and configuration.get("index_codecs") == list(INDEX_CODECS)
-        and document.get("chunk_key_encoding") == _KEYS
-    )
-    return ShardLayout(tuple(grid), tuple(int(n) for n in inner)) if standard else None
+    grid, inner = chunk_shape(document), configuration.get("chunk_shape")
+    index_codecs = configuration.get("index_codecs", list(INDEX_CODECS))
+    location = configuration.get("index_location", "end")
+    separator = keys.get("configuration", {}).get("separator", "/") if isinstance(keys, dict) else None
+    if (
+        grid is None
+        or not isinstance(inner, list)
+        or index_codecs not in (list(INDEX_CODECS), list(INDEX_CODECS[:1]))
+        or location not in ("end", "start")
+        or not isinstance(keys, dict)
+        or keys.get("name") != "default"
+        or separator not in ("/", ".")
+    ):
+        return None
+    inner_shape = tuple(int(n) for n in inner)
+    if len(inner_shape) != len(grid) or any(c < 1 or s % c for s, c in zip(grid, inner_shape, strict=True)):
+        return None
+    return ShardLayout(tuple(grid), inner_shape, separator, location == "end", len(index_codecs) == 2)
+
+
+def inner_document(sharded: dict[str, Any]) -> dict[str, Any]:
+    """A sharded array's document as if its inner chunks were its chunks (unsharded, under the same keys): what
+    says how large its chunks are, and what a new sharding of it starts from."""
+    configuration = sharded["codecs"][0]["configuration"]
+    unsharded = dict(sharded)
+    unsharded["chunk_grid"] = {"name": "regular", "configuration": {"chunk_shape": list(configuration["chunk_shape"])}}
+    unsharded["codecs"] = configuration.get("codecs", [{"name": "bytes"}])
+    return unsharded
+
+
+def other_separator(separator: str) -> str:
+    """The separator of the keys a new sharding writes: never the one of the keys an array reads now, so that both
+    live side by side until the switch."""
+    return "." if separator == "/" else "/"
 
 
 def holds_chunks_of(sharded: dict[str, Any], unsharded: dict[str, Any]) -> bool:
@@ -212,5 +255,14 @@ def shards_of(shape: Sequence[int], layout: ShardLayout) -> list[ShardPlan]:
         for local in product(*map(range, per_shard)):
             index = tuple(s * n + i for s, n, i in zip(shard, per_shard, local, strict=True))
             inner.append(index if all(i < g for i, g in zip(index, grid, strict=True)) else None)
-        plans.append(ShardPlan("c/" + "/".join(map(str, shard)), tuple(inner)))
+        plans.append(ShardPlan(shard_key(shard, layout.separator), tuple(inner)))
     return plans
+
+
+def shard_key(index: Sequence[int], separator: str) -> str:
+    """A shard's key below its array's folder (v3's default encoding).
+
+    >>> shard_key((0, 1), "/"), shard_key((0, 1), "."), shard_key((), "/")
+    ('c/0/1', 'c.0.1', 'c')
+    """
+    return separator.join(["c", *map(str, index)])

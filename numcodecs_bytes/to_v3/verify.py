@@ -24,8 +24,8 @@ from typing import Any
 
 from ..problems import reason
 from ..store import ByteRange, Store
-from ..store.chunks import INDEX_ENTRY, Packed
-from .check import check_sharded_chunk
+from ..store.chunks import INDEX_ENTRY, Packed, source_path
+from .check import Buffer, check_sharded_chunk
 from .plan import Pack
 
 __all__ = ["packed_right", "unchanged"]
@@ -33,47 +33,50 @@ __all__ = ["packed_right", "unchanged"]
 
 def packed_right(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) -> str | None:
     """Why the array cannot switch to the shards packed for it (None: it can): a shard not made, a chunk file of
-    the wrong size, or a chunk read otherwise through its shard."""
+    the wrong size, or a chunk read otherwise through its new shard than through what the array reads now."""
     folder = pack.array.folder
     for shard in pack.shards:
         result = packed[shard.path]
         if isinstance(result, Exception):
-            return f"{shard.path[len(folder) + 1 :]}: {reason(result)}; left unsharded"
-    fixed = _fixed_chunk_size(pack.array.document)
+            return f"{shard.path[len(folder) + 1 :]}: {reason(result)}; {_left(pack)}"
+    fixed = _fixed_chunk_size(pack.sharded)
     for shard in pack.shards:
         result = packed[shard.path]
         assert isinstance(result, Packed)
-        for path, size in zip(shard.sources, result.sizes, strict=True):
-            if path is not None and fixed is not None and size is not None and size != fixed:
-                return f"{path[len(folder) + 1 :]}: {size:,} bytes, where its codecs make {fixed:,}: left unsharded"
+        for source, size in zip(shard.sources, result.sizes, strict=True):
+            if source is not None and fixed is not None and size is not None and size != fixed:
+                where = _relative(pack, source)
+                return f"{where}: {size:,} bytes, where its codecs make {fixed:,}: {_left(pack)}"
     return _sample(store, pack, packed)
 
 
 def unchanged(
     pack: Pack, packed: Mapping[str, Packed | Exception], versions: Mapping[str, Any], names: list[str] | Exception
 ) -> str | None:
-    """Why the array cannot switch because its chunk files changed since they were packed (None: they did
-    not): ``versions``, each chunk file's version now; ``names``, the files below its folder now. A chunk file
-    not packed that is there now was written meanwhile, where there was none (a region of fill values)."""
+    """Why the array cannot switch because what it was packed from changed since (None: it did not):
+    ``versions``, each source file's version now; ``names``, the files below its folder now. A source file that
+    was not packed and is there now was written meanwhile, where there was none (a region of fill values)."""
     for shard in pack.shards:
         result = packed[shard.path]
         assert isinstance(result, Packed)
-        for path, version in zip(shard.sources, result.versions, strict=True):
-            if path is not None and versions.get(path) != version:
-                return _written_meanwhile(pack, path)
+        for source, version in zip(shard.sources, result.versions, strict=True):
+            if source is not None and versions.get(source_path(source)) != version:
+                return _written_meanwhile(pack, source)
+    for path, version in pack.before.items():  # resharding: each shard as its index was read
+        if versions.get(path) != version:
+            return _written_meanwhile(pack, path)
     if isinstance(names, Exception):
-        return f"its files could not be listed again: {reason(names)}; left unsharded"
-    folder = pack.array.folder
-    packed_here = {path for shard in pack.shards for path in shard.sources if path is not None}
-    new = sorted(name for name in pack.keys.stored(names).values() if f"{folder}/{name}" not in packed_here)
+        return f"its files could not be listed again: {reason(names)}; {_left(pack)}"
+    known = set(pack.retired())
+    new = sorted(name for name in pack.sources.stored(names).values() if f"{pack.array.folder}/{name}" not in known)
     if new:
-        return f"{new[0]}: written by someone else while its shards were made: left unsharded"
+        return f"{new[0]}: written by someone else while its shards were made: {_left(pack)}"
     return None
 
 
 def _sample(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) -> str | None:
-    """The first stored chunk read through the sharded document and through the array's document now: the
-    shard's index and that chunk's bytes read from the store (not the whole shard)."""
+    """The first stored chunk read through the new document and through the document the array has now: each
+    side's bytes read from the store as a reader reads them (an index and that chunk's range: not whole shards)."""
     for plan, shard in zip(pack.plans, pack.shards, strict=True):
         result = packed[shard.path]
         assert isinstance(result, Packed)
@@ -85,30 +88,78 @@ def _sample(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) 
         start = sum(size or 0 for size in result.sizes[: stored[0]])
         size, total = result.sizes[stored[0]] or 0, sum(size or 0 for size in result.sizes)
         footer = INDEX_ENTRY * len(result.sizes) + 4
-        wanted = [ByteRange(source, 0, size), ByteRange(shard.path, start, start + size),
-                  ByteRange(shard.path, total, total + footer)]  # fmt: skip
+        chunk = source if isinstance(source, ByteRange) else ByteRange(source, 0, size)
+        wanted = [chunk, ByteRange(shard.path, start, start + size), ByteRange(shard.path, total, total + footer)]
         read = store.files.read_ranges(wanted)
-        # The shard as a reader sees it, in a mapping whose pages hold nothing until written: memory for what is
-        # read, whatever the shard's size.
-        sparse = mmap.mmap(-1, total + footer)
-        try:
-            chunk, inner, index_bytes = (_present(read[part]) for part in wanted)
-            sparse[start : start + size], sparse[total:] = inner, index_bytes
-            check_sharded_chunk(pack.array.document, pack.sharded, index, (pack.keys.key(index), chunk),
-                                (plan.key, sparse))  # fmt: skip
-        except Exception as exc:
-            if store.files.versions([source]).get(source) != result.versions[stored[0]]:
-                return _written_meanwhile(pack, source)  # the likelier story
-            return f"through its shards: {reason(exc)}; left unsharded"
-        finally:
-            with suppress(BufferError):  # a view of it still held (by an error's traceback): it goes with the view
-                sparse.close()
+        with _Sparse() as sparse:
+            try:
+                before, inner, index_bytes = (_present(read[part]) for part in wanted)
+                after = sparse.shard(total + footer, {start: inner, total: index_bytes})
+                check_sharded_chunk(
+                    (pack.array.document, _before(pack, source, before, sparse)),
+                    (pack.sharded, {plan.key: after}),
+                    _region(pack, index),
+                    f"chunk {_relative(pack, source)}",
+                )
+            except Exception as exc:
+                if store.files.versions([chunk.path]).get(chunk.path) != result.versions[stored[0]]:
+                    return _written_meanwhile(pack, source)  # the likelier story
+                return f"through its shards: {reason(exc)}; {_left(pack)}"
         return None
     return None
 
 
-def _written_meanwhile(pack: Pack, path: str) -> str:
-    return f"{path[len(pack.array.folder) + 1 :]}: written by someone else while its shard was made: left unsharded"
+def _before(pack: Pack, source: str | ByteRange, data: bytes, sparse: _Sparse) -> dict[str, Buffer]:
+    """The files a reader of the array now reads for one chunk: its chunk file, or its shard now (its index and
+    that chunk's range)."""
+    key = _relative(pack, source)
+    if not isinstance(source, ByteRange):
+        return {key: data}
+    old, shard = pack.old, pack.old_shards[key]
+    assert old is not None
+    at = shard.size - len(shard.stored_index) if old.index_at_end else 0
+    return {key: sparse.shard(shard.size, {source.start: data, at: shard.stored_index})}
+
+
+class _Sparse:
+    """Shards as a reader sees them, in mappings whose pages hold nothing until written: memory for what is read,
+    whatever a shard's size; unmapped at the end (unless a view of one is still held, by an error's traceback: it
+    goes with the view)."""
+
+    def __init__(self) -> None:
+        self.maps: list[mmap.mmap] = []
+
+    def __enter__(self) -> _Sparse:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for mapped in self.maps:
+            with suppress(BufferError):
+                mapped.close()
+
+    def shard(self, size: int, parts: Mapping[int, bytes]) -> mmap.mmap:
+        mapped = mmap.mmap(-1, max(size, 1))
+        self.maps.append(mapped)
+        for offset, data in parts.items():
+            mapped[offset : offset + len(data)] = data
+        return mapped
+
+
+def _region(pack: Pack, index: tuple[int, ...]) -> tuple[slice, ...]:
+    shape = pack.array.document["shape"]
+    return tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(index, pack.layout.inner, shape, strict=True))
+
+
+def _relative(pack: Pack, source: str | ByteRange) -> str:
+    return source_path(source)[len(pack.array.folder) + 1 :]
+
+
+def _written_meanwhile(pack: Pack, source: str | ByteRange) -> str:
+    return f"{_relative(pack, source)}: written by someone else while its shards were made: {_left(pack)}"
+
+
+def _left(pack: Pack) -> str:
+    return "left unsharded" if pack.old is None else "left in the shards it has"
 
 
 def _present(data: bytes | Exception) -> bytes:
@@ -118,12 +169,13 @@ def _present(data: bytes | Exception) -> bytes:
     return data
 
 
-def _fixed_chunk_size(document: dict[str, Any]) -> int | None:
-    """A chunk's stored size where the codecs make every chunk the same size (no compressor); else None."""
-    names = [codec.get("name") for codec in document["codecs"]]
+def _fixed_chunk_size(sharded: dict[str, Any]) -> int | None:
+    """An inner chunk's stored size where the codecs make every chunk the same size (no compressor); else None."""
+    configuration = sharded["codecs"][0]["configuration"]
+    names = [codec.get("name") for codec in configuration["codecs"]]
     if any(name not in ("bytes", "transpose") for name in names):
         return None
     from ._zarr_api import zarr_api
 
-    itemsize = zarr_api().array_v3.from_dict(dict(document)).dtype.to_native_dtype().itemsize
-    return int(math.prod(document["chunk_grid"]["configuration"]["chunk_shape"]) * itemsize)
+    itemsize = zarr_api().array_v3.from_dict(dict(sharded)).dtype.to_native_dtype().itemsize
+    return int(math.prod(configuration["chunk_shape"]) * itemsize)

@@ -257,7 +257,7 @@ def test_help_for_every_subcommand() -> None:
 def test_every_store_tool_prints_the_exit_codes_in_its_help() -> None:
     from numcodecs_bytes.__main__ import EXIT_CODES
 
-    for command in ("migrate", "to-v3"):
+    for command in ("migrate", "to-v3", "reshard"):
         text = " ".join(cli(command, "--help").stdout.split())
         for code, meaning in EXIT_CODES.items():
             assert f"{code} {' '.join(meaning.split())}" in text, (command, code)

@@ -279,8 +279,8 @@ def test_a_chunk_changed_while_it_is_copied_makes_no_shard(tmp_path: Path, monke
     (tmp_path / "0").write_bytes(b"before")
     copy = local_shards._copy
 
-    def copy_then_write(source: int, target: int, size: int, offset: int) -> None:
-        copy(source, target, size, offset)
+    def copy_then_write(source: int, target: int, size: int, offset: int, start: int = 0) -> None:
+        copy(source, target, size, offset, start)
         with open(tmp_path / "0", "r+b") as handle:
             handle.write(b"AFTER!")  # in place, the same size
 

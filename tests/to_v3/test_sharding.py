@@ -240,7 +240,7 @@ def test_a_chunk_written_while_its_shard_is_made_keeps_the_array_unsharded(
     monkeypatch.setattr(LocalFiles, "pack", writer_meanwhile)
     report = convert_store(root, shard_size=16)
     chunk = element // 2
-    assert dict(report.failures)["a"] == f"{chunk}: written by someone else while its shard was made: left unsharded"
+    assert dict(report.failures)["a"] == f"{chunk}: written by someone else while its shards were made: left unsharded"
     assert report.sharded == ["b"]
     assert json.loads((root / "a" / "zarr.json").read_text())["codecs"][0]["name"] == "bytes"
     assert json.loads((root / "b" / "zarr.json").read_text())["codecs"][0]["name"] == "sharding_indexed"

@@ -112,7 +112,7 @@ def test_a_chunk_written_between_its_read_and_the_switch_keeps_its_array_unshard
     proxy.add(Fault("before", "PUT", r"a002/c/3$", hook=writer))
     code, _out, err = run(proxy, capsys, "--remove-v2-metadata")
     assert code == 1 and proxy.faults[0].hits == 1
-    assert "failed a002: 6: written by someone else while its shard was made: left unsharded" in err, err
+    assert "failed a002: 6: written by someone else while its shards were made: left unsharded" in err, err
     assert codec_of(s3, "a002") == "bytes" and codec_of(s3, "a001") == "sharding_indexed"
     expected = (np.arange(4 * CHUNKS) + 512).tolist()
     expected[24] = 99

@@ -175,7 +175,7 @@ def test_a_v2_write_where_there_was_no_data_keeps_the_v2_files(
 def test_v2_readers_keep_reaching_an_array_left_unsharded_through_the_groups_above(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Item 5: an array left unsharded (a v2 writer changed a chunk while its shard was made) keeps its v2
+    """Item 5: an array left unsharded (a v2 writer changed a chunk while its shards were made) keeps its v2
     metadata, and so do the groups above it: v2 readers reach it from the root, and the root's .zmetadata lists
     only what is still v2 (an entry of a removed array would read its removed chunks as fill values)."""
     from numcodecs_bytes.store.local import LocalFiles
@@ -255,22 +255,23 @@ def test_shard_shapes_keys_are_paths_however_spelled_and_one_naming_no_array_is_
     assert json.loads((root / "b" / "zarr.json").read_text())["chunk_grid"]["configuration"] == {"chunk_shape": [8]}
 
 
-def test_a_rerun_with_another_size_says_what_is_the_case_and_a_dry_run_counts_what_the_run_does(
+def test_a_dry_run_counts_what_the_run_does_and_the_same_size_again_does_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Item 12: a rerun asking for other shards says the array is sharded already, in which shards; a dry run
-    over a sharded store counts no shard to write (the run writes none)."""
+    """Item 12: a dry run over a sharded store counts the shards the run would write: none for the same size
+    (the release before this one said "8 shards to write" and the run wrote none), and the new ones for another
+    size (which reshards it)."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(16, dtype="<i4"), (2,))
     assert main(["to-v3", str(root), "--shard-size", "16B"]) == 0
     capsys.readouterr()
-    assert main(["to-v3", str(root), "--shard-size", "64B", "--dry-run"]) == 0
-    out, err = capsys.readouterr()
+    assert main(["to-v3", str(root), "--shard-size", "16B", "--dry-run"]) == 0
+    out = capsys.readouterr().out
     assert "shards to write" not in out and out.startswith("dry run: nothing to do"), out
-    assert "sharded already, in shards of [4] (not [16]): kept as it is" in err, err
+    assert main(["to-v3", str(root), "--shard-size", "64B", "--dry-run"]) == 0
+    assert "1 shard to write" in capsys.readouterr().out
     assert main(["to-v3", str(root), "--shard-size", "64B"]) == 0
-    out, err = capsys.readouterr()
-    assert "sharded already, in shards of [4] (not [16]): kept as it is" in err, err
+    assert "1 array resharded (1 shard, 8 chunks" in capsys.readouterr().out
 
 
 def test_temporaries_a_killed_removal_left_in_chunk_folders_are_removed_by_the_rerun(tmp_path: Path) -> None:
