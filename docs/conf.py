@@ -18,13 +18,13 @@ project = "numcodecs-bytes"
 copyright = "numcodecs-bytes contributors"
 release = version = numcodecs_bytes.__version__
 
-extensions = ["myst_parser", "sphinx.ext.autodoc", "numpydoc"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "numpydoc", "sphinx_copybutton"]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}  # numpydoc loads autosummary, which asks for .rst
 exclude_patterns = ["_build", "_generated", "README.md"]  # _generated: included by pages, not pages
 myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3
 html_theme = "pydata_sphinx_theme"
-html_title = f"numcodecs-bytes {version}"
+html_title = "numcodecs-bytes"  # the header shows the version beside it (templates/version.html)
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
 templates_path = ["_templates"]
@@ -40,6 +40,11 @@ html_theme_options = {
 }
 html_sidebars = {"index": [], "getting-started": []}  # pages with no section to navigate
 autodoc_member_order = "bysource"
+toc_object_entries_show_parents = "hide"  # the page's table of contents names convert_store, not its whole path
+# Copy buttons copy what a reader types: a doctest's input lines without their prompts, no output.
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
 autodoc_typehints = "none"  # numpydoc's Parameters sections say the types
 numpydoc_show_class_members = False
 numpydoc_xref_param_type = False
