@@ -131,12 +131,29 @@ ROOMS = [
     ("store access", ["store"]),
     (
         "the tools' rules",
-        ["to_v3._zarr_api", "to_v3.xarray", "to_v3.rules", "to_v3.sharding", "migrate.text", "migrate.rules"],
+        [
+            "to_v3._zarr_api",
+            "to_v3.xarray",
+            "to_v3.rules",
+            "to_v3.sharding",
+            "to_v3.documents",
+            "to_v3.consolidations",
+            "migrate.text",
+            "migrate.rules",
+        ],
     ),
     ("the tools' runs", ["to_v3", "migrate"]),
     ("the command line", ["cli", "__main__"]),
 ]
-RULES = ["to_v3.xarray", "to_v3.rules", "to_v3.sharding", "migrate.text", "migrate.rules"]
+RULES = [
+    "to_v3.xarray",
+    "to_v3.rules",
+    "to_v3.sharding",
+    "to_v3.documents",
+    "to_v3.consolidations",
+    "migrate.text",
+    "migrate.rules",
+]
 
 
 def modules() -> dict[str, Any]:

@@ -22,10 +22,12 @@ from .documents import encoded, existing_document, parents, update
 from .groups import consolidated, groups_by_depth
 from .nodes import READ, Node, NodeIndex
 from .plan import ArrayFound
+from .reading import NodeReader
 from .removal import Removals
 from .report import ConversionReport, NodeResult
 from .rules import UnconvertibleError
 from .sampling import Sampler
+from .settle import disagreement, files_to_time, settle
 from .shard_pass import Packer, ShardOptions, ShardPass
 from .sharding import layout_of
 
@@ -186,7 +188,8 @@ class _Run:
     def __init__(self, store: Store, walk: Walk, options: _Options) -> None:
         self.store, self.walk, self.options = store, walk, options
         self.report = ConversionReport()
-        self.index = NodeIndex(self.report, options.oldest_zarr)
+        self.index = NodeIndex(self.report)
+        self.reader = NodeReader(self.index, options.oldest_zarr)
         self.sampler = Sampler(store.files, self.index)
         self.current: dict[str, bytes] = {}  # each node's zarr.json as this run left it (written or found)
         self.to_shard: dict[str, ArrayFound] = {}  # the arrays the sharding pass takes, as this run left them
@@ -222,7 +225,7 @@ class _Run:
         for folder, path in found:
             files = {name: read[f"{folder.path}/{name}"] for name in present[folder.path]}
             try:
-                node = self.index.node(folder, path, files, walk)
+                node = self.reader.node(folder, path, files)
             except Exception as exc:  # one node's problem, whatever it is, is reported; the rest converts
                 self.index.fail(path, reason(exc))
                 if ".zarray" in folder.files:
@@ -230,12 +233,39 @@ class _Run:
                     if walk is not None:  # no digit folder holds a node that zarr reads
                         walk.leave_out(folder, chunk_folders(folder.subfolders, folder.files, None))
                 continue
+            if walk is not None:
+                walk.leave_out(folder, node.leave_out)
             built.append(node)
-        settled = self.index.settled(built, self.store.files)
+        settled = self._settled(built)
         self._write_arrays(settled)
         for node in settled:
             if node.kind == "group":
                 self.index.nodes[node.path] = node.kept()
+
+    def _settled(self, nodes: list[Node]) -> list[Node]:
+        """The nodes whose ``zarr.json`` and v2 metadata disagree settled by which side was written last
+        (`settle`: the times of their files, read here)."""
+        disagreeing = {node.path: what for node in nodes if (what := disagreement(node))}
+        if not disagreeing:
+            return nodes
+        timed = [node for node in nodes if node.path in disagreeing]
+        times = self.store.files.modified(f"{node.folder}/{name}" for node in timed for name in files_to_time(node))
+        index, kept = self.index, []
+        for node in nodes:
+            if node.path not in disagreeing:
+                kept.append(node)
+                continue
+            when = {name: times[f"{node.folder}/{name}"] for name in files_to_time(node)}
+            settled = settle(node, disagreeing[node.path], when)
+            if settled.note is not None:
+                index.note(node.path, settled.note)
+            if settled.standing is not None:
+                index.standing.setdefault(node.path, []).append(settled.standing)
+            if settled.failure is not None:
+                index.fail(node.path, settled.failure)
+            if settled.node is not None:
+                kept.append(settled.node)
+        return kept
 
     def _write_arrays(self, nodes: list[Node]) -> None:
         arrays = [node for node in nodes if node.kind == "array"]
@@ -288,7 +318,7 @@ class _Run:
                 elif problem is not None and not isinstance(problem, FileNotFoundError):
                     self.index.fail(path, reason(problem))
                 else:
-                    node = self.index.from_consolidation(Folder(folders[path], (), ()), path, *missing[path])
+                    node = self.reader.from_consolidation(Folder(folders[path], (), ()), path, *missing[path])
                     if node is not None and node.kind == "array":
                         self._write_arrays([node])
                     elif node is not None:

@@ -229,7 +229,7 @@ def test_chunks_in_both_layouts_under_a_zarray_without_separator_are_refused(tmp
 def test_a_sample_of_zeros_vouches_for_no_other_one_byte_array(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Item 7: a rule made wrong on purpose (Delta dropped) reads a 1-D one-byte array of zeros alike; the
     array beside it with the same .zarray is read too, and the check catches the rule there."""
-    from numcodecs_bytes.to_v3 import nodes, rules
+    from numcodecs_bytes.to_v3 import reading, rules
 
     original = rules.array_document
 
@@ -238,7 +238,7 @@ def test_a_sample_of_zeros_vouches_for_no_other_one_byte_array(tmp_path: Path, m
         codecs = [codec for codec in conversion.document["codecs"] if "delta" not in codec["name"]]
         return type(conversion)(**{**vars(conversion), "document": {**conversion.document, "codecs": codecs}})
 
-    monkeypatch.setattr(nodes, "array_document", delta_dropped)
+    monkeypatch.setattr(reading, "array_document", delta_dropped)
     root = tmp_path / "s.zarr"
     zarr.open_group(str(root), mode="w", zarr_format=2)
     for name, values in (("a", np.zeros(4, "|u1")), ("b", np.array([1, 2, 3, 5], "|u1"))):

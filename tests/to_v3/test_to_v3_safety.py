@@ -432,7 +432,7 @@ def test_the_check_catches_what_a_wrong_rule_would_write_and_no_verify_skips_it(
 
 
 def test_the_check_compares_the_fill_value_of_a_missing_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from numcodecs_bytes.to_v3 import nodes, rules
+    from numcodecs_bytes.to_v3 import reading, rules
 
     original = rules.array_document
 
@@ -441,7 +441,7 @@ def test_the_check_compares_the_fill_value_of_a_missing_chunk(tmp_path: Path, mo
         # -0.0 equals 0.0, but not bit for bit
         return dataclasses.replace(conversion, document={**conversion.document, "fill_value": -0.0})
 
-    monkeypatch.setattr(nodes, "array_document", wrong_fill)
+    monkeypatch.setattr(reading, "array_document", wrong_fill)
     root = tmp_path / "s.zarr"
     zarr.create_array(str(root), shape=(4,), chunks=(2,), dtype="<f8", zarr_format=2, fill_value=0.0)
     report = convert_store(root)

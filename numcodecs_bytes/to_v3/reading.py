@@ -1,0 +1,218 @@
+"""Reading a node: its files as read (or its entry in a consolidated metadata) made a `nodes.Node`, its v3
+document made by the rules (`rules`), with what the walk must not enter (its chunk folders).
+
+What it learns on the way goes into the run's `nodes.NodeIndex`: what each consolidated metadata lists, the
+arrays, each node's notes; nothing here reads or writes a store.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..problems import reason
+from ..store import Folder, digest
+from ..store.layout import REMOVING_V2, RETIRED, chunk_folders, nested_layout
+from ..zarr_versions import release
+from .consolidations import Consolidation, attributes_listed, differs_from_listing, listing_of, v3_listing
+from .documents import encoded, existing_document, holds_consolidation
+from .nodes import Node, NodeIndex
+from .rules import Conversion, UnconvertibleError, array_document, group_document
+from .sharding import holds_chunks_of, is_sharding_of
+
+__all__ = ["NodeReader"]
+
+
+class NodeReader:
+    """Reads the nodes of one run (see the module's docstring)."""
+
+    def __init__(self, index: NodeIndex, oldest_zarr: tuple[int, ...] | None) -> None:
+        self.index, self.oldest_zarr = index, oldest_zarr
+
+    # -- a node from its files ---------------------------------------------------------------------------------
+
+    def node(self, folder: Folder, path: str, read: dict[str, bytes | Exception]) -> Node:
+        """The node in ``folder`` and its ``zarr.json`` document, from its files as ``read`` (by name), with the
+        subfolders that hold its chunks (the walk does not enter them). An array that a killed run switched to
+        new shards carries the files it was switching away from (`store.layout.RETIRED`), for the rerun to
+        remove."""
+        node = self._node(folder, path, read)
+        retired = read.get(RETIRED)
+        if isinstance(retired, Exception):
+            raise retired
+        if retired is None or node.kind != "array":
+            return node
+        try:
+            files = json.loads(retired)["files"]
+        except (ValueError, KeyError, TypeError):
+            files = None
+        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+            raise UnconvertibleError(f"{RETIRED} is not what to-v3 writes there: left as it is")
+        return node._replace(retired=files)
+
+    def _node(self, folder: Folder, path: str, read: dict[str, bytes | Exception]) -> Node:
+
+        def parsed(name: str) -> Any:
+            data = read[name]
+            if isinstance(data, Exception):
+                raise data
+            try:
+                return json.loads(data.decode("utf-8-sig"))
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                raise UnconvertibleError(f"{name}: {reason(exc)}") from None
+
+        digests = {name: digest(data) for name, data in read.items()
+                   if name not in ("zarr.json", RETIRED) and isinstance(data, bytes)}  # fmt: skip
+        existing = read.get("zarr.json")
+        if isinstance(existing, Exception):
+            raise existing
+        if ".zmetadata" in read:
+            self.index.listed[path] = listing_of(parsed(".zmetadata"))
+        if ".zarray" not in read and ".zgroup" not in read:
+            if existing is None and ".zmetadata" in read:  # zarr 2's open_consolidated opens it as a group,
+                # with the attributes its .zattrs or, where there is none, its .zmetadata gives
+                zattrs = parsed(".zattrs") if ".zattrs" in read else parsed(".zmetadata")["metadata"].get(".zattrs")
+                if not isinstance(zattrs, dict):
+                    zattrs = {}
+                node = self.converted(folder, path, None, zattrs, digests, None, origin="implicit")
+                return node._replace(consolidates=True)
+            if existing is None:
+                raise UnconvertibleError("no .zarray, .zgroup, zarr.json or .zmetadata")
+            document = parsed("zarr.json")  # its v2 files removed by an earlier run: it stays as it is
+            if not isinstance(document, dict) or document.get("zarr_format") != 3:
+                raise UnconvertibleError("zarr.json is not Zarr v3 metadata, and there is no v2 metadata")
+            kind = "array" if document.get("node_type") == "array" else "group"
+            leave_out = tuple(folder.subfolders) if kind == "array" else ()  # a Zarr v3 array holds chunks only
+            if kind == "array" and REMOVING_V2 in read:
+                node = self._being_removed(folder, path, document, parsed(REMOVING_V2), digests, existing)
+                return node._replace(leave_out=leave_out)
+            consolidated = document.get("consolidated_metadata")
+            if kind == "group" and isinstance(consolidated, dict):
+                self.index.listed.setdefault(path, v3_listing(consolidated))
+            return Node(folder.path, path, kind, document, "v3", digests, existing,
+                        consolidates=path in self.index.listed, leave_out=leave_out)  # fmt: skip
+        zattrs = parsed(".zattrs") if ".zattrs" in read else self._attributes_listed(path)
+        if not isinstance(zattrs, dict):
+            raise UnconvertibleError(f".zattrs must be an object, got {type(zattrs).__name__}")
+        if ".zarray" not in read:
+            if not isinstance(parsed(".zgroup"), dict):
+                raise UnconvertibleError(".zgroup is not Zarr v2 group metadata")
+            self._compare_with_listing(path, None, zattrs)
+            return self.converted(folder, path, None, zattrs, digests, existing)
+        self.index.arrays.add(path)
+        zarray = parsed(".zarray")
+        self._compare_with_listing(path, zarray, zattrs)
+        v2_array = self.as_stored(folder, path, zarray)
+        leave_out = tuple(chunk_folders(folder.subfolders, folder.files, zarray))
+        return self.converted(folder, path, v2_array, zattrs, digests, existing)._replace(leave_out=leave_out)
+
+    def _attributes_listed(self, path: str) -> dict[str, Any]:
+        attributes, note = attributes_listed(self.index.listed, path)
+        if note is not None:
+            self.index.note(path, note)
+        return attributes
+
+    def _compare_with_listing(self, path: str, zarray: Any, zattrs: dict[str, Any]) -> None:
+        note = differs_from_listing(self.index.listed, path, zarray, zattrs)
+        if note is not None:
+            self.index.note(path, note)
+
+    def _being_removed(self, folder: Folder, path: str, document: dict[str, Any], kept: Any,
+                       read: dict[str, bytes], existing: bytes | None) -> Node:  # fmt: skip
+        """An array sharded by a run that was killed while it removed its v2 files: finished where its zarr.json
+        is the sharding of the conversion kept aside; else it stays as it is (the file kept aside, reported)."""
+        if not isinstance(kept, dict) or not isinstance(kept.get("unsharded"), dict):
+            raise UnconvertibleError(f"{REMOVING_V2} is not what to-v3 keeps there: left as it is")
+        zarray = self.as_stored(folder, path, kept.get("zarray"))
+        if not holds_chunks_of(document, kept["unsharded"]):
+            raise UnconvertibleError(
+                f"its zarr.json is not a sharding of the array in {REMOVING_V2}, which a killed to-v3 run kept there "
+                "while it removed the chunk files: left as it is"
+            )
+        return Node(folder.path, path, "array", document, "v3", read, existing, shard_zarray=zarray,
+                    conversion=kept["unsharded"], chunk_names=folder.files, removing_v2=True)  # fmt: skip
+
+    def as_stored(self, folder: Folder, path: str, metadata: Any) -> dict[str, Any]:
+        """A ``.zarray`` with the chunk layout the store shows where it says none."""
+        if not isinstance(metadata, dict) or not isinstance(metadata.get("shape"), list):
+            raise UnconvertibleError(".zarray is not Zarr v2 array metadata")
+        zarray: dict[str, Any] = metadata
+        if zarray.get("dimension_separator") is None:
+            try:
+                nested = nested_layout(folder.subfolders, folder.files, len(zarray["shape"]))
+            except ValueError as exc:
+                raise UnconvertibleError(f"{exc}, under a .zarray without dimension_separator") from None
+            if nested:
+                zarray = {**zarray, "dimension_separator": "/"}
+                self.index.note(
+                    path,
+                    "its .zarray names no dimension_separator, but its chunks lie in nested folders (0/0), as zarr "
+                    "before 2.8 wrote them: converted with the separator '/'",
+                )
+        return zarray
+
+    def converted(
+        self,
+        folder: Folder,
+        path: str,
+        zarray: dict[str, Any] | None,
+        zattrs: dict[str, Any],
+        read: dict[str, bytes],
+        existing: bytes | None,
+        origin: str = "v2",
+    ) -> Node:
+        """A v2 node (``zarray`` None: a group) made a v3 node by the rules, its notes and readers reported."""
+        conversion: Conversion = group_document(zattrs) if zarray is None else array_document(zarray, zattrs)
+        oldest, readers = self.oldest_zarr, conversion.readers
+        if readers is not None and oldest is not None and oldest < readers.since:
+            raise UnconvertibleError(
+                f"zarr-python {release(oldest)} would read it wrong ({readers.why}); left as v2 for readers on "
+                f"zarr-python {release(oldest)} (oldest_zarr); {release(readers.since)} and later read it right"
+            )
+        for note in conversion.notes:
+            self.index.note(path, note)
+        kind = "group" if zarray is None else "array"
+        node = Node(
+            folder.path,
+            path,
+            kind,
+            conversion.document,
+            origin,
+            read,
+            existing,
+            zarray,
+            conversion.folded,
+            consolidates=".zmetadata" in read or holds_consolidation(existing),
+            readers=readers,
+            chunk_names=None if zarray is None or path in self.index.unlisted else folder.files,
+            shard_zarray=zarray,
+            conversion=None if zarray is None else conversion.document,
+        )
+        found = existing_document(existing) if zarray is not None else None
+        if found is not None and is_sharding_of(found, json.loads(encoded(conversion.document))):
+            return node._replace(document=found, v2_array=None)  # an earlier run's sharding of it: shards checked
+        return node
+
+    def from_consolidation(self, folder: Folder, path: str, group: str, listed: Consolidation) -> Node | None:
+        """A node known only from its entry in a consolidated metadata (its own files are gone): converted from a
+        v2 entry; a v3 entry is left out of the consolidation with a note. None where there is no node to write."""
+        below = path[len(group) :].strip("/") if group else path
+        entry = listed.entries[below]
+        self.index.unlisted.add(path)
+        if listed.zarr_format == 3:
+            self.index.note(group, f"{below}: in the consolidated metadata, but its zarr.json is gone: left out of it")
+            return None
+        zattrs, zarray = entry.get(".zattrs", {}), entry.get(".zarray")
+        if not isinstance(zattrs, dict):
+            self.index.fail(path, "its .zattrs in .zmetadata is not an object")
+            return None
+        try:
+            v2_array = None if zarray is None else self.as_stored(folder, path, zarray)
+            node = self.converted(folder, path, v2_array, zattrs, {}, None, "consolidated")
+        except Exception as exc:
+            self.index.fail(path, reason(exc))
+            return None
+        self.index.note(path, "known only from .zmetadata (its own v2 files are gone): converted from its entry there")
+        if node.kind == "array":
+            self.index.arrays.add(path)
+        return node
