@@ -1,5 +1,5 @@
-"""Clearing the v2 chunk files of an array sharded by an earlier run: which may go (a rule, on what the store
-says its shards hold)."""
+"""Clearing the v2 chunk files of arrays sharded by an earlier run: which may go (`clearable`, a rule on what the
+store says their shards hold), and their removal with the arrays' v2 metadata (`clear`)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..problems import reason
-from ..store import Removal
+from ..store import Removal, Store
 from ..store.chunks import source_path
+from .nodes import NodeIndex
 from .plan import Clear
+from .removal import Removals
 
-__all__ = ["clearable"]
+__all__ = ["clear", "clearable"]
+
+
+def clear(store: Store, index: NodeIndex, removals: Removals, clears: list[Clear]) -> None:
+    """Arrays sharded earlier: their v2 files removed where every chunk file is held by its shard (or its shard
+    was written after it: a Zarr v3 writer since, whose write v3 readers read); the others fail."""
+    if not clears:
+        return
+    held = store.files.held(shard for clear in clears for shard in clear.shards)
+    going = []
+    for found in clears:
+        chunk_removals, problem = clearable(found, held)
+        if problem is not None:
+            index.fail(found.array.path, problem)
+        else:
+            assert found.array.conversion is not None
+            going.append((found.array, found.array.conversion, chunk_removals))
+    removals.arrays(going)
 
 
 def clearable(clear: Clear, held: Mapping[str, Any]) -> tuple[list[Removal], str | None]:

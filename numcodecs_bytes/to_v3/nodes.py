@@ -6,15 +6,17 @@ consolidated metadata lists, and each node's notes. Reading a node from its file
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..store import Store
 from ..store.layout import REMOVING_V2, RETIRED
 from .consolidations import Consolidation
 from .documents import parents
 from .report import ConversionReport
 from .rules import ReadersNeed
 
-__all__ = ["READ", "Consolidation", "Node", "NodeIndex"]
+__all__ = ["READ", "Consolidation", "Node", "NodeIndex", "RunState"]
 
 READ = (".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json", REMOVING_V2, RETIRED)
 """The files a node's zarr.json is made from, or compared with."""
@@ -87,3 +89,17 @@ class NodeIndex:
                     continue
                 missing.setdefault(path, (group, listed))
         return missing
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What the rooms of one run share: the store, what the run knows of its nodes (its report with it), and
+    whether it writes (a dry run reads and checks the same, and writes nothing)."""
+
+    store: Store
+    index: NodeIndex
+    dry_run: bool
+
+    @property
+    def report(self) -> ConversionReport:
+        return self.index.report

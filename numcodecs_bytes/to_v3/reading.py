@@ -42,13 +42,7 @@ class NodeReader:
             raise retired
         if retired is None or node.kind != "array":
             return node
-        try:
-            files = json.loads(retired)["files"]
-        except (ValueError, KeyError, TypeError):
-            files = None
-        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
-            raise UnconvertibleError(f"{RETIRED} is not what to-v3 writes there: left as it is")
-        return node._replace(retired=files)
+        return node._replace(retired=_retired(retired))
 
     def _node(self, folder: Folder, path: str, read: dict[str, bytes | Exception]) -> Node:
 
@@ -117,10 +111,24 @@ class NodeReader:
         if note is not None:
             self.index.note(path, note)
 
-    def _being_removed(self, folder: Folder, path: str, document: dict[str, Any], kept: Any,
-                       read: dict[str, bytes], existing: bytes | None) -> Node:  # fmt: skip
+    def as_stored(self, folder: Folder, path: str, metadata: Any) -> dict[str, Any]:
+        """A ``.zarray`` with the chunk layout the store shows where it says none (`as_stored`)."""
+        zarray, note = as_stored(folder, metadata)
+        if note is not None:
+            self.index.note(path, note)
+        return zarray
+
+    def _being_removed(
+        self,
+        folder: Folder,
+        path: str,
+        document: dict[str, Any],
+        kept: Any,
+        read: dict[str, bytes],
+        existing: bytes | None,
+    ) -> Node:
         """An array sharded by a run that was killed while it removed its v2 files: finished where its zarr.json
-        is the sharding of the conversion kept aside; else it stays as it is (the file kept aside, reported)."""
+        is a sharding of the array kept aside; else it stays as it is (the file kept aside, reported)."""
         if not isinstance(kept, dict) or not isinstance(kept.get("unsharded"), dict):
             raise UnconvertibleError(f"{REMOVING_V2} is not what to-v3 keeps there: left as it is")
         zarray = self.as_stored(folder, path, kept.get("zarray"))
@@ -132,25 +140,6 @@ class NodeReader:
         return Node(folder.path, path, "array", document, "v3", read, existing, shard_zarray=zarray,
                     conversion=kept["unsharded"], chunk_names=folder.files, removing_v2=True)  # fmt: skip
 
-    def as_stored(self, folder: Folder, path: str, metadata: Any) -> dict[str, Any]:
-        """A ``.zarray`` with the chunk layout the store shows where it says none."""
-        if not isinstance(metadata, dict) or not isinstance(metadata.get("shape"), list):
-            raise UnconvertibleError(".zarray is not Zarr v2 array metadata")
-        zarray: dict[str, Any] = metadata
-        if zarray.get("dimension_separator") is None:
-            try:
-                nested = nested_layout(folder.subfolders, folder.files, len(zarray["shape"]))
-            except ValueError as exc:
-                raise UnconvertibleError(f"{exc}, under a .zarray without dimension_separator") from None
-            if nested:
-                zarray = {**zarray, "dimension_separator": "/"}
-                self.index.note(
-                    path,
-                    "its .zarray names no dimension_separator, but its chunks lie in nested folders (0/0), as zarr "
-                    "before 2.8 wrote them: converted with the separator '/'",
-                )
-        return zarray
-
     def converted(
         self,
         folder: Folder,
@@ -161,36 +150,11 @@ class NodeReader:
         existing: bytes | None,
         origin: str = "v2",
     ) -> Node:
-        """A v2 node (``zarray`` None: a group) made a v3 node by the rules, its notes and readers reported."""
-        conversion: Conversion = group_document(zattrs) if zarray is None else array_document(zarray, zattrs)
-        oldest, readers = self.oldest_zarr, conversion.readers
-        if readers is not None and oldest is not None and oldest < readers.since:
-            raise UnconvertibleError(
-                f"zarr-python {release(oldest)} would read it wrong ({readers.why}); left as v2 for readers on "
-                f"zarr-python {release(oldest)} (oldest_zarr); {release(readers.since)} and later read it right"
-            )
-        for note in conversion.notes:
+        """A v2 node (``zarray`` None: a group) made a v3 node by the rules (`converted`), its notes kept."""
+        listed = path not in self.index.unlisted
+        node, notes = converted(folder, path, zarray, zattrs, read, existing, origin, self.oldest_zarr, listed)
+        for note in notes:
             self.index.note(path, note)
-        kind = "group" if zarray is None else "array"
-        node = Node(
-            folder.path,
-            path,
-            kind,
-            conversion.document,
-            origin,
-            read,
-            existing,
-            zarray,
-            conversion.folded,
-            consolidates=".zmetadata" in read or holds_consolidation(existing),
-            readers=readers,
-            chunk_names=None if zarray is None or path in self.index.unlisted else folder.files,
-            shard_zarray=zarray,
-            conversion=None if zarray is None else conversion.document,
-        )
-        found = existing_document(existing) if zarray is not None else None
-        if found is not None and is_sharding_of(found, json.loads(encoded(conversion.document))):
-            return node._replace(document=found, v2_array=None)  # an earlier run's sharding of it: shards checked
         return node
 
     def from_consolidation(self, folder: Folder, path: str, group: str, listed: Consolidation) -> Node | None:
@@ -216,3 +180,77 @@ class NodeReader:
         if node.kind == "array":
             self.index.arrays.add(path)
         return node
+
+
+def as_stored(folder: Folder, metadata: Any) -> tuple[dict[str, Any], str | None]:
+    """A ``.zarray`` with the chunk layout the store shows where it says none, and a note where it needed one."""
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("shape"), list):
+        raise UnconvertibleError(".zarray is not Zarr v2 array metadata")
+    zarray: dict[str, Any] = metadata
+    if zarray.get("dimension_separator") is not None:
+        return zarray, None
+    try:
+        nested = nested_layout(folder.subfolders, folder.files, len(zarray["shape"]))
+    except ValueError as exc:
+        raise UnconvertibleError(f"{exc}, under a .zarray without dimension_separator") from None
+    if not nested:
+        return zarray, None
+    return {**zarray, "dimension_separator": "/"}, (
+        "its .zarray names no dimension_separator, but its chunks lie in nested folders (0/0), as zarr before 2.8 "
+        "wrote them: converted with the separator '/'"
+    )
+
+
+def _retired(data: bytes) -> dict[str, str]:
+    """The files a killed run switched an array away from, as it wrote them down (`store.layout.RETIRED`)."""
+    try:
+        files = json.loads(data)["files"]
+    except (ValueError, KeyError, TypeError):
+        files = None
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise UnconvertibleError(f"{RETIRED} is not what to-v3 writes there: left as it is")
+    return files
+
+
+def converted(
+    folder: Folder,
+    path: str,
+    zarray: dict[str, Any] | None,
+    zattrs: dict[str, Any],
+    read: dict[str, bytes],
+    existing: bytes | None,
+    origin: str,
+    oldest_zarr: tuple[int, ...] | None,
+    listed: bool,
+) -> tuple[Node, tuple[str, ...]]:
+    """A v2 node (``zarray`` None: a group) made a v3 node by the rules, and what to tell of it; an
+    `UnconvertibleError` where ``oldest_zarr`` would read it wrong. ``listed``: the walk listed its folder (its
+    chunk files are known)."""
+    conversion: Conversion = group_document(zattrs) if zarray is None else array_document(zarray, zattrs)
+    readers = conversion.readers
+    if readers is not None and oldest_zarr is not None and oldest_zarr < readers.since:
+        oldest = release(oldest_zarr)
+        raise UnconvertibleError(
+            f"zarr-python {oldest} would read it wrong ({readers.why}); left as v2 for readers on zarr-python "
+            f"{oldest} (oldest_zarr); {release(readers.since)} and later read it right"
+        )
+    node = Node(
+        folder.path,
+        path,
+        "group" if zarray is None else "array",
+        conversion.document,
+        origin,
+        read,
+        existing,
+        zarray,
+        conversion.folded,
+        consolidates=".zmetadata" in read or holds_consolidation(existing),
+        readers=readers,
+        chunk_names=folder.files if zarray is not None and listed else None,
+        shard_zarray=zarray,
+        conversion=None if zarray is None else conversion.document,
+    )
+    found = existing_document(existing) if zarray is not None else None
+    if found is not None and is_sharding_of(found, json.loads(encoded(conversion.document))):
+        node = node._replace(document=found, v2_array=None)  # an earlier run's sharding of it: shards checked
+    return node, conversion.notes

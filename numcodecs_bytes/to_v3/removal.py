@@ -27,12 +27,11 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ..problems import reason
-from ..store import BATCH, Removal, Replacement, Store, digest
+from ..store import BATCH, Removal, Replacement, digest
 from ..store.layout import REMOVING_V2, RETIRED
 from .documents import encoded
-from .nodes import NodeIndex
+from .nodes import RunState
 from .plan import ArrayFound, Finish
-from .report import ConversionReport
 
 __all__ = ["Removals"]
 
@@ -41,8 +40,8 @@ class Removals:
     """The removals of one run: v2 files, and what arrays switched to new shards read before (or, in a dry run,
     the list of the v2 metadata files)."""
 
-    def __init__(self, store: Store, index: NodeIndex, report: ConversionReport, dry_run: bool) -> None:
-        self.store, self.index, self.report, self.dry_run = store, index, report, dry_run
+    def __init__(self, state: RunState) -> None:
+        self.store, self.index, self.report, self.dry_run = state.store, state.index, state.report, state.dry_run
         self.removed: set[str] = set()  # the nodes whose v2 metadata this run removed
 
     def metadata(self, nodes: Iterable[tuple[str, str, Mapping[str, bytes]]]) -> set[str]:

@@ -12,15 +12,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..problems import reason
-from ..store import BATCH, Folder, Replacement, Store, StoreBatch, StoreOptions, Walk, open_store
+from ..store import BATCH, Folder, Store, StoreBatch, StoreOptions, Walk, open_store
 from ..store.chunks import Shard
 from ..store.distributed import pack_on_cluster
 from ..store.layout import NODE_FILES, V2_METADATA_FILES, chunk_folders
 from ..zarr_versions import version_numbers
 from ._zarr_api import zarr_api
-from .documents import encoded, existing_document, parents, update
+from .documents import existing_document, parents
 from .groups import consolidated, groups_by_depth
-from .nodes import READ, Node, NodeIndex
+from .nodes import READ, Node, NodeIndex, RunState
 from .plan import ArrayFound
 from .reading import NodeReader
 from .removal import Removals
@@ -30,6 +30,7 @@ from .sampling import Sampler
 from .settle import disagreement, files_to_time, settle
 from .shard_pass import Packer, ShardOptions, ShardPass
 from .sharding import layout_of
+from .switch import Switch
 
 __all__ = ["convert_store"]
 
@@ -189,11 +190,12 @@ class _Run:
         self.store, self.walk, self.options = store, walk, options
         self.report = ConversionReport()
         self.index = NodeIndex(self.report)
+        self.state = RunState(store, self.index, options.dry_run)
         self.reader = NodeReader(self.index, options.oldest_zarr)
         self.sampler = Sampler(store.files, self.index)
-        self.current: dict[str, bytes] = {}  # each node's zarr.json as this run left it (written or found)
+        self.switch = Switch(self.state, options.on_node)
+        self.removal = Removals(self.state)
         self.to_shard: dict[str, ArrayFound] = {}  # the arrays the sharding pass takes, as this run left them
-        self.removal = Removals(store, self.index, self.report, options.dry_run)
 
     # -- nodes, a batch at a time -------------------------------------------------------------------------------
 
@@ -236,42 +238,17 @@ class _Run:
             if walk is not None:
                 walk.leave_out(folder, node.leave_out)
             built.append(node)
-        settled = self._settled(built)
+        settled = settled_by_times(self.store, self.index, built)
         self._write_arrays(settled)
         for node in settled:
             if node.kind == "group":
                 self.index.nodes[node.path] = node.kept()
 
-    def _settled(self, nodes: list[Node]) -> list[Node]:
-        """The nodes whose ``zarr.json`` and v2 metadata disagree settled by which side was written last
-        (`settle`: the times of their files, read here)."""
-        disagreeing = {node.path: what for node in nodes if (what := disagreement(node))}
-        if not disagreeing:
-            return nodes
-        timed = [node for node in nodes if node.path in disagreeing]
-        times = self.store.files.modified(f"{node.folder}/{name}" for node in timed for name in files_to_time(node))
-        index, kept = self.index, []
-        for node in nodes:
-            if node.path not in disagreeing:
-                kept.append(node)
-                continue
-            when = {name: times[f"{node.folder}/{name}"] for name in files_to_time(node)}
-            settled = settle(node, disagreeing[node.path], when)
-            if settled.note is not None:
-                index.note(node.path, settled.note)
-            if settled.standing is not None:
-                index.standing.setdefault(node.path, []).append(settled.standing)
-            if settled.failure is not None:
-                index.fail(node.path, settled.failure)
-            if settled.node is not None:
-                kept.append(settled.node)
-        return kept
-
     def _write_arrays(self, nodes: list[Node]) -> None:
         arrays = [node for node in nodes if node.kind == "array"]
         if self.options.verify:
             arrays = self.sampler.passing(arrays)
-        self.index.failed |= self._write([(node, node.document) for node in arrays])
+        self.index.failed |= self.switch.documents([(node, node.document) for node in arrays])
         for node in arrays:
             if node.path not in self.index.failed:
                 self.index.nodes[node.path] = node.kept()
@@ -280,7 +257,7 @@ class _Run:
                         node.path,
                         node.folder,
                         node.document,
-                        self.current[node.path],
+                        self.switch.current[node.path],
                         node.shard_zarray,
                         node.conversion,
                         {name: read for name, read in node.read.items() if name in V2_METADATA_FILES},
@@ -328,88 +305,15 @@ class _Run:
     # -- groups, and the consolidation -----------------------------------------------------------------------
 
     def write_groups(self) -> None:
-        """Every group's ``zarr.json``, deepest first (a batch per depth), each only once everything below it
-        converted; the root last."""
-        index = self.index
-        blocked = {parent for path in index.failed for parent in parents(path)}
-        for groups in groups_by_depth(index, self.store.path):
-            writes = []
-            for node in groups:
-                if node.path in blocked:
-                    below = sum(path.startswith(f"{node.path}/") or not node.path for path in index.failed)
-                    if node.origin == "v2" and node.existing is None:
-                        index.fail(node.path, f"left as Zarr v2: {below} path(s) below it could not be converted")
-                    elif node.origin == "v2":
-                        index.fail(node.path, f"its zarr.json is left as it is: {below} path(s) below it could not "
-                                              "be converted")  # fmt: skip
-                    continue
-                document = node.document
-                if node.consolidates:
-                    try:
-                        document = consolidated(index, node)
-                    except UnconvertibleError as exc:
-                        index.fail(node.path, str(exc))
-                        continue
-                writes.append((node, document))
-            not_written = self._write(writes)
-            index.failed |= not_written
-            blocked |= {parent for path in not_written for parent in parents(path)}
-            self.report.consolidated |= any(
-                node.path == "" and node.consolidates and "" not in not_written for node, _ in writes
-            )
+        """Every group's ``zarr.json`` (`write_groups`)."""
+        write_groups(self.state, self.switch)
 
     # -- writing ---------------------------------------------------------------------------------------------
-
-    def _write(self, writes: list[tuple[Node, dict[str, Any]]]) -> set[str]:
-        """Each node's ``zarr.json`` in one batch (created; never over another, but a consolidated group's
-        consolidation, or one brought up to date); the paths of the nodes not written."""
-        actions: dict[str, str] = {}
-        failures: dict[str, Exception] = {}
-        creates: dict[str, bytes] = {}
-        replacements: list[Replacement] = []
-        by_target = {f"{node.folder}/zarr.json": node.path for node, _ in writes}
-        for node, document in writes:
-            target = f"{node.folder}/zarr.json"
-            try:
-                if node.existing is None:
-                    actions[node.path] = "written"
-                    creates[target] = encoded(document)
-                    continue
-                replacement = update(node.existing, document, node.consolidates, node.replaces)
-                actions[node.path] = "kept" if replacement is None else "updated"
-                if replacement is not None:
-                    replacements.append(Replacement(target, replacement, node.existing))
-            except Exception as exc:
-                failures[node.path] = exc
-        if not self.options.dry_run:
-            written = {**self.store.files.create(creates), **self.store.files.replace(replacements)}
-            failures |= {by_target[target]: exc for target, exc in written.items()}
-        index = self.index
-        for node, document in writes:
-            if node.path in failures:
-                index.fail(node.path, reason(failures[node.path]))
-                continue
-            result = NodeResult(
-                node.path, node.kind, actions[node.path], node.folded, node.origin == "implicit", document,
-                v3_only=node.origin == "v3",
-            )  # fmt: skip
-            self.current[node.path] = encoded(document) if actions[node.path] != "kept" else node.existing or b""
-            self.report.converted.append(result)
-            notes = index.notes.pop(node.path, [])
-            self.report.notes += [(node.path or ".", note) for note in index.standing.pop(node.path, [])]
-            if result.action != "kept":  # a rerun that writes nothing has nothing to tell again
-                self.report.notes += [(node.path or ".", note) for note in notes]
-                if node.readers is not None:
-                    self.report.readers.append((node.path or ".", node.readers))
-            if self.options.on_node is not None:
-                self.options.on_node(result)
-        return set(failures)
 
     def shard(self, options: ShardOptions, removing: bool) -> None:
         """The sharding pass (`shard_pass`) over the arrays it takes."""
         if self.to_shard:
-            ShardPass(self.store, self.index, self.report, options, self.removal, dry_run=self.options.dry_run,
-                      removing=removing, current=self.current).run(list(self.to_shard.values()))  # fmt: skip
+            ShardPass(self.state, options, self.switch, self.removal, removing).run(list(self.to_shard.values()))
 
     def remove_v2_metadata(self) -> None:
         """The v2 metadata of every node whose v2 files are still there, where nothing below it keeps its own (it
@@ -423,3 +327,61 @@ class _Run:
         self.removal.consolidations(
             [path for path in keeping if path in index.nodes and ".zmetadata" in index.nodes[path].read]
         )
+
+
+def write_groups(state: RunState, switch: Switch) -> None:
+    """Every group's ``zarr.json``, deepest first (a batch per depth), each only once everything below it
+    converted; the root last."""
+    index, report = state.index, state.report
+    blocked = {parent for path in index.failed for parent in parents(path)}
+    for groups in groups_by_depth(index, state.store.path):
+        writes = []
+        for node in groups:
+            if node.path in blocked:
+                below = sum(path.startswith(f"{node.path}/") or not node.path for path in index.failed)
+                if node.origin == "v2" and node.existing is None:
+                    index.fail(node.path, f"left as Zarr v2: {below} path(s) below it could not be converted")
+                elif node.origin == "v2":
+                    index.fail(node.path, f"its zarr.json is left as it is: {below} path(s) below it could not "
+                                          "be converted")  # fmt: skip
+                continue
+            document = node.document
+            if node.consolidates:
+                try:
+                    document = consolidated(index, node)
+                except UnconvertibleError as exc:
+                    index.fail(node.path, str(exc))
+                    continue
+            writes.append((node, document))
+        not_written = switch.documents(writes)
+        index.failed |= not_written
+        blocked |= {parent for path in not_written for parent in parents(path)}
+        report.consolidated |= any(
+            node.path == "" and node.consolidates and "" not in not_written for node, _ in writes
+        )
+
+
+def settled_by_times(store: Store, index: NodeIndex, nodes: list[Node]) -> list[Node]:
+    """The nodes whose ``zarr.json`` and v2 metadata disagree settled by which side was written last
+    (`settle`: the times of their files, read here)."""
+    disagreeing = {node.path: what for node in nodes if (what := disagreement(node))}
+    if not disagreeing:
+        return nodes
+    timed = [node for node in nodes if node.path in disagreeing]
+    times = store.files.modified(f"{node.folder}/{name}" for node in timed for name in files_to_time(node))
+    kept = []
+    for node in nodes:
+        if node.path not in disagreeing:
+            kept.append(node)
+            continue
+        when = {name: times[f"{node.folder}/{name}"] for name in files_to_time(node)}
+        settled = settle(node, disagreeing[node.path], when)
+        if settled.note is not None:
+            index.note(node.path, settled.note)
+        if settled.standing is not None:
+            index.standing.setdefault(node.path, []).append(settled.standing)
+        if settled.failure is not None:
+            index.fail(node.path, settled.failure)
+        if settled.node is not None:
+            kept.append(settled.node)
+    return kept

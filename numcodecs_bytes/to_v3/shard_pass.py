@@ -32,8 +32,8 @@ from ..problems import reason
 from ..store import BATCH, Removal, Store
 from ..store.chunks import Packed, Shard, source_path
 from ..store.layout import ChunkKeys
-from .clearing import clearable
-from .nodes import NodeIndex
+from .clearing import clear
+from .nodes import NodeIndex, RunState
 from .plan import ArrayFound, Clear, Finish, Leave, Pack, Plan, plan, reshard_from, shard_count
 from .removal import Removals
 from .report import ConversionReport
@@ -61,21 +61,11 @@ class ShardPass:
     """The sharding pass of one run (see the module's docstring)."""
 
     def __init__(
-        self,
-        store: Store,
-        index: NodeIndex,
-        report: ConversionReport,
-        options: ShardOptions,
-        removals: Removals,
-        *,
-        dry_run: bool,
-        removing: bool,
-        current: dict[str, bytes],
+        self, state: RunState, options: ShardOptions, switch: Switch, removals: Removals, removing: bool
     ) -> None:
-        self.store, self.index, self.report, self.options = store, index, report, options
-        self.dry_run, self.removing, self.current = dry_run, removing, current
-        self.switch = Switch(store, index, report, current)
-        self.removals = removals
+        self.store, self.index, self.report, self.dry_run = state.store, state.index, state.report, state.dry_run
+        self.options, self.switch, self.removals, self.removing = options, switch, removals, removing
+        self.current = switch.current
         self.done = self.total = self.packed_bytes = 0
 
     def run(self, arrays: list[ArrayFound]) -> None:
@@ -95,7 +85,7 @@ class ShardPass:
         return shard_count(array, self.options.size, self.options.shapes.get(array.path))
 
     def _round(self, arrays: list[ArrayFound]) -> None:
-        arrays = self._unchanged(arrays)
+        arrays = arrays if self.dry_run else _still_read(self.store, self.index, self.current, arrays)
         if not self.dry_run:  # what killed runs switched away from, first: the arrays read their new files
             self.removals.retire([array for array in arrays if array.retired])
         listed = self.store.files.files_below(array.folder for array in arrays)
@@ -126,7 +116,7 @@ class ShardPass:
         if self.dry_run:
             self.report.shards_to_write += sum(any(shard.sources) for pack in packs for shard in pack.shards)
             return
-        self._clear(clears)
+        clear(self.store, self.index, self.removals, clears)
         self._pack(packs, names)
 
     def _reshards(self, array: ArrayFound) -> ShardLayout | None:
@@ -145,29 +135,12 @@ class ShardPass:
             if found.problem is not None:
                 self.index.fail(found.array.path, found.problem)
 
-    def _unchanged(self, arrays: list[ArrayFound]) -> list[ArrayFound]:
-        """The arrays whose ``zarr.json`` is still what this run read or wrote (re-read now); the others fail."""
-        if self.dry_run:
-            return arrays
-        read = self.store.files.read(f"{array.folder}/zarr.json" for array in arrays)
-        kept = []
-        for array in arrays:
-            now = read[f"{array.folder}/zarr.json"]
-            if isinstance(now, Exception) and not isinstance(now, FileNotFoundError):
-                self.index.fail(array.path, f"zarr.json: {reason(now)}")
-            elif now != self.current[array.path]:
-                self.index.fail(array.path, "its zarr.json changed since this run read it (another writer): left as "
-                                            "it is; run again to shard it")  # fmt: skip
-            else:
-                kept.append(array)
-        return kept
-
     # -- packing -------------------------------------------------------------------------------------------------
 
     def _pack(self, packs: list[Pack], names: Mapping[str, list[str]]) -> None:
         if not packs:
             return
-        self._clear_new_keys(packs, names)
+        _clear_new_keys(self.store, packs, names)
         self._packed(0, 0)  # the rate counts from here
         packed = self.options.pack([shard for pack in packs for shard in pack.shards], self._packed)
         checked = []
@@ -199,7 +172,7 @@ class ShardPass:
         switched = self.switch.arrays(switching)
         done = [pack for pack in good if pack.array.path in switched]
         for pack in done:
-            self._count_packed(pack, packed)
+            _count_packed(self.report, pack, packed, self.removing)
         retiring = [pack.array._replace(retired={path[len(pack.array.folder) + 1 :]: version for path, version in
                     marks[pack.array.folder].items()}) for pack in done if pack.array.folder in marks]  # fmt: skip
         going = [pack for pack in done if self.removing and pack.array.v2 is not None and pack.old is None]
@@ -208,59 +181,11 @@ class ShardPass:
         self.removals.retire(retiring)
         self.removals.arrays([(pack.array, pack.array.document, _removals(pack, packed)) for pack in going])
 
-    def _clear_new_keys(self, packs: list[Pack], names: Mapping[str, list[str]]) -> None:
-        """What killed runs left where the new shards go (no zarr.json reads it: the arrays read other keys), and
-        their temporary files."""
-        self.store.files.tidy(f"{pack.array.folder}/c" for pack in packs)
-        leftovers = []
-        for pack in packs:
-            folder = pack.array.folder
-            keys = ChunkKeys(pack.sources.shape, pack.layout.shape, pack.layout.separator, "c")
-            leftovers += [f"{folder}/{name}" for name in keys.stored(names.get(folder, ())).values()]
-        found = self.store.files.versions(leftovers)
-        self.store.files.remove(Removal(path, None, version) for path, version in found.items()
-                                if isinstance(version, str))  # fmt: skip
-
     def _packed(self, shards: int, nbytes: int) -> None:
         self.done += shards
         self.packed_bytes += nbytes
         if self.options.on_shards is not None:
             self.options.on_shards(self.done, self.total, self.packed_bytes)
-
-    def _count_packed(self, pack: Pack, packed: Mapping[str, Packed | Exception]) -> None:
-        results = [result for shard in pack.shards if isinstance(result := packed[shard.path], Packed)]
-        report = self.report
-        if pack.old is not None:
-            report.resharded.append(pack.array.path)
-        report.shards += sum(any(size is not None for size in result.sizes) for result in results)
-        report.chunks_packed += sum(size is not None for result in results for size in result.sizes)
-        packed_bytes = sum(size or 0 for result in results for size in result.sizes)
-        report.shard_bytes += packed_bytes
-        if pack.old is None and pack.array.v2 is not None and not self.removing:
-            report.kept_chunk_bytes += packed_bytes
-        linked = sum(result.linked for result in results)
-        if linked:
-            gone = "the links go with the chunk files, their targets stay" if self.removing else "the links stay"
-            report.notes.append((pack.array.path or ".", f"{linked:,} chunk files are symbolic links: packed from "
-                                                         f"their targets; {gone}"))  # fmt: skip
-
-    # -- clearing ------------------------------------------------------------------------------------------------
-
-    def _clear(self, clears: list[Clear]) -> None:
-        """Arrays sharded earlier: their v2 files removed where every chunk file is held by its shard (or its shard
-        was written after it: a Zarr v3 writer since, whose write v3 readers read)."""
-        if not clears:
-            return
-        held = self.store.files.held(shard for clear in clears for shard in clear.shards)
-        going = []
-        for clear in clears:
-            removals, problem = clearable(clear, held)
-            if problem is not None:
-                self.index.fail(clear.array.path, problem)
-            else:
-                assert clear.array.conversion is not None
-                going.append((clear.array, clear.array.conversion, removals))
-        self.removals.arrays(going)
 
 
 def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Removal]:
@@ -272,3 +197,54 @@ def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Remo
         removals += [Removal(source_path(source), None, version) for source, version in zip(shard.sources,
                      result.versions, strict=True) if source is not None and version is not None]  # fmt: skip
     return removals
+
+
+def _still_read(
+    store: Store, index: NodeIndex, current: Mapping[str, bytes], arrays: list[ArrayFound]
+) -> list[ArrayFound]:
+    """The arrays whose ``zarr.json`` is still what this run read or wrote (re-read now); the others fail."""
+    read = store.files.read(f"{array.folder}/zarr.json" for array in arrays)
+    kept = []
+    for array in arrays:
+        now = read[f"{array.folder}/zarr.json"]
+        if isinstance(now, Exception) and not isinstance(now, FileNotFoundError):
+            index.fail(array.path, f"zarr.json: {reason(now)}")
+        elif now != current[array.path]:
+            index.fail(array.path, "its zarr.json changed since this run read it (another writer): left as it is; "
+                                   "run again to shard it")  # fmt: skip
+        else:
+            kept.append(array)
+    return kept
+
+
+def _clear_new_keys(store: Store, packs: list[Pack], names: Mapping[str, list[str]]) -> None:
+    """What killed runs left where the new shards go (no zarr.json reads it: the arrays read other keys), and
+    their temporary files."""
+    store.files.tidy(f"{pack.array.folder}/c" for pack in packs)
+    leftovers = []
+    for pack in packs:
+        folder = pack.array.folder
+        keys = ChunkKeys(pack.sources.shape, pack.layout.shape, pack.layout.separator, "c")
+        leftovers += [f"{folder}/{name}" for name in keys.stored(names.get(folder, ())).values()]
+    found = store.files.versions(leftovers)
+    store.files.remove(Removal(path, None, version) for path, version in found.items() if isinstance(version, str))
+
+
+def _count_packed(
+    report: ConversionReport, pack: Pack, packed: Mapping[str, Packed | Exception], removing: bool
+) -> None:
+    """An array switched to its new shards, counted in the report (with a note where chunk files were links)."""
+    results = [result for shard in pack.shards if isinstance(result := packed[shard.path], Packed)]
+    if pack.old is not None:
+        report.resharded.append(pack.array.path)
+    report.shards += sum(any(size is not None for size in result.sizes) for result in results)
+    report.chunks_packed += sum(size is not None for result in results for size in result.sizes)
+    packed_bytes = sum(size or 0 for result in results for size in result.sizes)
+    report.shard_bytes += packed_bytes
+    if pack.old is None and pack.array.v2 is not None and not removing:
+        report.kept_chunk_bytes += packed_bytes
+    linked = sum(result.linked for result in results)
+    if linked:
+        gone = "the links go with the chunk files, their targets stay" if removing else "the links stay"
+        report.notes.append((pack.array.path or ".", f"{linked:,} chunk files are symbolic links: packed from "
+                                                     f"their targets; {gone}"))  # fmt: skip

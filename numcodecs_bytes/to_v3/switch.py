@@ -1,33 +1,86 @@
-"""Switching arrays to their shards: each ``zarr.json`` replaced by its sharded document, and the consolidated
-metadata above brought up to date.
+"""The one writer of a run's ``zarr.json`` files, and of each node's outcome in the report: the documents the
+metadata pass converts (`Switch.documents`), the arrays switched to new shards (`Switch.arrays`), and the
+consolidated metadata above them (`Switch.consolidations`).
 
-A ``zarr.json`` is replaced only while it holds what this run read or wrote
-(`store.Replacement`); an array whose ``zarr.json`` changed meanwhile (another
-writer) keeps it, reported. Until the consolidated metadata above an array is
-brought up to date it lists the array unsharded: it reads the chunk files,
-which stay until then.
+A ``zarr.json`` is created only where none exists, and replaced only while
+it holds what this run read or wrote (`store.Replacement`): an array whose
+``zarr.json`` changed meanwhile (another writer) keeps it, reported. Until the
+consolidated metadata above an array is brought up to date it lists the
+array as it was: it reads the files that array read, which stay until then.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..problems import reason
-from ..store import Replacement, Store
-from .documents import encoded, parents
+from ..store import Replacement
+from .documents import encoded, parents, update
 from .groups import consolidated
-from .nodes import NodeIndex
+from .nodes import Node, RunState
 from .plan import Pack
-from .report import ConversionReport
+from .report import NodeResult
 
 __all__ = ["Switch"]
 
 
 class Switch:
-    """The writer of the sharding pass's ``zarr.json`` files (arrays, and the groups that consolidate them)."""
+    """The writer of one run's ``zarr.json`` files (see the module's docstring)."""
 
-    def __init__(self, store: Store, index: NodeIndex, report: ConversionReport, current: dict[str, bytes]) -> None:
-        self.store, self.index, self.report = store, index, report
-        self.current = current  # each node's zarr.json as this run left it, by path
+    def __init__(self, state: RunState, on_node: Callable[[NodeResult], None] | None) -> None:
+        self.store, self.index, self.report, self.dry_run = state.store, state.index, state.report, state.dry_run
+        self.on_node = on_node
+        self.current: dict[str, bytes] = {}  # each node's zarr.json as this run left it (written or found), by path
         self.stale: set[str] = set()  # the groups whose consolidated metadata lists an array as it was
+
+    def documents(self, writes: list[tuple[Node, dict[str, Any]]]) -> set[str]:
+        """Each node's ``zarr.json`` in one batch (created; never over another, but a consolidated group's
+        consolidation, or one brought up to date); the paths of the nodes not written."""
+        actions: dict[str, str] = {}
+        failures: dict[str, Exception] = {}
+        creates: dict[str, bytes] = {}
+        replacements: list[Replacement] = []
+        by_target = {f"{node.folder}/zarr.json": node.path for node, _ in writes}
+        for node, document in writes:
+            target = f"{node.folder}/zarr.json"
+            try:
+                if node.existing is None:
+                    actions[node.path] = "written"
+                    creates[target] = encoded(document)
+                    continue
+                replacement = update(node.existing, document, node.consolidates, node.replaces)
+                actions[node.path] = "kept" if replacement is None else "updated"
+                if replacement is not None:
+                    replacements.append(Replacement(target, replacement, node.existing))
+            except Exception as exc:
+                failures[node.path] = exc
+        if not self.dry_run:
+            written = {**self.store.files.create(creates), **self.store.files.replace(replacements)}
+            failures |= {by_target[target]: exc for target, exc in written.items()}
+        for node, document in writes:
+            if node.path in failures:
+                self.index.fail(node.path, reason(failures[node.path]))
+            else:
+                self._written(node, document, actions[node.path])
+        return set(failures)
+
+    def _written(self, node: Node, document: dict[str, Any], action: str) -> None:
+        """A node's outcome: kept as this run left it, reported with its notes (those of a node written anew;
+        the standing ones always), told to the caller."""
+        result = NodeResult(node.path, node.kind, action, node.folded, node.origin == "implicit", document,
+                            v3_only=node.origin == "v3")  # fmt: skip
+        self.current[node.path] = encoded(document) if action != "kept" else node.existing or b""
+        self.report.converted.append(result)
+        where = node.path or "."
+        notes = self.index.notes.pop(node.path, [])
+        self.report.notes += [(where, note) for note in self.index.standing.pop(node.path, [])]
+        if action != "kept":  # a rerun that writes nothing has nothing to tell again
+            self.report.notes += [(where, note) for note in notes]
+            if node.readers is not None:
+                self.report.readers.append((where, node.readers))
+        if self.on_node is not None:
+            self.on_node(result)
 
     def arrays(self, packs: list[Pack]) -> set[str]:
         """Each array's ``zarr.json`` replaced by its sharded document; the paths switched (the others fail)."""
