@@ -7,10 +7,13 @@ draft of the spec gave it: configs written then load as ``bytes`` codecs.
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any
 
 from numcodecs.registry import register_codec
 
+from . import _threads
 from ._threads import get_nthreads, set_nthreads
 from .codec import BytesCodec, Endian
 from .data_types import DATA_TYPES, DataType, Swap
@@ -35,6 +38,20 @@ use_threads: bool | None = None
 only from the main thread, as numcodecs' Blosc (zarr-python and dask call codecs
 from other threads, in parallel already); True from any thread; False never."""
 
+
+class _Package(types.ModuleType):
+    """This package as a module: ``use_threads`` set on it goes where the thread rule reads it
+    (`_threads.use_threads`), checked first."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "use_threads":
+            if not (value is None or isinstance(value, bool)):
+                raise TypeError(f"use_threads must be None, True or False, got {value!r}")
+            _threads.use_threads = value
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 register_codec(BytesCodec)
 register_codec(BytesCodec, codec_id=LEGACY_CODEC_ID)
 

@@ -49,7 +49,6 @@ from __future__ import annotations
 import operator
 import os
 import queue
-import sys
 import threading
 import time
 import warnings
@@ -312,7 +311,10 @@ def _get_pool() -> _Pool:
         return _pool
 
 
-_package = sys.modules.get(__package__ or "")  # where users set use_threads
+use_threads: bool | None = None
+"""From which threads large copies may be split over threads: None (the default) only from the main thread, as
+numcodecs' Blosc (zarr-python and dask call codecs from other threads, in parallel already); True from any
+thread; False never. Users set it as ``numcodecs_bytes.use_threads``, which the package passes on here."""
 _main_thread = threading.main_thread().ident
 
 
@@ -329,10 +331,9 @@ if hasattr(os, "register_at_fork"):
 
 
 def _threads_allowed() -> bool:
-    setting = getattr(_package, "use_threads", None)
-    if setting is None:
+    if use_threads is None:
         return threading.get_ident() == _main_thread
-    return bool(setting)
+    return bool(use_threads)
 
 
 def _size_class(nbytes: int) -> int:

@@ -212,6 +212,19 @@ def test_each_room_uses_only_those_before_it() -> None:
             assert room_of(target) <= room_of(name), f"{name} ({ROOMS[room_of(name)][0]}) imports {target}"
 
 
+def test_no_module_reaches_another_through_sys_modules() -> None:
+    """An import the room test sees is the only way one module uses another: a read of ``sys.modules`` would be
+    an import it cannot see (the package may replace its own module's class: ``sys.modules[__name__]``)."""
+    import ast
+
+    for name, tree in modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "modules" and getattr(node.value, "id", "") == "sys":
+                parent = next((p for p in ast.walk(tree) if isinstance(p, ast.Subscript) and p.value is node), None)
+                own = parent is not None and getattr(parent.slice, "id", "") == "__name__"
+                assert name == "__init__" and own, f"{name} reads sys.modules (line {node.lineno})"
+
+
 def test_the_rules_touch_no_store_and_no_io() -> None:
     found = modules()
     for rule in RULES:
