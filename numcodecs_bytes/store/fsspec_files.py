@@ -17,12 +17,13 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, M
 from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..problems import StoreBusyError
 from .chunks import INDEX_ENTRY, Held, Packed, Shard, ShardError, gone, parsed_index, shard_index, source_path
 from .files import (
     BACKUP_SUFFIX,
+    BATCH,
     ByteRange,
     Folder,
     Listed,
@@ -39,6 +40,7 @@ __all__ = ["FsspecFiles"]
 
 _T = TypeVar("_T")
 _K = TypeVar("_K", bound=Hashable)
+_I = TypeVar("_I")
 
 
 @dataclass
@@ -122,6 +124,22 @@ class FsspecFiles:
         result: dict[_K, _T | Exception] = self._sync(self._loop, run_all)
         return result
 
+    def each_of(
+        self, items: Iterable[_I], job: Callable[[_I], Awaitable[_T]], key: Callable[[_I], _K] | None = None
+    ) -> dict[_K, _T | Exception]:
+        """``job`` of each item, `BATCH` items at a time (each batch's requests made together, at most ``jobs``
+        in flight): what each returned or raised, by ``key`` of its item (the item itself by default). The
+        caller may hand any number of items: only a batch's requests are held at once."""
+        results: dict[_K, _T | Exception] = {}
+        batch: list[_I] = []
+        for item in [*items, None]:
+            if item is not None:
+                batch.append(item)
+            if batch and (item is None or len(batch) >= BATCH):
+                results |= self.run({(key(one) if key else cast(_K, one)): job(one) for one in batch})
+                batch = []
+        return results
+
     # -- the walk ----------------------------------------------------------------------------------------------
 
     def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
@@ -155,7 +173,7 @@ class FsspecFiles:
     # -- reads -------------------------------------------------------------------------------------------------
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
-        return self.run({path: self.read_metadata(path) for path in paths})
+        return self.each_of(paths, self.read_metadata)
 
     async def read_metadata(self, path: str) -> bytes:
         """A metadata file's bytes (what a later replacement or removal holds on)."""
@@ -171,7 +189,7 @@ class FsspecFiles:
             except FileNotFoundError:
                 return None
 
-        return self.run({path: read(path) for path in paths})
+        return self.each_of(paths, read)
 
     def read_ranges(self, ranges: Iterable[ByteRange]) -> dict[ByteRange, bytes | Exception]:
         async def read(wanted: ByteRange) -> bytes:
@@ -180,10 +198,10 @@ class FsspecFiles:
                 raise OSError(f"{wanted.path}: {wanted.start + len(data):,} bytes, not {wanted.end:,}")
             return data
 
-        return self.run({wanted: read(wanted) for wanted in ranges})
+        return self.each_of(ranges, read)
 
     def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
-        return self.run({path: self.tail_of(path, size) for path, size in wanted.items()})
+        return self.each_of(wanted.items(), lambda item: self.tail_of(*item), key=lambda item: item[0])
 
     async def tail_of(self, path: str, size: int) -> tuple[int, bytes]:
         """A file's last ``size`` bytes, and its size."""
@@ -199,12 +217,12 @@ class FsspecFiles:
                 raise OSError("its file system keeps no time it was written")
             return when
 
-        return self.run({path: modified(path) for path in paths})
+        return self.each_of(paths, modified)
 
     # -- writes ------------------------------------------------------------------------------------------------
 
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
-        return failures(self.run({r.path: self.replace_one(*r) for r in replacements}))
+        return failures(self.each_of(replacements, lambda r: self.replace_one(*r), key=lambda r: r.path))
 
     def before_write(self) -> None:
         """Called before each request that writes or removes a file: nothing here (on S3, the run's lease on the
@@ -220,7 +238,7 @@ class FsspecFiles:
         await self._call("pipe_file", path, data)
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
-        return failures(self.run({path: self.create_one(path, data) for path, data in files.items()}))
+        return failures(self.each_of(files.items(), lambda item: self.create_one(*item), key=lambda item: item[0]))
 
     async def create_one(self, path: str, data: bytes) -> None:
         """Written where none exists (checked just before); one that holds ``data`` already is no failure."""
@@ -244,7 +262,7 @@ class FsspecFiles:
             raise FileExistsError(f"{path.rsplit('/', 1)[-1]} exists already: not overwritten") from None
 
     def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
-        return failures(self.run({removal.path: self.remove_one(*removal) for removal in removals}))
+        return failures(self.each_of(removals, lambda r: self.remove_one(*r), key=lambda r: r.path))
 
     async def remove_one(self, path: str, read: bytes | None, version: str | None = None) -> None:
         """Checked just before (a window of one request): removed only if it holds what was read (or is the
@@ -267,7 +285,7 @@ class FsspecFiles:
     # -- shards ----------------------------------------------------------------------------------------------
 
     def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
-        return self.run({path: self.version_of(path) for path in paths})
+        return self.each_of(paths, self.version_of)
 
     async def version_of(self, path: str) -> str | None:
         """A file's version: its ETag where the file system keeps one, else the digest of its bytes (a time
@@ -410,7 +428,7 @@ class FsspecFiles:
             found = await self._call("find", folder)
             return [path[len(folder) + 1 :] for path in found if path.startswith(f"{folder}/")]
 
-        return self.run({folder: below(folder) for folder in folders})
+        return self.each_of(folders, below)
 
     def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
         """Nothing: an object is written whole in one request (no temporary), and there are no folders."""

@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ..problems import reason
-from ..store import BATCH, Removal, Replacement, digest
+from ..store import Removal, Replacement, digest
 from ..store.layout import REMOVING_V2, RETIRED
 from .documents import encoded
 from .nodes import RunState
@@ -56,19 +56,15 @@ class Removals:
                 for name, read in files.items()
                 if (name == ".zmetadata") == last
             }
-            files = list(removals)
-            for start in range(0, len(files), BATCH):
-                batch = files[start : start + BATCH]
-                problems = {} if self.dry_run else self.store.files.remove(
-                    Removal(path, removals[path][2]) for path in batch
-                )  # fmt: skip
-                for path in batch:
-                    node, relative, _ = removals[path]
-                    if path in problems:
-                        self.report.failures.append((relative, reason(problems[path])))
-                        failed.add(node)
-                    else:
-                        self.report.removed.append(relative)
+            problems = {} if self.dry_run else self.store.files.remove(
+                Removal(path, read) for path, (_, _, read) in removals.items()
+            )  # fmt: skip
+            for path, (node, relative, _) in removals.items():
+                if path in problems:
+                    self.report.failures.append((relative, reason(problems[path])))
+                    failed.add(node)
+                else:
+                    self.report.removed.append(relative)
         self.removed |= {path for path, _, _ in nodes} - failed
         return failed
 
@@ -96,9 +92,8 @@ class Removals:
         then the v2 metadata it kept aside."""
         if self.dry_run:
             return
-        for start in range(0, len(finish.chunks), BATCH):
-            found = self.store.files.versions(finish.chunks[start : start + BATCH])
-            self._remove([Removal(path, None, version) for path, version in found.items() if isinstance(version, str)])
+        found = self.store.files.versions(finish.chunks)
+        self._remove([Removal(path, None, version) for path, version in found.items() if isinstance(version, str)])
         self.store.files.tidy(finish.folders)
         self._remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)])
         self.report.finished_removals.append(finish.array.path)
@@ -148,19 +143,16 @@ class Removals:
             self.report.failures.append((self.store.relative(path), reason(problem)))
 
     def _remove(self, removals: list[Removal], counted: bool = True) -> None:
-        """Files removed, in batches; the chunk files among them counted (where ``counted``), the failures
-        reported."""
+        """Files removed; the chunk files among them counted (where ``counted``), the failures reported."""
         if self.dry_run:
             return
-        for start in range(0, len(removals), BATCH):
-            batch = removals[start : start + BATCH]
-            failures = self.store.files.remove(batch)
-            if counted:
-                self.report.chunks_removed += sum(
-                    removal.path not in failures and not removal.path.endswith(REMOVING_V2) for removal in batch
-                )
-            for path, exc in failures.items():
-                self.report.failures.append((self.store.relative(path), reason(exc)))
+        failures = self.store.files.remove(removals)
+        if counted:
+            self.report.chunks_removed += sum(
+                removal.path not in failures and not removal.path.endswith(REMOVING_V2) for removal in removals
+            )
+        for path, exc in failures.items():
+            self.report.failures.append((self.store.relative(path), reason(exc)))
 
 
 def _chunk_folders(folder: str, removals: Iterable[Removal] | Mapping[str, object]) -> list[str]:

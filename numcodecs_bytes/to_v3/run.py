@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..problems import reason
-from ..store import BATCH, Folder, Store, StoreBatch, StoreOptions, Walk, open_store
+from ..store import Folder, Store, StoreBatch, StoreOptions, Walk, open_store
 from ..store.chunks import Shard
 from ..store.distributed import pack_on_cluster
 from ..store.layout import NODE_FILES, V2_METADATA_FILES, chunk_folders
@@ -279,28 +279,27 @@ class _Run:
         have them (a listing that missed them), else converted from the v2 entry (v2 readers reach them through
         ``.zmetadata`` alone) or left out of a v3 consolidation (their ``zarr.json`` is gone)."""
         missing = self.index.missing_from_walk()
-        for start in range(0, len(missing), BATCH):
-            paths = list(missing)[start : start + BATCH]
-            folders = {path: self.store.path(path) for path in paths}
-            read = self.store.files.read(f"{folders[path]}/{name}" for path in paths for name in READ)
-            found: list[tuple[Folder, str]] = []
-            for path in paths:
-                results = {name: read[f"{folders[path]}/{name}"] for name in READ}
-                present = [name for name, data in results.items() if not isinstance(data, FileNotFoundError)]
-                problem = next((data for data in results.values() if isinstance(data, Exception)), None)
-                if set(present) & set(NODE_FILES):  # its own node: the walk's listing missed it (a .zattrs alone
-                    # makes no node: zarr reads such a node through its .zmetadata entry)
-                    found.append((Folder(folders[path], (), tuple(sorted(present))), path))
-                    self.index.unlisted.add(path)
-                elif problem is not None and not isinstance(problem, FileNotFoundError):
-                    self.index.fail(path, reason(problem))
-                else:
-                    node = self.reader.from_consolidation(Folder(folders[path], (), ()), path, *missing[path])
-                    if node is not None and node.kind == "array":
-                        self._write_arrays([node])
-                    elif node is not None:
-                        self.index.nodes[path] = node
-            self.take_nodes(found, walked=False)
+        paths = list(missing)
+        folders = {path: self.store.path(path) for path in paths}
+        read = self.store.files.read(f"{folders[path]}/{name}" for path in paths for name in READ)
+        found: list[tuple[Folder, str]] = []
+        for path in paths:
+            results = {name: read[f"{folders[path]}/{name}"] for name in READ}
+            present = [name for name, data in results.items() if not isinstance(data, FileNotFoundError)]
+            problem = next((data for data in results.values() if isinstance(data, Exception)), None)
+            if set(present) & set(NODE_FILES):  # its own node: the walk's listing missed it (a .zattrs alone
+                # makes no node: zarr reads such a node through its .zmetadata entry)
+                found.append((Folder(folders[path], (), tuple(sorted(present))), path))
+                self.index.unlisted.add(path)
+            elif problem is not None and not isinstance(problem, FileNotFoundError):
+                self.index.fail(path, reason(problem))
+            else:
+                node = self.reader.from_consolidation(Folder(folders[path], (), ()), path, *missing[path])
+                if node is not None and node.kind == "array":
+                    self._write_arrays([node])
+                elif node is not None:
+                    self.index.nodes[path] = node
+        self.take_nodes(found, walked=False)
 
     # -- groups, and the consolidation -----------------------------------------------------------------------
 

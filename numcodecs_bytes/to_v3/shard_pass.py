@@ -1,9 +1,9 @@
 """The sharding pass of a run: the arrays to shard (or shard anew) taken a round at a time, each round planned,
 packed, checked, switched to its new shards, and cleared of what it read before.
 
-A round holds whole arrays, up to about `store.BATCH` shards (one array of
-more is a round of its own): on disk, a round's shards are at most beside the
-files they replace. Each round:
+A round holds whole arrays, up to about `ROUND` shards (one array of more is
+a round of its own): on disk, a round's shards are at most beside the files
+they replace. Each round:
 
 1. re-reads each array's ``zarr.json`` (one that changed since the metadata
    run read it was written by someone else: left as it is), lists the files
@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from ..problems import reason
-from ..store import BATCH, Removal, Store
+from ..store import Removal, Store
 from ..store.chunks import Packed, Shard, source_path
 from ..store.layout import ChunkKeys
 from .clearing import clear
@@ -42,7 +42,11 @@ from .shards_now import read_shards
 from .switch import Switch
 from .verify import packed_right, unchanged
 
-__all__ = ["Packer", "ShardOptions", "ShardPass"]
+__all__ = ["ROUND", "Packer", "ShardOptions", "ShardPass"]
+
+ROUND = 1000
+"""Shards a round packs at most before its arrays switch and (removing) their files go: what bounds the disk space
+a run holds beside the files its shards replace (one array of more is a round of its own)."""
 
 Packer = Callable[[list[Shard], Callable[[int, int], None]], dict[str, Packed | Exception]]
 """What packs shards: the store's own `Files.pack`, or tasks on a dask cluster."""
@@ -75,7 +79,7 @@ class ShardPass:
         round_: list[ArrayFound] = []
         for array in arrays:
             round_.append(array)
-            if sum(counts[a.path] for a in round_) >= BATCH or len(round_) >= BATCH or array is arrays[-1]:
+            if sum(counts[a.path] for a in round_) >= ROUND or len(round_) >= ROUND or array is arrays[-1]:
                 self._round(round_)
                 round_ = []
         if not self.dry_run:
