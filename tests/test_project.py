@@ -305,3 +305,12 @@ def test_readmes_first_example_runs_with_the_package_alone() -> None:
     assert imported <= {"numpy", "numcodecs", "numcodecs_bytes", *sys.stdlib_module_names}, imported
     install = readme[readme.index("## Install") : first.start()]
     assert "pip install numcodecs-bytes " in install and '"numcodecs-bytes[zarr]"' in install
+
+
+def test_the_mutation_testing_settings_name_files_that_exist() -> None:
+    """setup.cfg's [mutmut] section: every file it mutates and every test file it runs is there (it named test
+    files that had moved)."""
+    section = setup_cfg()["mutmut"]
+    paths = [line.strip() for key in ("only_mutate", "pytest_add_cli_args_test_selection")
+             for line in section[key].splitlines() if line.strip()]  # fmt: skip
+    assert paths and all((ROOT / path).is_file() for path in paths), [p for p in paths if not (ROOT / p).is_file()]

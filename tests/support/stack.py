@@ -38,6 +38,13 @@ ZARR_DROPS_AXES_OF_PARTIAL_READS = ZARR is not None and ZARR >= (3, 1, 6)
 partial-read path too; before, reading such a selection through a codec with partial decoding
 fails inside zarr's pipeline ("could not broadcast input array from shape (5,1,7)")."""
 
+ZARR_READS_WHOLE_SHARDS_IN_BULK = ZARR is not None and ZARR >= (3, 4)
+"""zarr-python 3.4 decodes a whole uncompressed shard in one piece where the inner codec is its ``BytesCodec``
+(``ShardingCodec._decode_full_shard_bulk_if_uncompressed``); before, every inner chunk goes through the codec."""
+
+ZARR_HAS_FUSED_PIPELINE = ZARR is not None and ZARR >= (3, 3)
+"""zarr-python 3.3 added the opt-in ``FusedCodecPipeline``, which calls codecs synchronously."""
+
 HAS_STRING_DTYPE = NUMPY >= (2,)
 """numpy 2.0 added the variable-length ``StringDType`` ('T')."""
 

@@ -45,27 +45,51 @@ zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as
 # -- the rules ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("shape", "chunks", "itemsize", "size", "expected"),
+    [
+        ((8192, 32768), (256, 1024), 4, 64 * 2**20, (512, 32768)),  # the guide's: 32 along the last axis, then 2
+        ((8192, 32768), (256, 1024), 4, 2**20, (256, 1024)),  # one chunk fits
+        ((8192, 32768), (256, 1024), 4, 3 * 2**20 - 1, (256, 2048)),  # two fit, not three
+        ((256, 1024, 1024), (8, 256, 256), 4, 64 * 2**20, (16, 1024, 1024)),  # the module's example
+        ((10, 10), (3, 3), 8, 10**6, (12, 12)),  # the whole array (edge chunks counted whole)
+        ((10, 10), (3, 3), 8, 8 * 9 * 5, (3, 12)),  # a row of four chunks, not a second row
+        ((100,), (7,), 2, 14 * 3 + 13, (21,)),  # three chunks of 14 bytes fit in 55
+        ((5,), (5,), 1, 1, (5,)),  # smaller than a chunk: one (to-v3 leaves such arrays unsharded)
+    ],
+)
+def test_shard_shapes_by_example(
+    shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int, size: int, expected: tuple[int, ...]
+) -> None:
+    assert shard_shape(shape, chunks, itemsize, size) == expected
+
+
 @given(
     st.lists(st.tuples(st.integers(1, 50), st.integers(1, 9)), min_size=1, max_size=4),
     st.sampled_from([1, 2, 4, 8]),
     st.integers(1, 4096),
 )
-def test_a_shard_holds_as_many_whole_chunks_as_fit_from_the_last_axis_to_the_first(
+def test_a_shard_is_whole_rows_of_chunks_then_as_many_chunks_of_the_next_axis_as_fit(
     axes: list[tuple[int, int]], itemsize: int, size: int
 ) -> None:
-    """The oracle: the rule as the guide states it, one axis after another."""
+    """The shape the guide describes, told apart from how the code finds it: the shard holds whole chunks, never
+    more along an axis than the array has; it is every chunk along the last axes, then some along one axis, then
+    one along the axes before it (a block of whole rows in C order); and no larger such block would fit."""
     shape, chunks = [n for n, _ in axes], [c for _, c in axes]
     shard = shard_shape(shape, chunks, itemsize, size)
+    grid = [-(-n // c) for n, c in zip(shape, chunks, strict=True)]
     counts = [s // c for s, c in zip(shard, chunks, strict=True)]
     assert all(s % c == 0 for s, c in zip(shard, chunks, strict=True))
-    grid = [-(-n // c) for n, c in zip(shape, chunks, strict=True)]
     assert all(1 <= k <= g for k, g in zip(counts, grid, strict=True))
     chunk_bytes = math.prod(chunks) * itemsize
     assert math.prod(counts) * chunk_bytes <= max(size, chunk_bytes)  # fits, or is one chunk
-    fit = max(1, size // chunk_bytes)
-    for axis in reversed(range(len(chunks))):  # each axis as large as fits, the last first
-        assert counts[axis] == max(1, min(grid[axis], fit))
-        fit //= counts[axis]
+    partial = [axis for axis, (k, g) in enumerate(zip(counts, grid, strict=True)) if k < g]
+    if partial:  # every chunk along the axes after the last one cut short, one along the axes before it
+        last = partial[-1]
+        assert all(counts[axis] == 1 for axis in range(last))
+        grown = counts.copy()
+        grown[last] += 1  # one chunk more along it does not fit
+        assert math.prod(grown) * chunk_bytes > size
 
 
 @given(st.lists(st.tuples(st.integers(1, 12), st.integers(1, 4), st.integers(1, 3)), min_size=1, max_size=3))
