@@ -1,4 +1,5 @@
-"""Bool decode into ``out``: what checking every byte costs, and what checking in one pass would gain.
+"""Bool decode into ``out``: what checking every byte costs, and what checking in one pass would
+gain.
 
     python benchmarks/bool_check.py             # 16, 32, 64 and 256 MiB (about 30 s)
     python benchmarks/bool_check.py --runs 3    # three runs in a row, each line's spread
@@ -15,10 +16,10 @@ interleaved, on the same bytes and ``out``:
 - ours: ``BytesCodec(dtype="bool").decode(stored, out=out)``;
 - two passes: ours' order in plain code, always on two threads: the largest
   byte of each half, then a split copy;
-- one pass: each of two threads checks a block of 1 MiB and copies it while
-  it is in cache, block after block (blocks of 0.5 to 4 MiB measured alike;
-  64 KiB ones cost more in Python per block than they save). It reads the data once, but a corrupt byte
-  found late leaves the blocks before it written to ``out``: not what ours does.
+- one pass: each of two threads checks a block of 1 MiB and copies it while it is in cache, block
+  after block (blocks of 0.5 to 4 MiB measured alike; 64 KiB ones cost more in Python per block than
+  they save). It reads the data once, but a corrupt byte found late leaves the blocks before it
+  written to ``out``: not what ours does.
 
 A line's figure is memcpy's median time over that way's (above 1.0: faster than memcpy).
 """
@@ -54,7 +55,9 @@ def _halves(length: int, part: Callable[[int, int], T]) -> list[T]:
     return [part(0, half), future.result()]
 
 
-def _ways(mib: int) -> tuple[dict[str, Callable[[], Any]], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def _ways(
+    mib: int,
+) -> tuple[dict[str, Callable[[], Any]], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """The ways, and the bytes they read and the output they write (as uint8)."""
     stored = np.random.default_rng(0).integers(0, 2, mib * MiB, dtype=np.uint8).tobytes()
     source = np.frombuffer(stored, np.uint8)
@@ -99,11 +102,17 @@ def lines(sizes: list[int]) -> dict[str, float]:
             target[...] = 2
             way()
             assert np.array_equal(target, source), name
-        for _ in range(2 * SAMPLES + 1):  # warm-up: pages, threads, and ours learning (SAMPLES calls each way)
+        # warm-up: pages, threads, and ours learning (SAMPLES calls each way)
+        for _ in range(2 * SAMPLES + 1):
             for way in ways.values():
                 way()
-        medians = median_times(ways, max(15, 960 // mib))  # medians of a few rounds swing by 0.1 below 64 MiB
-        figures = {name: medians["memcpy"] / seconds for name, seconds in medians.items() if name != "memcpy"}
+        # medians of a few rounds swing by 0.1 below 64 MiB
+        medians = median_times(ways, max(15, 960 // mib))
+        figures = {
+            name: medians["memcpy"] / seconds
+            for name, seconds in medians.items()
+            if name != "memcpy"
+        }
         for name, ratio in figures.items():
             ratios[f"{mib} MiB {name}"] = ratio
         chosen = {kind: split_choice(kind, mib * MiB) for kind in ("check", "copy into")}
@@ -120,11 +129,18 @@ def lines(sizes: list[int]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=1, help="runs in a row; the spread of each line is reported")
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated sizes in MiB")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="runs in a row; the spread of each line is reported"
+    )
+    parser.add_argument(
+        "--sizes", default=",".join(map(str, SIZES)), help="comma-separated sizes in MiB"
+    )
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.sizes.split(",")]
-    print(f"{describe()}; numcodecs-bytes {numcodecs_bytes.__version__}, {numcodecs_bytes.get_nthreads()} threads")
+    print(
+        f"{describe()}; numcodecs-bytes {numcodecs_bytes.__version__}, "
+        f"{numcodecs_bytes.get_nthreads()} threads"
+    )
     spread: dict[str, list[float]] = {}
     for run in range(args.runs):
         print(f"-- run {run + 1} of {args.runs}: memcpy's time over each way's")

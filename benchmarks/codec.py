@@ -1,4 +1,5 @@
-"""The numcodecs codec against the limit and against what users use instead, side by side in one run.
+"""The numcodecs codec against the limit and against what users use instead, side by side in one
+run.
 
     python benchmarks/codec.py                  # 4 KiB .. 256 MiB, about 2 minutes
     python benchmarks/codec.py --quick          # 4 KiB and 64 KiB, seconds (a smoke test)
@@ -56,7 +57,8 @@ QUICK_SIZES = [4 * KiB, 64 * KiB]
 DTYPES = ["<u2", "<i4", "<f8", "<c16", "|b1"]
 OPS = ["encode", "decode", "decode into out"]
 OURS = "numcodecs-bytes"
-WARM_UP_CALLS = 2 * SAMPLES + 1  # ours learns, per kind and size, whether a split pays: SAMPLES calls each way
+# ours learns, per kind and size, whether a split pays: SAMPLES calls each way
+WARM_UP_CALLS = 2 * SAMPLES + 1
 NOT_COMPARABLE = {("zarr BytesCodec", "decode")}  # a view in stored byte order: no swap happens
 
 
@@ -80,7 +82,8 @@ def _zarr_bytes_codec(
         prototype=default_buffer_prototype(),
     )
     codec = ZarrBytesCodec(endian="big").evolve_from_array_spec(spec)
-    if not hasattr(codec, "_encode_sync"):  # before zarr 3.1.6 its BytesCodec has only the async API
+    # before zarr 3.1.6 its BytesCodec has only the async API
+    if not hasattr(codec, "_encode_sync"):
         return None
     return (
         lambda a: codec._encode_sync(NDBuffer.from_numpy_array(a), spec),
@@ -88,7 +91,9 @@ def _zarr_bytes_codec(
     )
 
 
-def contenders(dtype: np.dtype[Any], data: np.ndarray[Any, Any]) -> dict[str, dict[str, Callable[[], Any]]]:
+def contenders(
+    dtype: np.dtype[Any], data: np.ndarray[Any, Any]
+) -> dict[str, dict[str, Callable[[], Any]]]:
     """For each contender, a zero-argument callable per operation, on this data."""
     swapped = dtype.newbyteorder(">")
     ours = BytesCodec(endian="big", dtype=dtype)
@@ -119,7 +124,10 @@ def contenders(dtype: np.dtype[Any], data: np.ndarray[Any, Any]) -> dict[str, di
     if zarr_codec is not None:
         zarr_encode, zarr_decode = zarr_codec
         zarr_encoded = zarr_encode(data)
-        result["zarr BytesCodec"] = {"encode": lambda: zarr_encode(data), "decode": lambda: zarr_decode(zarr_encoded)}
+        result["zarr BytesCodec"] = {
+            "encode": lambda: zarr_encode(data),
+            "decode": lambda: zarr_decode(zarr_encoded),
+        }
     return result
 
 
@@ -149,15 +157,20 @@ def measure(size: int, repeats: int) -> list[dict[str, Any]]:
             rng.integers(0, 2, size // dtype.itemsize).astype(dtype)
             if dtype.kind == "b"
             else (
-                rng.standard_normal(size // dtype.itemsize * (2 if dtype.kind == "c" else 1)).view(dtype)
+                rng.standard_normal(size // dtype.itemsize * (2 if dtype.kind == "c" else 1)).view(
+                    dtype
+                )
                 if dtype.kind in "fc"
-                else rng.integers(0, 1 << (8 * dtype.itemsize - 2), size // dtype.itemsize).astype(dtype)
+                else rng.integers(0, 1 << (8 * dtype.itemsize - 2), size // dtype.itemsize).astype(
+                    dtype
+                )
             )
         )
         calls = contenders(dtype, data)
         for op in OPS:
             timings: dict[str, list[float]] = {name: [] for name, ops in calls.items() if op in ops}
-            for name in timings:  # warm up: first touch, caches, lazy pools, and ours learning where to split
+            # warm up: first touch, caches, lazy pools, and ours learning where to split
+            for name in timings:
                 for _ in range(WARM_UP_CALLS):
                     calls[name][op]()
             for _ in range(repeats):
@@ -180,7 +193,8 @@ def measure(size: int, repeats: int) -> list[dict[str, Any]]:
 
 
 def copy_free_rows(sizes: list[int], repeats: int) -> list[dict[str, Any]]:
-    """Encode and decode in the stored byte order: views, so the time should not grow with the size."""
+    """Encode and decode in the stored byte order: views, so the time should not grow with the
+    size."""
     rows = []
     for size in sizes:
         data = np.arange(size // 4, dtype="<i4")
@@ -193,7 +207,14 @@ def copy_free_rows(sizes: list[int], repeats: int) -> list[dict[str, Any]]:
         for op, call in calls:
             call()
             samples = [time_calls(call, 4 * KiB) for _ in range(repeats)]
-            rows.append({"size": size, "op": op, "best_s": min(samples), "median_s": statistics.median(samples)})
+            rows.append(
+                {
+                    "size": size,
+                    "op": op,
+                    "best_s": min(samples),
+                    "median_s": statistics.median(samples),
+                }
+            )
     return rows
 
 
@@ -219,10 +240,12 @@ def gbps(size: int, seconds: float) -> float:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """Markdown: per case, throughput median [min-max] of each contender, and our ratio (median times)."""
+    """Markdown: per case, throughput median [min-max] of each contender, and our ratio (median
+    times)."""
     names = ["memcpy", "numpy astype", "numcodecs AsType", "zarr BytesCodec", OURS]
     lines = [
-        "| dtype | size | op | " + " | ".join(f"{n} GB/s" for n in names) + " | ours vs astype / AsType / zarr |",
+        "| dtype | size | op | " + " | ".join(f"{n} GB/s" for n in names) + " | ours vs astype / "
+        "AsType / zarr |",
         "|" + " --- |" * (len(names) + 4),
     ]
     cases: dict[tuple[str, int, str], dict[str, dict[str, Any]]] = {}
@@ -248,12 +271,19 @@ def table(rows: list[dict[str, Any]]) -> str:
             else f"{by_name[n]['median_s'] / ours:.2f}x"
             for n in ("numpy astype", "numcodecs AsType", "zarr BytesCodec")
         ]
-        lines.append(f"| {dtype} | {human(size)} | {op} | " + " | ".join(cells) + " | " + " / ".join(ratios) + " |")
+        lines.append(
+            f"| {dtype} | {human(size)} | {op} | "
+            + " | ".join(cells)
+            + " | "
+            + " / ".join(ratios)
+            + " |"
+        )
     return "\n".join(lines)
 
 
 class LeastWrapper:
-    """The least a codec method in Python can do: check the input's type and dtype, make the numpy call.
+    """The least a codec method in Python can do: check the input's type and dtype, make the numpy
+    call.
 
     Not a codec (it resolves nothing and checks no bytes but bool's): it measures
     the floor of the per-call ratios on the machine at hand. No Python method can
@@ -289,7 +319,9 @@ def per_call_rows(repeats: int) -> list[dict[str, Any]]:
     """A 4 KiB swap per call, against the bare numpy call it wraps and the least wrapper of it."""
     rows = []
     for dtype_str in ("<i4", "<f8"):
-        rows += _interleaved(np.dtype(dtype_str).name, _per_call_cases(np.dtype(dtype_str)), repeats)
+        rows += _interleaved(
+            np.dtype(dtype_str).name, _per_call_cases(np.dtype(dtype_str)), repeats
+        )
     flags = np.random.default_rng(0).integers(0, 2, 4 * KiB).astype(bool)
     bool_codec, least = BytesCodec(dtype="bool"), LeastWrapper(flags.dtype)
     stored = bytes(flags.view(np.uint8))
@@ -310,7 +342,11 @@ def _per_call_cases(dtype: np.dtype[Any]) -> dict[str, Case]:
     as_uint8, as_memoryview = np.frombuffer(encoded, np.uint8), memoryview(encoded)
     out = np.empty_like(data)
     cases: dict[str, Case] = {
-        "encode": (partial(codec.encode, data), partial(least.encode, data), partial(data.astype, swapped))
+        "encode": (
+            partial(codec.encode, data),
+            partial(least.encode, data),
+            partial(data.astype, swapped),
+        )
     }
     for name, buf in (("bytes", encoded), ("uint8", as_uint8), ("memoryview", as_memoryview)):
         cases[f"decode {name}"] = (
@@ -336,7 +372,9 @@ def _interleaved(name: str, cases: dict[str, Case], repeats: int) -> list[dict[s
             for call, times in zip(calls, samples, strict=True):
                 times.append(time_calls(call, 4 * KiB))
         ours_s, least_s, bare_s = (min(times) for times in samples)
-        rows.append({"dtype": name, "op": op, "ours_s": ours_s, "least_s": least_s, "bare_s": bare_s})
+        rows.append(
+            {"dtype": name, "op": op, "ours_s": ours_s, "least_s": least_s, "bare_s": bare_s}
+        )
     return rows
 
 
@@ -344,9 +382,13 @@ PER_CALL_LIMITS = {"encode": 1.4, "decode into out": 1.8}  # decode from any buf
 
 
 def check_targets(
-    rows: list[dict[str, Any]], copy_free: list[dict[str, Any]], per_call: list[dict[str, Any]], peak: int | None
+    rows: list[dict[str, Any]],
+    copy_free: list[dict[str, Any]],
+    per_call: list[dict[str, Any]],
+    peak: int | None,
 ) -> list[str]:
-    """Every target as a PASS/FAIL line with its figure; each is a ratio to a way measured in this run."""
+    """Every target as a PASS/FAIL line with its figure; each is a ratio to a way measured in this
+    run."""
     typical = {(r["dtype"], r["size"], r["op"], r["contender"]): r["median_s"] for r in rows}
     lines = []
 
@@ -357,29 +399,54 @@ def check_targets(
     small, large = min(r["size"] for r in copy_free), max(r["size"] for r in copy_free)
     for op in ("encode", "decode"):
         ratio = best[(large, op)] / best[(small, op)]
-        verdict(ratio <= 3, f"copy-free: {op} in stored order: {human(large)} takes {ratio:.2f}x "
-                            f"the time of {human(small)} (<= 3x)")  # fmt: skip
+        verdict(
+            ratio <= 3,
+            f"copy-free: {op} in stored order: {human(large)} takes {ratio:.2f}x "
+            f"the time of {human(small)} (<= 3x)",
+        )
     for row in per_call:
         ratio = row["ours_s"] / row["bare_s"]
         floor = f"the least wrapper: {row['least_s'] / row['bare_s']:.2f}x"
         if row["dtype"] == "bool":
-            verdict(ratio <= 2, f"per call: bool 4 KiB decode into out: {ratio:.2f}x a plain copy (<= 2x; {floor})")
+            verdict(
+                ratio <= 2,
+                f"per call: bool 4 KiB decode into out: {ratio:.2f}x a plain copy (<= 2x; {floor})",
+            )
             continue
         limit = PER_CALL_LIMITS.get(row["op"], 1.3)
-        verdict(ratio <= limit, f"per call: {row['dtype']} 4 KiB {row['op']}: {ratio:.2f}x the bare numpy call "
-                                f"(<= {limit}x; {floor})")  # fmt: skip
+        verdict(
+            ratio <= limit,
+            f"per call: {row['dtype']} 4 KiB {row['op']}: {ratio:.2f}x the bare "
+            f"numpy call (<= {limit}x; {floor})",
+        )
     for dtype in (np.dtype(d).name for d in DTYPES if np.dtype(d).itemsize > 1):
         for op in ("encode", "decode"):
-            ratio = typical[(dtype, 4 * KiB, op, OURS)] / typical[(dtype, 4 * KiB, op, "numcodecs AsType")]
-            verdict(ratio <= 0.8, f"per call against AsType: {dtype} 4 KiB {op}: {ratio:.2f}x its time (<= 0.8x)")
+            ratio = (
+                typical[(dtype, 4 * KiB, op, OURS)]
+                / typical[(dtype, 4 * KiB, op, "numcodecs AsType")]
+            )
+            verdict(
+                ratio <= 0.8,
+                f"per call against AsType: {dtype} 4 KiB {op}: {ratio:.2f}x its time (<= 0.8x)",
+            )
     for (dtype, size, op, contender), ours in typical.items():
         astype = typical.get((dtype, size, op, "numpy astype"))
-        if contender == OURS and dtype != "bool" and size > 4 * KiB and astype is not None:  # 4 KiB: per call
-            verdict(astype / ours >= 0.95, f"throughput: {dtype} {human(size)} {op}: "
-                                           f"{astype / ours:.2f}x numpy astype's speed (>= 0.95x)")  # fmt: skip
+        # 4 KiB: per call
+        if contender == OURS and dtype != "bool" and size > 4 * KiB and astype is not None:
+            verdict(
+                astype / ours >= 0.95,
+                f"throughput: {dtype} {human(size)} {op}: "
+                f"{astype / ours:.2f}x numpy astype's speed (>= 0.95x)",
+            )
     for size in sorted({r["size"] for r in rows if r["size"] >= 16 * MiB}):
-        ratio = typical[("bool", size, "decode into out", "memcpy")] / typical[("bool", size, "decode into out", OURS)]
-        verdict(ratio >= 0.9, f"bool checks: {human(size)} decode into out: {ratio:.2f}x memcpy's speed (>= 0.9x)")
+        ratio = (
+            typical[("bool", size, "decode into out", "memcpy")]
+            / typical[("bool", size, "decode into out", OURS)]
+        )
+        verdict(
+            ratio >= 0.9,
+            f"bool checks: {human(size)} decode into out: {ratio:.2f}x memcpy's speed (>= 0.9x)",
+        )
     if peak is not None:
         verdict(peak <= MiB, f"memory: extra bytes decoding 64 MiB into out: {peak} (<= 1 MiB)")
     return lines
@@ -393,7 +460,9 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), sharey=True)
     for ax, op in zip(axes, OPS, strict=True):
-        for color, name in enumerate(["memcpy", "numpy astype", "numcodecs AsType", "zarr BytesCodec", OURS]):
+        for color, name in enumerate(
+            ["memcpy", "numpy astype", "numcodecs AsType", "zarr BytesCodec", OURS]
+        ):
             if (name, op) in NOT_COMPARABLE:
                 continue
             points = sorted(
@@ -403,7 +472,14 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             )
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, marker="o", label=name, color=f"C{color}", linewidth=2.5 if name == OURS else 1.2)
+                ax.plot(
+                    xs,
+                    ys,
+                    marker="o",
+                    label=name,
+                    color=f"C{color}",
+                    linewidth=2.5 if name == OURS else 1.2,
+                )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(SIZES, [human(s) for s in SIZES])
@@ -412,7 +488,13 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("throughput, GB/s (median of interleaved runs)")
     axes[0].legend()
-    axes[1].text(0.02, 0.02, "zarr's decode is a view, no swap: not shown", transform=axes[1].transAxes, fontsize=8)
+    axes[1].text(
+        0.02,
+        0.02,
+        "zarr's decode is a view, no swap: not shown",
+        transform=axes[1].transAxes,
+        fontsize=8,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -420,17 +502,30 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="4 KiB and 64 KiB only, 3 repeats")
-    parser.add_argument("--repeats", type=int, default=None, help="interleaved runs per case (default 7, quick 3)")
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="interleaved runs per case (default 7, quick 3)"
+    )
     parser.add_argument("--sizes", help="comma-separated sizes in KiB, e.g. 4,16384,262144")
-    parser.add_argument("--plot", type=Path, help="draw int32's throughput per contender into this PNG file")
+    parser.add_argument(
+        "--plot", type=Path, help="draw int32's throughput per contender into this PNG file"
+    )
     args = parser.parse_args(argv)
-    sizes = [int(kib) * KiB for kib in args.sizes.split(",")] if args.sizes else QUICK_SIZES if args.quick else SIZES
+    sizes = (
+        [int(kib) * KiB for kib in args.sizes.split(",")]
+        if args.sizes
+        else QUICK_SIZES
+        if args.quick
+        else SIZES
+    )
     sizes = sorted({4 * KiB, *sizes})  # the per-call targets read the 4 KiB rows
     repeats = args.repeats or (3 if args.quick else 7)
 
-    print(f"{datetime.date.today()}, {os.cpu_count()} cores, {numcodecs_bytes.get_nthreads()} threads; "
-          f"Python {platform.python_version()}, numpy {np.__version__}, numcodecs {numcodecs.__version__}, "
-          f"numcodecs-bytes {numcodecs_bytes.__version__}\n{describe()}", flush=True)  # fmt: skip
+    print(
+        f"{datetime.date.today()}, {os.cpu_count()} cores, {numcodecs_bytes.get_nthreads()} "
+        f"threads; Python {platform.python_version()}, numpy {np.__version__}, numcodecs "
+        f"{numcodecs.__version__}, numcodecs-bytes {numcodecs_bytes.__version__}\n{describe()}",
+        flush=True,
+    )
     rows: list[dict[str, Any]] = []
     for size in sizes:
         print(f"measuring {human(size)} ...", file=sys.stderr, flush=True)

@@ -1,4 +1,5 @@
-"""Timing contenders side by side (interleaved, in a new order each round, medians), and their spread over runs."""
+"""Timing contenders side by side (interleaved, in a new order each round, medians), and their
+spread over runs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from collections.abc import Callable, Iterator
 
 
 def balanced_orders(names: list[str], rounds: int, seed: int = 0) -> Iterator[list[str]]:
-    """Each round's order: every way once, each way right after every other as often as the rounds allow.
+    """Each round's order: every way once, each way right after every other as often as the rounds
+    allow.
 
     A way's time depends on the way before it (a copy right after a split one
     pays for the half of the data in the other core's cache), so a new shuffle

@@ -1,4 +1,5 @@
-"""Which machine a benchmark ran on: the CPU model and the caches one core sees, as Linux reports them.
+"""Which machine a benchmark ran on: the CPU model and the caches one core sees, as Linux reports
+them.
 
 On a VM the shared cache reported may be the host's whole cache, of which the
 VM gets a share: a table is only comparable with one from the same kind of VM.
@@ -29,14 +30,17 @@ def caches() -> str:
     for index in sorted(_CPU0_CACHES.glob("index*")):
         try:
             level, kind, size, shared = (
-                (index / name).read_text().strip() for name in ("level", "type", "size", "shared_cpu_list")
+                (index / name).read_text().strip()
+                for name in ("level", "type", "size", "shared_cpu_list")
             )
         except OSError:
             continue
         if kind == "Instruction":
             continue
         label = f"L{level}{'d' if kind == 'Data' else ''}"
-        found.append(f"{label} {size} {'per core' if shared.isdigit() else f'shared by cpus {shared}'}")
+        found.append(
+            f"{label} {size} {'per core' if shared.isdigit() else f'shared by cpus {shared}'}"
+        )
     return ", ".join(found) or "caches not reported"
 
 

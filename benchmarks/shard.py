@@ -1,6 +1,7 @@
-"""``to-v3 --shard-size`` against the tools that decode and re-encode to shard, and against a plain copy.
+"""``to-v3 --shard-size`` against the tools that decode and re-encode to shard, and against a plain
+copy.
 
-    python benchmarks/shard.py                          # 1 GiB on the local disk, 64 MiB on S3, 3 rounds
+    python benchmarks/shard.py                # 1 GiB on the local disk, 64 MiB on S3, 3 rounds
     python benchmarks/shard.py --gib 0.25 --s3-mib 16 --rounds 1
 
 The data: a float32 v2 array (8192 x 32768 per GiB, chunks 256 x 1024: 1 MiB
@@ -59,24 +60,34 @@ CHUNK = (256, 1024)
 SHARD_MIB = 64
 TS_CODECS = [
     {"name": "bytes", "configuration": {"endian": "little"}},
-    {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4}},
+    {
+        "name": "blosc",
+        "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4},
+    },
 ]
 
-# One contender's work, run as ``python shard.py --contender NAME SOURCE TARGET ROWS`` in a process of its own.
+# One contender's work, run as ``python shard.py --contender NAME SOURCE TARGET ROWS`` in a process
+# of its own.
 TENSORSTORE = """
 import os, sys, tensorstore as ts
-source, target, shard, endpoint = sys.argv[1], sys.argv[2], [int(n) for n in sys.argv[3].split(",")], sys.argv[4]
+source, target, shard, endpoint = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+shard = [int(n) for n in shard.split(",")]
 def kvstore(path):
     if not path.startswith("s3://"):
         return {"driver": "file", "path": path}
     bucket, _, prefix = path[5:].partition("/")
-    return {"driver": "s3", "bucket": bucket, "path": prefix + "/", "endpoint": endpoint, "aws_region": "us-east-1",
-            "aws_credentials": {"type": "environment"}}
+    return {
+        "driver": "s3", "bucket": bucket, "path": prefix + "/", "endpoint": endpoint,
+        "aws_region": "us-east-1", "aws_credentials": {"type": "environment"},
+    }
 driver = "zarr3" if len(sys.argv) > 5 and sys.argv[5] == "v3" else "zarr"
 src = ts.open({"driver": driver, "kvstore": kvstore(source)}, read=True).result()
 codecs = CODECS
-layout = {"name": "sharding_indexed", "configuration": {"chunk_shape": CHUNK_SHAPE, "codecs": codecs,
-          "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}
+index_codecs = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+layout = {
+    "name": "sharding_indexed",
+    "configuration": {"chunk_shape": CHUNK_SHAPE, "codecs": codecs, "index_codecs": index_codecs},
+}
 dst = ts.open({"driver": "zarr3", "kvstore": kvstore(target), "create": True, "metadata": {
     "shape": list(src.shape), "data_type": "float32", "codecs": [layout],
     "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shard}}}}).result()
@@ -92,8 +103,11 @@ options = {"storage_options": {"endpoint_url": endpoint}} if source.startswith("
 if pipeline == "zarrs":
     zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
 src = zarr.open_array(source, mode="r", zarr_format=2, **options)
-zarr.from_array(target, data=src, chunks=CHUNK_SHAPE, shards=tuple(int(n) for n in shard.split(",")), zarr_format=3,
-                compressors=BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"), filters=None, **options)
+zarr.from_array(
+    target, data=src, chunks=CHUNK_SHAPE, shards=tuple(int(n) for n in shard.split(",")),
+    zarr_format=3, compressors=BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"), filters=None,
+    **options,
+)
 os.sync()
 """.replace("CHUNK_SHAPE", repr(CHUNK))
 
@@ -104,7 +118,8 @@ fs = s3fs.S3FileSystem(config_kwargs={"max_pool_connections": jobs})
 names = [p for p in fs.find(source.removeprefix("s3://")) if p.rsplit("/", 1)[-1][0].isdigit()]
 for start in range(0, len(names), jobs):
     batch = fs.cat(names[start : start + jobs])
-    fs.pipe({target.removeprefix("s3://") + path[len(source) - 5 :]: data for path, data in batch.items()})
+    into = target.removeprefix("s3://")
+    fs.pipe({into + path[len(source) - 5 :]: data for path, data in batch.items()})
 """
 
 
@@ -113,13 +128,21 @@ def write_v2_array(root: Path, rows: int) -> int:
     import numcodecs
     import zarr
 
-    array = zarr.create_array(str(root), shape=(rows, 32768), chunks=CHUNK, dtype="<f4", zarr_format=2,
-                              compressors=numcodecs.Blosc("zstd", 3, numcodecs.Blosc.SHUFFLE))  # fmt: skip
+    array = zarr.create_array(
+        str(root),
+        shape=(rows, 32768),
+        chunks=CHUNK,
+        dtype="<f4",
+        zarr_format=2,
+        compressors=numcodecs.Blosc("zstd", 3, numcodecs.Blosc.SHUFFLE),
+    )
     rng, bitround = np.random.default_rng(0), numcodecs.BitRound(16)
     x = np.linspace(0, 100, 32768, dtype="f4")[None, :]
     for start in range(0, rows, CHUNK[0]):
         y = np.linspace(start / 300, (start + CHUNK[0]) / 300, CHUNK[0], dtype="f4")[:, None]
-        field = np.sin(y) * np.cos(x) * 10 + 280 + rng.normal(0, 0.2, (CHUNK[0], 32768)).astype("f4")
+        field = (
+            np.sin(y) * np.cos(x) * 10 + 280 + rng.normal(0, 0.2, (CHUNK[0], 32768)).astype("f4")
+        )
         array[start : start + CHUNK[0]] = bitround.encode(field).view("f4")
     return sum(p.stat().st_size for p in root.iterdir() if p.name[0].isdigit())
 
@@ -134,14 +157,21 @@ _, status, usage = os.wait4(pid, 0)
 print(time.perf_counter() - start, usage.ru_maxrss, file=sys.stderr)
 sys.exit(os.waitstatus_to_exitcode(status))
 """
-"""Runs a command and says its wall seconds and peak memory (KiB): from a small process, since a child's peak
-memory counts the memory of the process it was forked from (Linux keeps it across exec)."""
+"""Runs a command and says its wall seconds and peak memory (KiB): from a small process, since a
+child's peak memory counts the memory of the process it was forked from (Linux keeps it across
+exec)."""
 
 
 def run_process(command: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """A command's wall seconds and peak memory (MiB), run as a process of its own."""
-    result = subprocess.run([sys.executable, "-c", PEAK, *command], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, check=False)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", PEAK, *command],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
     if result.returncode:
         raise RuntimeError(f"{command[:4]} failed: {result.stderr[-2000:]}")
     seconds, peak = result.stderr.splitlines()[-1].split()
@@ -156,7 +186,12 @@ def equal_samples(source: str, target: str, endpoint: str | None) -> None:
     src = zarr.open_array(source, mode="r", zarr_format=2, **options)
     dst = zarr.open_array(target, mode="r", zarr_format=3, **options)
     rows, columns = src.shape
-    for row, column in ((0, 0), (rows - 300, columns - 2000), (rows // 2, 777), (123, columns // 3)):
+    for row, column in (
+        (0, 0),
+        (rows - 300, columns - 2000),
+        (rows // 2, 777),
+        (123, columns // 3),
+    ):
         region = (slice(row, row + 300), slice(column, column + 2000))
         if not np.array_equal(src[region], dst[region]):
             raise AssertionError(f"{target}: {region} differs from the source")
@@ -176,16 +211,24 @@ class Bench:
                 seconds, peak = contenders[name](round_)
                 self.times.setdefault(name, []).append(seconds)
                 self.memory[name] = max(self.memory.get(name, 0.0), peak)
-            print(f"-- round {round_ + 1} of {self.rounds}: "
-                  + ", ".join(f"{n} {self.times[n][-1]:.2f} s" for n in names), flush=True)  # fmt: skip
+            print(
+                f"-- round {round_ + 1} of {self.rounds}: "
+                + ", ".join(f"{n} {self.times[n][-1]:.2f} s" for n in names),
+                flush=True,
+            )
 
     def table(self, stored: int, floor: str) -> dict[str, float]:
         medians = {name: statistics.median(values) for name, values in self.times.items()}
-        print(f"\n{'contender':<36} {'median s':>9} {'min .. max':>15} {'MB/s':>7} {'peak MiB':>9} {'x floor':>8}")
+        print(
+            f"\n{'contender':<36} {'median s':>9} {'min .. max':>15} {'MB/s':>7} {'peak MiB':>9} "
+            f"{'x floor':>8}"
+        )
         for name, values in self.times.items():
-            print(f"{name:<36} {medians[name]:9.2f} {min(values):6.2f} .. {max(values):5.2f} "
-                  f"{stored / 1e6 / medians[name]:7.0f} {self.memory[name]:9.0f} "
-                  f"{medians[name] / medians[floor]:8.2f}")  # fmt: skip
+            print(
+                f"{name:<36} {medians[name]:9.2f} {min(values):6.2f} .. {max(values):5.2f} "
+                f"{stored / 1e6 / medians[name]:7.0f} {self.memory[name]:9.0f} "
+                f"{medians[name] / medians[floor]:8.2f}"
+            )
         return medians
 
 
@@ -193,10 +236,14 @@ def goals(medians: dict[str, float], floor: str) -> None:
     encoders = [name for name in medians if name.startswith(("tensorstore", "zarr.from_array"))]
     fastest = min(encoders, key=medians.__getitem__)
     added = medians["to-v3 --shard-size"] - medians["to-v3, metadata only"]
-    print(f"\nthe whole run: {medians[fastest] / medians['to-v3 --shard-size']:.1f}x faster than {fastest} "
-          "(goal: 5x or more)")  # fmt: skip
-    print(f"what sharding adds to the metadata-only run: {added:.2f} s, {added / medians[floor]:.2f}x the "
-          f"floor ({floor}; goal: 1.25x or less)")  # fmt: skip
+    print(
+        f"\nthe whole run: {medians[fastest] / medians['to-v3 --shard-size']:.1f}x faster than "
+        f"{fastest} (goal: 5x or more)"
+    )
+    print(
+        f"what sharding adds to the metadata-only run: {added:.2f} s, "
+        f"{added / medians[floor]:.2f}x the floor ({floor}; goal: 1.25x or less)"
+    )
 
 
 def has(module: str) -> bool:
@@ -209,10 +256,14 @@ def local_disk(folder: Path, gib: float, rounds: int) -> None:
     rows = int(8192 * gib) // CHUNK[0] * CHUNK[0]
     source = folder / "v2.zarr"
     stored = write_v2_array(source, rows)
-    shard = ",".join(map(str, shard_shape([rows, 32768], CHUNK, 4, SHARD_MIB * 2**20)))  # ours, by its rule
+    # ours, by its rule
+    shard = ",".join(map(str, shard_shape([rows, 32768], CHUNK, 4, SHARD_MIB * 2**20)))
     raw = rows * 32768 * 4
-    print(f"{rows} x 32768 float32 ({raw / 2**30:.2f} GiB raw, {stored / 1e6:.0f} MB stored, {raw / stored:.1f}x), "
-          f"{rows // CHUNK[0] * 32} chunk files; shards {shard}", flush=True)  # fmt: skip
+    print(
+        f"{rows} x 32768 float32 ({raw / 2**30:.2f} GiB raw, {stored / 1e6:.0f} MB stored, "
+        f"{raw / stored:.1f}x), {rows // CHUNK[0] * 32} chunk files; shards {shard}",
+        flush=True,
+    )
     target = folder / "target.zarr"
     checked: set[str] = set()
 
@@ -224,7 +275,9 @@ def local_disk(folder: Path, gib: float, rounds: int) -> None:
     def ours(options: list[str], name: str) -> Callable[[int], tuple[float, float]]:
         def run(round_: int) -> tuple[float, float]:
             fresh_copy()
-            measured = run_process([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(target), *options])
+            measured = run_process(
+                [sys.executable, "-m", "numcodecs_bytes", "to-v3", str(target), *options]
+            )
             if name not in checked:
                 equal_samples(str(source), str(target), None)
                 checked.add(name)
@@ -236,29 +289,41 @@ def local_disk(folder: Path, gib: float, rounds: int) -> None:
         "to-v3 --shard-size": ours(["--shard-size", f"{SHARD_MIB}MiB"], "ours"),
         "to-v3, metadata only": ours([], "metadata"),
         "cp -r, then sync": writer(
-            ["sh", "-c", f"cp -r '{source}' 'TARGET' && sync"], "cp -r, then sync", target, source, checked
+            ["sh", "-c", f"cp -r '{source}' 'TARGET' && sync"],
+            "cp -r, then sync",
+            target,
+            source,
+            checked,
         ),
     }
     if has("tensorstore"):
         contenders["tensorstore copy"] = writer(
-            [sys.executable, "-c", TENSORSTORE, str(source), "TARGET", shard, "-"], "tensorstore", target, source,
+            [sys.executable, "-c", TENSORSTORE, str(source), "TARGET", shard, "-"],
+            "tensorstore",
+            target,
+            source,
             checked,
-        )  # fmt: skip
+        )
     contenders["zarr.from_array"] = writer(
-        [sys.executable, "-c", FROM_ARRAY, str(source), "TARGET", shard, "-", "zarr"], "zarr.from_array", target,
-        source, checked,
-    )  # fmt: skip
+        [sys.executable, "-c", FROM_ARRAY, str(source), "TARGET", shard, "-", "zarr"],
+        "zarr.from_array",
+        target,
+        source,
+        checked,
+    )
     if has("zarrs"):
         contenders["zarr.from_array, zarrs pipeline"] = writer(
-            [sys.executable, "-c", FROM_ARRAY, str(source), "TARGET", shard, "-", "zarrs"], "zarrs", target, source,
+            [sys.executable, "-c", FROM_ARRAY, str(source), "TARGET", shard, "-", "zarrs"],
+            "zarrs",
+            target,
+            source,
             checked,
-        )  # fmt: skip
+        )
     bench = Bench(rounds)
     bench.run(contenders)
     files_before = sum(1 for _ in source.iterdir())
     fresh_copy()
-    subprocess.run([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(target), "--shard-size",
-                    f"{SHARD_MIB}MiB", "--remove-v2-metadata"], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    shard_removing_v2(target)
     files_after = sum(1 for p in target.rglob("*") if p.is_file())
     print(f"\nfiles: {files_before:,} before (v2), {files_after:,} after --remove-v2-metadata")
     goals(bench.table(stored, "cp -r, then sync"), "cp -r, then sync")
@@ -267,18 +332,31 @@ def local_disk(folder: Path, gib: float, rounds: int) -> None:
     shutil.rmtree(target, ignore_errors=True)
 
 
-def resharding(folder: Path, rows: int, stored: int, fresh_copy: Callable[[], None], target: Path, rounds: int) -> None:
-    """The sharded store (64 MiB shards, v2 files removed) put in shards four times as large: ``reshard``
-    (each inner chunk's bytes moved), against tensorstore copying the array into the new shards (every chunk
-    decoded and encoded), and ``cp -r`` of the sharded store, then ``sync`` (the floor)."""
+def shard_removing_v2(target: Path) -> None:
+    """``to-v3 --shard-size`` (this benchmark's size) with ``--remove-v2-metadata``, quietly."""
+    command = ["to-v3", str(target), "--shard-size", f"{SHARD_MIB}MiB", "--remove-v2-metadata"]
+    subprocess.run(
+        [sys.executable, "-m", "numcodecs_bytes", *command], check=True, stdout=subprocess.DEVNULL
+    )
+
+
+def resharding(
+    folder: Path, rows: int, stored: int, fresh_copy: Callable[[], None], target: Path, rounds: int
+) -> None:
+    """The sharded store (64 MiB shards, v2 files removed) put in shards four times as large:
+    ``reshard`` (each inner chunk's bytes moved), against tensorstore copying the array into the new
+    shards (every chunk decoded and encoded), and ``cp -r`` of the sharded store, then ``sync`` (the
+    floor)."""
     sharded = folder / "sharded.zarr"
     fresh_copy()
-    subprocess.run([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(target), "--shard-size",
-                    f"{SHARD_MIB}MiB", "--remove-v2-metadata"], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    shard_removing_v2(target)
     shutil.rmtree(sharded, ignore_errors=True)
     shutil.move(str(target), sharded)
     shard = ",".join(map(str, shard_shape([rows, 32768], CHUNK, 4, 4 * SHARD_MIB * 2**20)))
-    print(f"\nresharding: shards of {SHARD_MIB} MiB into shards of {4 * SHARD_MIB} MiB ({shard})", flush=True)
+    print(
+        f"\nresharding: shards of {SHARD_MIB} MiB into shards of {4 * SHARD_MIB} MiB ({shard})",
+        flush=True,
+    )
     checked: set[str] = set()
 
     def copy_sharded() -> None:
@@ -288,8 +366,17 @@ def resharding(folder: Path, rows: int, stored: int, fresh_copy: Callable[[], No
 
     def ours(round_: int) -> tuple[float, float]:
         copy_sharded()
-        measured = run_process([sys.executable, "-m", "numcodecs_bytes", "reshard", str(target), "--shard-size",
-                                f"{4 * SHARD_MIB}MiB"])  # fmt: skip
+        measured = run_process(
+            [
+                sys.executable,
+                "-m",
+                "numcodecs_bytes",
+                "reshard",
+                str(target),
+                "--shard-size",
+                f"{4 * SHARD_MIB}MiB",
+            ]
+        )
         if "ours" not in checked:
             equal_samples(str(folder / "v2.zarr"), str(target), None)
             checked.add("ours")
@@ -298,28 +385,39 @@ def resharding(folder: Path, rows: int, stored: int, fresh_copy: Callable[[], No
     contenders = {
         "reshard": ours,
         "cp -r, then sync": writer(
-            ["sh", "-c", f"cp -r '{sharded}' 'TARGET' && sync"], "cp -r, then sync", target, sharded, checked
+            ["sh", "-c", f"cp -r '{sharded}' 'TARGET' && sync"],
+            "cp -r, then sync",
+            target,
+            sharded,
+            checked,
         ),
     }
     if has("tensorstore"):
         contenders["tensorstore copy"] = writer(
-            [sys.executable, "-c", TENSORSTORE, str(sharded), "TARGET", shard, "-", "v3"], "tensorstore", target,
-            folder / "v2.zarr", checked,
-        )  # fmt: skip
+            [sys.executable, "-c", TENSORSTORE, str(sharded), "TARGET", shard, "-", "v3"],
+            "tensorstore",
+            target,
+            folder / "v2.zarr",
+            checked,
+        )
     bench = Bench(rounds)
     bench.run(contenders)
     medians = bench.table(stored, "cp -r, then sync")
     if "tensorstore copy" in medians:
-        print(f"\nresharding: {medians['tensorstore copy'] / medians['reshard']:.1f}x faster than tensorstore copy "
-              f"(goal: 5x or more); {medians['reshard'] / medians['cp -r, then sync']:.2f}x the floor")  # fmt: skip
+        print(
+            f"\nresharding: {medians['tensorstore copy'] / medians['reshard']:.1f}x faster than "
+            "tensorstore copy (goal: 5x or more); "
+            f"{medians['reshard'] / medians['cp -r, then sync']:.2f}x the floor"
+        )
     shutil.rmtree(sharded, ignore_errors=True)
 
 
 def writer(
     command: list[str], name: str, target: Path, source: Path, checked: set[str]
 ) -> Callable[[int], tuple[float, float]]:
-    """A contender that writes ``target`` anew (``TARGET`` in its command): its time and peak memory; the first
-    time, four regions of what it wrote compared with the v2 ``source`` (not for the copy floor)."""
+    """A contender that writes ``target`` anew (``TARGET`` in its command): its time and peak
+    memory; the first time, four regions of what it wrote compared with the v2 ``source`` (not for
+    the copy floor)."""
 
     def run(round_: int) -> tuple[float, float]:
         shutil.rmtree(target, ignore_errors=True)
@@ -334,15 +432,26 @@ def writer(
 
 
 def memory_by_shard_size(raw: int, fresh_copy: Callable[[], None], target: Path) -> None:
-    """Peak memory of ``to-v3 --shard-size --remove-v2-metadata`` on the same data at 16 MiB, 256 MiB and 1 GiB
-    shards (each shard size up to the array's size): memory must not grow with the shard size."""
+    """Peak memory of ``to-v3 --shard-size --remove-v2-metadata`` on the same data at 16 MiB, 256
+    MiB and 1 GiB shards (each shard size up to the array's size): memory must not grow with the
+    shard size."""
     print(f"\n{'shard size':>10} {'shards':>7} {'seconds':>8} {'peak MiB':>9}")
     for mib in (16, 256, 1024):
         if mib * 2**20 > raw and mib != 16:
             continue
         fresh_copy()
-        seconds, peak = run_process([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(target), "--shard-size",
-                                     f"{mib}MiB", "--remove-v2-metadata"])  # fmt: skip
+        seconds, peak = run_process(
+            [
+                sys.executable,
+                "-m",
+                "numcodecs_bytes",
+                "to-v3",
+                str(target),
+                "--shard-size",
+                f"{mib}MiB",
+                "--remove-v2-metadata",
+            ]
+        )
         shards = sum(1 for p in (target / "c").rglob("*") if p.is_file())
         print(f"{mib:>6} MiB {shards:>7} {seconds:8.2f} {peak:9.0f}", flush=True)
 
@@ -356,12 +465,25 @@ def object_store(folder: Path, mib: int, rounds: int, rtt: float) -> None:
     rows = max(CHUNK[0], mib * 2**20 // (32768 * 4) // CHUNK[0] * CHUNK[0])
     local = folder / "s3-source.zarr"
     stored = write_v2_array(local, rows)
-    shard = ",".join(map(str, shard_shape([rows, 32768], CHUNK, 4, SHARD_MIB * 2**20)))  # ours, by its rule
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
-    os.environ.update({key: env[key] for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")})
-    print(f"\nS3 (moto) behind a {rtt * 1000:.0f} ms round trip: {rows} x 32768 float32 ({stored / 1e6:.0f} MB "
-          f"stored), shards {shard}", flush=True)  # fmt: skip
+    # ours, by its rule
+    shard = ",".join(map(str, shard_shape([rows, 32768], CHUNK, 4, SHARD_MIB * 2**20)))
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    os.environ.update(
+        {
+            key: env[key]
+            for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+        }
+    )
+    print(
+        f"\nS3 (moto) behind a {rtt * 1000:.0f} ms round trip: {rows} x 32768 float32 "
+        f"({stored / 1e6:.0f} MB stored), shards {shard}",
+        flush=True,
+    )
     with moto_server() as direct, delaying_proxy(int(direct.rsplit(":", 1)[1]), rtt) as proxied:
         fs = s3fs.S3FileSystem(endpoint_url=direct, skip_instance_cache=True)
         counter = iter(range(10**6))
@@ -373,11 +495,16 @@ def object_store(folder: Path, mib: int, rounds: int, rtt: float) -> None:
             fs.put(str(local), f"{bucket}/v2", recursive=True)
             return bucket
 
-        def contender(name: str, command: Callable[[str], list[str]], in_place: bool) -> Callable[[int], Any]:
+        def contender(
+            name: str, command: Callable[[str], list[str]], in_place: bool
+        ) -> Callable[[int], Any]:
             def run(round_: int) -> tuple[float, float]:
-                bucket = bucket_with_source()  # a bucket a run: moto lists by scanning every key of a bucket
+                # a bucket a run: moto lists by scanning every key of a bucket
+                bucket = bucket_with_source()
                 target = f"s3://{bucket}/{'v2' if in_place else 'v3'}"
-                measured = run_process(command(bucket), env={**env, "FSSPEC_S3_ENDPOINT_URL": proxied})
+                measured = run_process(
+                    command(bucket), env={**env, "FSSPEC_S3_ENDPOINT_URL": proxied}
+                )
                 if name not in checked and "floor" not in name:
                     equal_samples(f"s3://{bucket}/v2", target, direct)
                     checked.add(name)
@@ -387,22 +514,49 @@ def object_store(folder: Path, mib: int, rounds: int, rtt: float) -> None:
             return run
 
         def ours(*options: str) -> Callable[[str], list[str]]:
-            return lambda bucket: [sys.executable, "-m", "numcodecs_bytes", "to-v3", f"s3://{bucket}/v2", *options]
+            return lambda bucket: [
+                sys.executable,
+                "-m",
+                "numcodecs_bytes",
+                "to-v3",
+                f"s3://{bucket}/v2",
+                *options,
+            ]
 
         contenders = {
             "to-v3 --shard-size": contender("ours", ours("--shard-size", f"{SHARD_MIB}MiB"), True),
             "to-v3, metadata only": contender("metadata", ours(), True),
-            "floor: chunk objects copied": contender("floor", lambda bucket: [
-                sys.executable, "-c", S3_FLOOR, f"s3://{bucket}/v2", f"s3://{bucket}/copy", str(JOBS)], True),
-        }  # fmt: skip
+            "floor: chunk objects copied": contender(
+                "floor",
+                lambda bucket: [
+                    sys.executable,
+                    "-c",
+                    S3_FLOOR,
+                    f"s3://{bucket}/v2",
+                    f"s3://{bucket}/copy",
+                    str(JOBS),
+                ],
+                True,
+            ),
+        }
 
         def rewrite(script: str, *extra: str) -> Callable[[str], list[str]]:
-            return lambda bucket: [sys.executable, "-c", script, f"s3://{bucket}/v2", f"s3://{bucket}/v3", shard,
-                                   proxied, *extra]  # fmt: skip
+            return lambda bucket: [
+                sys.executable,
+                "-c",
+                script,
+                f"s3://{bucket}/v2",
+                f"s3://{bucket}/v3",
+                shard,
+                proxied,
+                *extra,
+            ]
 
         if has("tensorstore"):
             contenders["tensorstore copy"] = contender("tensorstore", rewrite(TENSORSTORE), False)
-        contenders["zarr.from_array"] = contender("zarr.from_array", rewrite(FROM_ARRAY, "zarr"), False)
+        contenders["zarr.from_array"] = contender(
+            "zarr.from_array", rewrite(FROM_ARRAY, "zarr"), False
+        )
         bench = Bench(rounds)
         bench.run(contenders)
         goals(bench.table(stored, "floor: chunk objects copied"), "floor: chunk objects copied")
@@ -411,9 +565,13 @@ def object_store(folder: Path, mib: int, rounds: int, rtt: float) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--gib", type=float, default=1.0, help="raw data on the local disk, in GiB")
-    parser.add_argument("--s3-mib", type=int, default=64, help="raw data on S3, in MiB (0: no S3 part)")
+    parser.add_argument(
+        "--s3-mib", type=int, default=64, help="raw data on S3, in MiB (0: no S3 part)"
+    )
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--rtt", type=float, default=0.02, help="round trip the proxy adds on S3, in seconds")
+    parser.add_argument(
+        "--rtt", type=float, default=0.02, help="round trip the proxy adds on S3, in seconds"
+    )
     args = parser.parse_args(argv)
     from machine import describe
 

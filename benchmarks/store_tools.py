@@ -1,4 +1,5 @@
-"""The store tools on an object store with a real round trip: S3 (moto's server) behind a delaying proxy.
+"""The store tools on an object store with a real round trip: S3 (moto's server) behind a delaying
+proxy.
 
     python benchmarks/store_tools.py                       # 100 arrays, 20 ms round trip, one run
     python benchmarks/store_tools.py --arrays 100 --rtt 0.02 --runs 3
@@ -47,8 +48,8 @@ from numcodecs_bytes.store import JOBS
 
 
 def upload(fs: Any, local: Path, bucket: str) -> str:
-    """``local`` as the only store in a new bucket: moto lists a prefix by scanning every key of its bucket (S3
-    keeps an index), so stores sharing a bucket would slow each other's listings."""
+    """``local`` as the only store in a new bucket: moto lists a prefix by scanning every key of its
+    bucket (S3 keeps an index), so stores sharing a bucket would slow each other's listings."""
     fs.mkdir(bucket)
     fs.put(str(local), f"{bucket}/store", recursive=True)
     return f"{bucket}/store"
@@ -90,14 +91,15 @@ def moto_server() -> Iterator[str]:
 
 @contextmanager
 def delaying_proxy(target_port: int, rtt: float) -> Iterator[str]:
-    """A TCP proxy on 127.0.0.1 that holds each piece of data rtt/2 in each direction (a round trip's latency;
-    the pieces of a large body follow each other without a wait of their own)."""
+    """A TCP proxy on 127.0.0.1 that holds each piece of data rtt/2 in each direction (a round
+    trip's latency; the pieces of a large body follow each other without a wait of their own)."""
     port = _free_port()
     loop = asyncio.new_event_loop()
     started = threading.Event()
 
     async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Each piece passed on rtt/2 after it arrived: latency, not a bandwidth (pieces in flight overlap)."""
+        """Each piece passed on rtt/2 after it arrived: latency, not a bandwidth (pieces in flight
+        overlap)."""
         pieces: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
         async def deliver() -> None:
@@ -118,7 +120,9 @@ def delaying_proxy(target_port: int, rtt: float) -> Iterator[str]:
             delivering.cancel()
             writer.close()
 
-    async def handle(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+    async def handle(
+        client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter
+    ) -> None:
         server_reader, server_writer = await asyncio.open_connection("127.0.0.1", target_port)
         await asyncio.gather(pipe(client_reader, server_writer), pipe(server_reader, client_writer))
 
@@ -142,7 +146,9 @@ def delaying_proxy(target_port: int, rtt: float) -> Iterator[str]:
             loop.call_soon_threadsafe(task.cancel)
 
 
-def write_v2_store(root: Path, arrays: int, filtered: bool = True) -> dict[str, np.ndarray[Any, Any]]:
+def write_v2_store(
+    root: Path, arrays: int, filtered: bool = True
+) -> dict[str, np.ndarray[Any, Any]]:
     import zarr
 
     from numcodecs_bytes import BytesCodec
@@ -175,12 +181,25 @@ migrate_v2_to_v3(input_store=zarr.storage.FsspecStore.from_url(sys.argv[1]))
 
 
 def command(args: list[str], endpoint: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
-           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "FSSPEC_S3_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     scripts = {"zarr": ZARR_CONVERTER, "floor": FLOOR}
-    program = ["-c", scripts[args[0]], *args[1:]] if args[0] in scripts else ["-m", "numcodecs_bytes", *args]
+    program = (
+        ["-c", scripts[args[0]], *args[1:]]
+        if args[0] in scripts
+        else ["-m", "numcodecs_bytes", *args]
+    )
     return subprocess.Popen(
-        [sys.executable, *program], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, *program],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -197,7 +216,8 @@ def timed(args: list[str], endpoint: str) -> float:
 FLOOR = """
 import sys, s3fs
 fs = s3fs.S3FileSystem(config_kwargs={"max_pool_connections": int(sys.argv[2])})
-names = [p for p in fs.find(sys.argv[1]) if p.rsplit("/", 1)[-1] in (".zarray", ".zgroup", ".zattrs", ".zmetadata")]
+metadata = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
+names = [p for p in fs.find(sys.argv[1]) if p.rsplit("/", 1)[-1] in metadata]
 fs.cat(names)
 """
 
@@ -213,12 +233,19 @@ COMMANDS = (
 )
 
 
-def one_run(fs: Any, proxied: str, stores: dict[str, Path], run: int, skip_zarr: bool) -> dict[str, float]:
+def one_run(
+    fs: Any, proxied: str, stores: dict[str, Path], run: int, skip_zarr: bool
+) -> dict[str, float]:
     times: dict[str, float] = {}
     floor_store = upload(fs, stores["filter"], f"r{run}-floor")
-    copies = [upload(fs, stores[store], f"r{run}-{number}") for number, (_, store, _) in enumerate(COMMANDS)]
+    copies = [
+        upload(fs, stores[store], f"r{run}-{number}")
+        for number, (_, store, _) in enumerate(COMMANDS)
+    ]
     fs.invalidate_cache()
-    times["floor: list + concurrent cat"] = timed(["floor", f"s3://{floor_store}", str(JOBS)], proxied)
+    times["floor: list + concurrent cat"] = timed(
+        ["floor", f"s3://{floor_store}", str(JOBS)], proxied
+    )
     for number, (name, _, args) in enumerate(COMMANDS):
         if skip_zarr and args == ["zarr"]:
             continue
@@ -227,8 +254,11 @@ def one_run(fs: Any, proxied: str, stores: dict[str, Path], run: int, skip_zarr:
     return times
 
 
-def kill_and_rerun(fs: Any, direct: str, proxied: str, local: Path, written: dict[str, Any], after: float) -> str:
-    """to-v3 --remove-v2-metadata killed after ``after`` seconds, run again, then every array read back."""
+def kill_and_rerun(
+    fs: Any, direct: str, proxied: str, local: Path, written: dict[str, Any], after: float
+) -> str:
+    """to-v3 --remove-v2-metadata killed after ``after`` seconds, run again, then every array read
+    back."""
     import zarr
 
     store = upload(fs, local, "killed")
@@ -245,34 +275,49 @@ def kill_and_rerun(fs: Any, direct: str, proxied: str, local: Path, written: dic
         raise RuntimeError(f"the rerun exited {rerun.returncode}: {err}")
     fs.invalidate_cache()
     left = [p for p in fs.find(store) if p.rsplit("/", 1)[-1].startswith(".z")]
-    group: Any = zarr.open_consolidated(url, zarr_format=3, storage_options={"endpoint_url": direct, "key": "testing",
-                                                                       "secret": "testing"})  # fmt: skip
-    wrong = [name for name, values in written.items() if not np.array_equal(group[name][...], values)]
+    group: Any = zarr.open_consolidated(
+        url,
+        zarr_format=3,
+        storage_options={"endpoint_url": direct, "key": "testing", "secret": "testing"},
+    )
+    wrong = [
+        name for name, values in written.items() if not np.array_equal(group[name][...], values)
+    ]
     if left or wrong or len(group.metadata.consolidated_metadata.metadata) != len(written):
         raise RuntimeError(f"after the rerun: v2 files left {left[:3]}, arrays wrong {wrong[:3]}")
     return (
-        f"killed after {after:.1f} s with {written_before_rerun} zarr.json written; the rerun exited 0 "
-        f"({out.strip().splitlines()[-1]}); all {len(written)} arrays read right through the consolidated v3 "
-        "root, no v2 metadata left"
+        f"killed after {after:.1f} s with {written_before_rerun} zarr.json written; the rerun "
+        f"exited 0 ({out.strip().splitlines()[-1]}); all {len(written)} arrays read right through "
+        "the consolidated v3 root, no v2 metadata left"
     )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arrays", type=int, default=100)
-    parser.add_argument("--rtt", type=float, default=0.02, help="round-trip time the proxy adds, in seconds")
+    parser.add_argument(
+        "--rtt", type=float, default=0.02, help="round-trip time the proxy adds, in seconds"
+    )
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--zarr-runs", type=int, default=None, help="runs of zarr's converter (default: --runs)")
+    parser.add_argument(
+        "--zarr-runs", type=int, default=None, help="runs of zarr's converter (default: --runs)"
+    )
     args = parser.parse_args()
     import s3fs
 
     with tempfile.TemporaryDirectory() as folder, moto_server() as direct:
         local = Path(folder, "store.zarr")
         written = write_v2_store(local, args.arrays)
-        stores = {"filter": local, "legacy": Path(folder, "legacy.zarr"), "plain": Path(folder, "plain.zarr")}
+        stores = {
+            "filter": local,
+            "legacy": Path(folder, "legacy.zarr"),
+            "plain": Path(folder, "plain.zarr"),
+        }
         legacy_copy(local, stores["legacy"])
         write_v2_store(stores["plain"], args.arrays, filtered=False)
-        fs = s3fs.S3FileSystem(endpoint_url=direct, key="testing", secret="testing", skip_instance_cache=True)
+        fs = s3fs.S3FileSystem(
+            endpoint_url=direct, key="testing", secret="testing", skip_instance_cache=True
+        )
         port = int(direct.rsplit(":", 1)[1])
         with delaying_proxy(port, args.rtt) as proxied:
             results: dict[str, list[float]] = {}
@@ -281,14 +326,21 @@ def main() -> int:
                 times = one_run(fs, proxied, stores, run, skip_zarr=run >= zarr_runs)
                 for name, seconds in times.items():
                     results.setdefault(name, []).append(seconds)
-                print(f"-- run {run + 1} of {args.runs}: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()),
-                      flush=True)  # fmt: skip
+                print(
+                    f"-- run {run + 1} of {args.runs}: "
+                    + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()),
+                    flush=True,
+                )
             base = results["floor: list + concurrent cat"]
-            print(f"\n{args.arrays} arrays, {args.rtt * 1000:.0f} ms round trip, {args.runs} run(s):")
+            print(
+                f"\n{args.arrays} arrays, {args.rtt * 1000:.0f} ms round trip, {args.runs} run(s):"
+            )
             for name, runs in results.items():
                 ratio = [s / b for s, b in zip(runs, base, strict=False)]
-                print(f"  {name:<38} {min(runs):7.2f} .. {max(runs):7.2f} s   "
-                      f"floor x {min(ratio):6.1f} .. {max(ratio):6.1f}")  # fmt: skip
+                print(
+                    f"  {name:<38} {min(runs):7.2f} .. {max(runs):7.2f} s   "
+                    f"floor x {min(ratio):6.1f} .. {max(ratio):6.1f}"
+                )
             half = min(results["to-v3"]) / 2
             print("\nkill and rerun: " + kill_and_rerun(fs, direct, proxied, local, written, half))
     return 0

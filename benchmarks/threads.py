@@ -2,7 +2,7 @@
 
     python benchmarks/threads.py             # the full run (about a minute)
     python benchmarks/threads.py --runs 5    # five runs in a row, each line's spread
-    python benchmarks/threads.py --fresh 6   # six new processes, the first 20 calls of every size in each
+    python benchmarks/threads.py --fresh 6   # six new processes, the first 20 calls of every size
 
 The header names the machine: CPU model and caches as Linux reports them
 (benchmarks/machine.py). For each size, ours (the codec as users call it,
@@ -55,7 +55,11 @@ from numcodecs_bytes._threads import SAMPLES, Kind, split_choice
 MiB = 1 << 20
 SIZES = [1, 4, 16, 64, 256]
 # The kind of work each operation is for ours' thread rule.
-KIND: dict[str, Kind] = {"encode": "copy to new", "decode": "copy to new", "decode into out": "copy into"}
+KIND: dict[str, Kind] = {
+    "encode": "copy to new",
+    "decode": "copy to new",
+    "decode into out": "copy into",
+}
 SWAPPED = np.dtype(">i4")
 _pool = ThreadPoolExecutor(1)
 
@@ -76,14 +80,16 @@ def _split_fresh(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[
 def _cases(mib: int, codec: BytesCodec) -> dict[str, dict[str, Callable[[], object]]]:
     """Per operation at ``mib`` MiB: ours and the two plain ways, each on memory of its own.
 
-    Each way writes its own output: decodes into ``out`` each have an ``out`` of their own, and a way that
-    makes a new array keeps its latest one until its next call (so its next array is not the block another
-    way just freed). Shared, the outputs' cache lines would still be held by the core that wrote them last
-    (the helper thread of a split): the next way to write them, whichever it is, paid 2.4x its time here, and
-    a line's median fell on one side or the other of that by chance. Inputs are shared (only read).
+    Each way writes its own output: decodes into ``out`` each have an ``out`` of their own, and a
+    way that makes a new array keeps its latest one until its next call (so its next array is not
+    the block another way just freed). Shared, the outputs' cache lines would still be held by the
+    core that wrote them last (the helper thread of a split): the next way to write them, whichever
+    it is, paid 2.4x its time here, and a line's median fell on one side or the other of that by
+    chance. Inputs are shared (only read).
     """
     data = np.arange(mib * MiB // 4, dtype="<i4")
-    raw = data.astype(SWAPPED).tobytes()  # every decode starts from the stored bytes: plain ways view them per call
+    # every decode starts from the stored bytes: plain ways view them per call
+    raw = data.astype(SWAPPED).tobytes()
     kept: dict[str, object] = {}
 
     def keeping(name: str, call: Callable[[], object]) -> Callable[[], object]:
@@ -115,15 +121,20 @@ def _cases(mib: int, codec: BytesCodec) -> dict[str, dict[str, Callable[[], obje
         "decode into out": {
             "ours": lambda: codec.decode(raw, out=outs["ours"]),
             "one thread": lambda: np.copyto(outs["one thread"], np.frombuffer(raw, SWAPPED)),
-            "one thread again": lambda: np.copyto(outs["one thread again"], np.frombuffer(raw, SWAPPED)),
+            "one thread again": lambda: np.copyto(
+                outs["one thread again"], np.frombuffer(raw, SWAPPED)
+            ),
             "two threads": lambda: _split_into(outs["two threads"], np.frombuffer(raw, SWAPPED)),
-            "two threads again": lambda: _split_into(outs["two threads again"], np.frombuffer(raw, SWAPPED)),
+            "two threads again": lambda: _split_into(
+                outs["two threads again"], np.frombuffer(raw, SWAPPED)
+            ),
         },
     }
 
 
 def _chosen(operation: str, mib: int) -> str:
-    """What ours chose for this line's work in this process: split, one thread, or never split (small)."""
+    """What ours chose for this line's work in this process: split, one thread, or never split
+    (small)."""
     chosen = split_choice(KIND[operation], mib * MiB)
     return "never split" if chosen is None else "split" if chosen else "one thread"
 
@@ -133,9 +144,11 @@ def copy_lines() -> dict[str, float]:
     ratios: dict[str, float] = {}
     codec = BytesCodec(endian="big", dtype="<i4")
     for mib in SIZES:
-        rounds = max(15, 240 // mib)  # 15 at least: fresh 64-256 MiB outputs vary with the huge pages given
+        # 15 at least: fresh 64-256 MiB outputs vary with the huge pages given
+        rounds = max(15, 240 // mib)
         for operation, ways in _cases(mib, codec).items():
-            for _ in range(2 * SAMPLES):  # warm-up: pages, the pool's threads, ours learning (SAMPLES each way)
+            # warm-up: pages, the pool's threads, ours learning (SAMPLES each way)
+            for _ in range(2 * SAMPLES):
                 for way in ways.values():
                     way()
             medians = median_times(ways, rounds)
@@ -149,8 +162,9 @@ def copy_lines() -> dict[str, float]:
             best = "one" if medians["one thread"] <= medians["two threads"] else "two"
             print(
                 f"{mib:4d} MiB {operation:<16} ours {medians['ours'] * 1e3:8.3f} ms  one thread "
-                f"{medians['one thread'] * 1e3:8.3f}  two threads {medians['two threads'] * 1e3:8.3f}  "
-                f"best/ours {ratio:.2f} (best: {best}; ours: {_chosen(operation, mib)}; control {control:.2f})",
+                f"{medians['one thread'] * 1e3:8.3f}  two threads "
+                f"{medians['two threads'] * 1e3:8.3f}  best/ours {ratio:.2f} (best: {best}; ours: "
+                f"{_chosen(operation, mib)}; control {control:.2f})",
                 flush=True,
             )
     return ratios
@@ -183,11 +197,14 @@ print(time.perf_counter() - start)
 
 
 def fresh_process_line(repeats: int = 5) -> float:
-    """A new process's first 20 encodes of 16 MiB: ours over the best plain way (medians of ``repeats``)."""
+    """A new process's first 20 encodes of 16 MiB: ours over the best plain way (medians of
+    ``repeats``)."""
     totals: dict[str, list[float]] = {"ours": [], "one thread": [], "two threads": []}
     for _ in range(repeats):
         for way in totals:
-            result = subprocess.run([sys.executable, "-c", _FRESH, way], capture_output=True, text=True, check=True)
+            result = subprocess.run(
+                [sys.executable, "-c", _FRESH, way], capture_output=True, text=True, check=True
+            )
             totals[way].append(float(result.stdout))
     medians = {way: statistics.median(values) for way, values in totals.items()}
     ratio = medians["ours"] / min(medians["one thread"], medians["two threads"])
@@ -225,22 +242,29 @@ lines = {}
 for mib in (1, 4, 16, 64, 256):
     data = np.arange(mib * MiB // 4, dtype="<i4")
     raw = data.astype(">i4").tobytes()
-    ways = ("ours", "one thread", "two threads", "one thread again", "two threads again")  # again: the control
+    # "again": the control
+    ways = ("ours", "one thread", "two threads", "one thread again", "two threads again")
     outs = {way: np.empty_like(data) for way in ways}  # each way's own (_cases)
     kept = {}
+    big = np.dtype(">i4")
+    keep = kept.__setitem__
+    from_raw = lambda: np.frombuffer(raw, big)  # noqa: E731 (one of the ways: a view of raw)
     cases = {
         "encode": ("copy to new", {
-            "ours": lambda: kept.__setitem__("ours", codec.encode(data)),
-            **{way: lambda way=way: kept.__setitem__(way, data.astype(">i4")) for way in ways[1::2]},
-            **{way: lambda way=way: kept.__setitem__(way, split_new(data, np.dtype(">i4"))) for way in ways[2::2]}}),
+            "ours": lambda: keep("ours", codec.encode(data)),
+            **{way: lambda way=way: keep(way, data.astype(big)) for way in ways[1::2]},
+            **{way: lambda way=way: keep(way, split_new(data, big)) for way in ways[2::2]},
+        }),
         "decode into out": ("copy into", {
             "ours": lambda: codec.decode(raw, out=outs["ours"]),
-            **{way: lambda way=way: np.copyto(outs[way], np.frombuffer(raw, ">i4")) for way in ways[1::2]},
-            **{way: lambda way=way: split_into(outs[way], np.frombuffer(raw, ">i4")) for way in ways[2::2]}}),
+            **{way: lambda way=way: np.copyto(outs[way], from_raw()) for way in ways[1::2]},
+            **{way: lambda way=way: split_into(outs[way], from_raw()) for way in ways[2::2]},
+        }),
     }
     for operation, (kind, ways) in cases.items():
         times = {name: [] for name in ways}
-        for names in balanced_orders(list(ways), 6 + 31, seed):  # each way in turn, in a new order each round
+        # each way in turn, in a new order each round
+        for names in balanced_orders(list(ways), 6 + 31, seed):
             for name in names:
                 start = time.perf_counter()
                 ways[name]()
@@ -255,14 +279,24 @@ print(json.dumps(lines))
 
 
 def fresh_lines(processes: int) -> None:
-    """Each size in ``processes`` new processes: the better plain way over ours, in the first 20 calls (ours
-    learning in them) and in the 31 calls after 6 warm-up calls (medians)."""
+    """Each size in ``processes`` new processes: the better plain way over ours, in the first 20
+    calls (ours learning in them) and in the 31 calls after 6 warm-up calls (medians)."""
     import json
 
-    ratios: dict[str, dict[str, list[float]]] = {"first 20 calls": {}, "after 6 warm-up calls": {}, "control": {}}
+    ratios: dict[str, dict[str, list[float]]] = {
+        "first 20 calls": {},
+        "after 6 warm-up calls": {},
+        "control": {},
+    }
     chosen: dict[str, list[str]] = {}
     for index in range(processes):
-        command = [sys.executable, "-c", _FRESH_ALL, str(index), os.path.dirname(os.path.abspath(__file__))]
+        command = [
+            sys.executable,
+            "-c",
+            _FRESH_ALL,
+            str(index),
+            os.path.dirname(os.path.abspath(__file__)),
+        ]
         result = subprocess.run(command, capture_output=True, text=True, check=True)
         for line, (first, after, choice) in json.loads(result.stdout).items():
             for measure, times in (("first 20 calls", first), ("after 6 warm-up calls", after)):
@@ -270,21 +304,33 @@ def fresh_lines(processes: int) -> None:
                 ratios[measure].setdefault(line, []).append(best / times["ours"])
             # The A/A control: the plain ways timed a second time, after warm-up, as ours is.
             again = min(after["one thread again"], after["two threads again"])
-            ratios["control"].setdefault(line, []).append(min(after["one thread"], after["two threads"]) / again)
+            ratios["control"].setdefault(line, []).append(
+                min(after["one thread"], after["two threads"]) / again
+            )
             chosen.setdefault(line, []).append(choice)
-        latest = ", ".join(f"{line} {values[-1]:.2f}" for line, values in ratios["after 6 warm-up calls"].items())
+        latest = ", ".join(
+            f"{line} {values[-1]:.2f}" for line, values in ratios["after 6 warm-up calls"].items()
+        )
         print(f"-- process {index + 1} of {processes}, after warm-up: {latest}", flush=True)
-    print(f"\n-- {processes} new processes: best plain / ours, min .. max (1.0: as fast as the best way)")
-    print(f"{'line':<24} {'first 20 calls':>16} {'after 6 warm-up':>16} {'control':>16}   ours chose")
+    print(
+        f"\n-- {processes} new processes: best plain / ours, min .. max (1.0: as fast as the best "
+        "way)"
+    )
+    print(
+        f"{'line':<24} {'first 20 calls':>16} {'after 6 warm-up':>16} {'control':>16}   ours chose"
+    )
     for line, values in ratios["first 20 calls"].items():
         after, control = ratios["after 6 warm-up calls"][line], ratios["control"][line]
         choices = ", ".join(f"{chosen[line].count(c)} {c}" for c in sorted(set(chosen[line])))
-        print(f"{line:<24} {min(values):6.2f} .. {max(values):.2f} {min(after):7.2f} .. {max(after):.2f} "
-              f"{min(control):7.2f} .. {max(control):.2f}   {choices}")  # fmt: skip
+        print(
+            f"{line:<24} {min(values):6.2f} .. {max(values):.2f} {min(after):7.2f} .. "
+            f"{max(after):.2f} {min(control):7.2f} .. {max(control):.2f}   {choices}"
+        )
 
 
 def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
-    """A 256 MiB MemoryStore read, 4 MiB chunks: zarr's time over ours, and ours (threads off) over ours."""
+    """A 256 MiB MemoryStore read, 4 MiB chunks: zarr's time over ours, and ours (threads off) over
+    ours."""
     try:
         import zarr
         from zarr.codecs import BytesCodec as ZarrBytesCodec
@@ -295,11 +341,18 @@ def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
         return None
     data = np.arange(32 * MiB, dtype="<f8")  # 256 MiB
     arrays = {}
-    for name, serializer in (("ours", NativeBytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big"))):
+    for name, serializer in (
+        ("ours", NativeBytesCodec(endian="big")),
+        ("zarr", ZarrBytesCodec(endian="big")),
+    ):
         array = zarr.create_array(
-            store=zarr.storage.MemoryStore(), shape=data.shape, chunks=(MiB // 2,), dtype=data.dtype,
-            serializer=serializer, compressors=None,
-        )  # fmt: skip
+            store=zarr.storage.MemoryStore(),
+            shape=data.shape,
+            chunks=(MiB // 2,),
+            dtype=data.dtype,
+            serializer=serializer,
+            compressors=None,
+        )
         array[...] = data
         arrays[name] = array
 
@@ -321,8 +374,9 @@ def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
     threads_ratio = medians["ours, use_threads=False"] / medians["ours"]
     print(
         f"zarr v3, 256 MiB in 4 MiB chunks: ours {medians['ours'] * 1e3:.1f} ms, zarr's own "
-        f"{medians['zarr'] * 1e3:.1f}, ours with use_threads=False {medians['ours, use_threads=False'] * 1e3:.1f}: "
-        f"zarr/ours {zarr_ratio:.2f}, threads off/default {threads_ratio:.2f}",
+        f"{medians['zarr'] * 1e3:.1f}, ours with use_threads=False "
+        f"{medians['ours, use_threads=False'] * 1e3:.1f}: zarr/ours {zarr_ratio:.2f}, threads "
+        f"off/default {threads_ratio:.2f}",
         flush=True,
     )
     return zarr_ratio, threads_ratio
@@ -330,10 +384,17 @@ def zarr_line(rounds: int = 7) -> tuple[float, float] | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=1, help="runs in a row; the spread of each line is reported")
-    parser.add_argument("--fresh", type=int, default=0, metavar="N", help="N new processes' first 20 calls instead")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="runs in a row; the spread of each line is reported"
+    )
+    parser.add_argument(
+        "--fresh", type=int, default=0, metavar="N", help="N new processes' first 20 calls instead"
+    )
     args = parser.parse_args()
-    print(f"{describe()}; numcodecs-bytes {numcodecs_bytes.__version__}, {numcodecs_bytes.get_nthreads()} threads")
+    print(
+        f"{describe()}; numcodecs-bytes {numcodecs_bytes.__version__}, "
+        f"{numcodecs_bytes.get_nthreads()} threads"
+    )
     if args.fresh:
         fresh_lines(args.fresh)
         return 0
@@ -346,7 +407,9 @@ def main() -> int:
         zarr_ratios = zarr_line()
         if zarr_ratios is not None:
             lines.setdefault("zarr v3 read: zarr/ours (>= 0.95)", []).append(zarr_ratios[0])
-            lines.setdefault("zarr v3 read: threads off/default (>= 1.0, noise aside)", []).append(zarr_ratios[1])
+            lines.setdefault("zarr v3 read: threads off/default (>= 1.0, noise aside)", []).append(
+                zarr_ratios[1]
+            )
     print_spread(lines, 58)
     return 0
 

@@ -1,8 +1,8 @@
-"""``numcodecs-bytes to-v3`` on a local disk: against zarr-python's own converter, against its own dry run, and
-with tens of megabytes of attributes against ``json.loads``.
+"""``numcodecs-bytes to-v3`` on a local disk: against zarr-python's own converter, against its own
+dry run, and with tens of megabytes of attributes against ``json.loads``.
 
-    python benchmarks/to_v3.py                  # one run: 5,000 arrays, 20,000 for the disk, 45 MB attributes
-    python benchmarks/to_v3.py --runs 3         # the spread of three runs
+    python benchmarks/to_v3.py           # 5,000 arrays, 20,000 for the disk, 45 MB attributes
+    python benchmarks/to_v3.py --runs 3  # the spread of three runs
 
 1. Each contender converts its own fresh copy of the same v2 store (a group of
    N arrays of ``>i4``, one stored chunk each, no filter: what zarr's
@@ -43,8 +43,16 @@ from zarr.metadata.migrate_v3 import migrate_v2_to_v3
 
 from numcodecs_bytes.to_v3 import convert_store
 
-PLAIN = {"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": ">i4", "compressor": None,
-         "fill_value": 0, "order": "C", "filters": None}  # fmt: skip
+PLAIN = {
+    "zarr_format": 2,
+    "shape": [4],
+    "chunks": [4],
+    "dtype": ">i4",
+    "compressor": None,
+    "fill_value": 0,
+    "order": "C",
+    "filters": None,
+}
 
 
 def _v2_store(root: Path, arrays: int, zarray: dict[str, object], xarray: bool = False) -> Path:
@@ -55,8 +63,11 @@ def _v2_store(root: Path, arrays: int, zarray: dict[str, object], xarray: bool =
         (root / f"a{i}").mkdir()
         (root / f"a{i}" / ".zarray").write_text(text)
         if xarray:
-            (root / f"a{i}" / ".zattrs").write_text(json.dumps({"_ARRAY_DIMENSIONS": ["x"], "units": "K"}))
-        # chunk 0: four big endian int32, distinct (a chunk of one value throughout vouches for no other array)
+            (root / f"a{i}" / ".zattrs").write_text(
+                json.dumps({"_ARRAY_DIMENSIONS": ["x"], "units": "K"})
+            )
+        # chunk 0: four big endian int32, distinct (a chunk of one value throughout vouches for no
+        # other array)
         (root / f"a{i}" / "0").write_bytes(b"".join((i + k).to_bytes(4, "big") for k in range(4)))
     return root
 
@@ -82,7 +93,10 @@ def against_zarr(arrays: int) -> dict[str, float]:
             report = convert_store(Path(folder, store), verify=verify)
             times[name] = time.perf_counter() - start
             assert not report.failures and len(report.converted) == arrays + 1, report.failures
-        assert all(Path(folder, "plain-for-zarr.zarr", f"a{i}", "zarr.json").exists() for i in range(arrays))
+        assert all(
+            Path(folder, "plain-for-zarr.zarr", f"a{i}", "zarr.json").exists()
+            for i in range(arrays)
+        )
     return times
 
 
@@ -108,17 +122,26 @@ def on_the_disk(arrays: int) -> dict[str, float]:
             copy = Path(folder, "copy.zarr")
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(source, copy)
-            subprocess.run(["sync"], check=True)  # the copy's own writes are not the command's to flush
-            times[name], _ = _process(sys.executable, "-m", "numcodecs_bytes", "to-v3", str(copy), *options)
+            # the copy's own writes are not the command's to flush
+            subprocess.run(["sync"], check=True)
+            times[name], _ = _process(
+                sys.executable, "-m", "numcodecs_bytes", "to-v3", str(copy), *options
+            )
         assert len(list(Path(folder, "copy.zarr").glob("*/zarr.json"))) == arrays
     return times
 
 
 def with_large_attributes(megabytes: int) -> dict[str, float]:
-    """to-v3 on a group with ``megabytes`` of attributes, against json.loads and json.dumps of them."""
-    attributes = {f"k{i}": {"values": list(range(i % 50)), "name": "x" * (i % 30), "f": i * 0.5} for i in range(9999)}
+    """to-v3 on a group with ``megabytes`` of attributes, against json.loads and json.dumps of
+    them."""
+    attributes = {
+        f"k{i}": {"values": list(range(i % 50)), "name": "x" * (i % 30), "f": i * 0.5}
+        for i in range(9999)
+    }
     scale = max(1, round(megabytes * 1e6 / len(json.dumps(attributes))))
-    attributes = {f"{key}-{copy}": value for copy in range(scale) for key, value in attributes.items()}
+    attributes = {
+        f"{key}-{copy}": value for copy in range(scale) for key, value in attributes.items()
+    }
     times = {}
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder, "big.zarr")
@@ -127,8 +150,12 @@ def with_large_attributes(megabytes: int) -> dict[str, float]:
         (root / ".zattrs").write_text(json.dumps(attributes))
         times["megabytes"] = (root / ".zattrs").stat().st_size / 1e6
         floor = f"import json; json.dumps(json.loads(open({str(root / '.zattrs')!r}).read()))"
-        times["json.loads + json.dumps"], times["json peak MiB"] = _process(sys.executable, "-c", floor)
-        times["to-v3"], times["to-v3 peak MiB"] = _process(sys.executable, "-m", "numcodecs_bytes", "to-v3", str(root))
+        times["json.loads + json.dumps"], times["json peak MiB"] = _process(
+            sys.executable, "-c", floor
+        )
+        times["to-v3"], times["to-v3 peak MiB"] = _process(
+            sys.executable, "-m", "numcodecs_bytes", "to-v3", str(root)
+        )
         assert json.loads((root / "zarr.json").read_text())["attributes"] == attributes
     times["json peak MiB"] /= 1024
     times["to-v3 peak MiB"] /= 1024
@@ -142,9 +169,15 @@ def _spread(values: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--arrays", type=int, default=5000, help="arrays of the store converted by both")
-    parser.add_argument("--disk-arrays", type=int, default=20000, help="arrays of the store of the disk part")
-    parser.add_argument("--attributes-mb", type=int, default=45, help="megabytes of attributes of one group")
+    parser.add_argument(
+        "--arrays", type=int, default=5000, help="arrays of the store converted by both"
+    )
+    parser.add_argument(
+        "--disk-arrays", type=int, default=20000, help="arrays of the store of the disk part"
+    )
+    parser.add_argument(
+        "--attributes-mb", type=int, default=45, help="megabytes of attributes of one group"
+    )
     args = parser.parse_args()
     ratios, checks, disk, attributes = [], [], [], []
     for run in range(args.runs):
@@ -152,22 +185,36 @@ def main() -> int:
         ratio = times["ours"] / times["zarr's migrate_v2_to_v3"]
         ratios.append(ratio)
         checks.append(times["ours, with the filter"] / times["ours, with the filter, --no-verify"])
-        print(f"-- run {run + 1} of {args.runs}, {args.arrays} arrays: "
-              + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in times.items())
-              + f"; ours/zarr {ratio:.2f}; checked/unchecked {checks[-1]:.2f}", flush=True)  # fmt: skip
+        print(
+            f"-- run {run + 1} of {args.runs}, {args.arrays} arrays: "
+            + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in times.items())
+            + f"; ours/zarr {ratio:.2f}; checked/unchecked {checks[-1]:.2f}",
+            flush=True,
+        )
         local = on_the_disk(args.disk_arrays)
         disk.append(local["to-v3"] / local["to-v3 --dry-run"])
-        print(f"   the disk, {args.disk_arrays} arrays: " + ", ".join(f"{n} {s:.2f} s" for n, s in local.items())
-              + f"; run/dry run {disk[-1]:.2f}", flush=True)  # fmt: skip
+        print(
+            f"   the disk, {args.disk_arrays} arrays: "
+            + ", ".join(f"{n} {s:.2f} s" for n, s in local.items())
+            + f"; run/dry run {disk[-1]:.2f}",
+            flush=True,
+        )
         big = with_large_attributes(args.attributes_mb)
         attributes.append(big["to-v3"] / big["json.loads + json.dumps"])
-        print(f"   {big['megabytes']:.0f} MB of attributes: to-v3 {big['to-v3']:.2f} s "
-              f"({big['to-v3 peak MiB']:.0f} MiB), json.loads + json.dumps {big['json.loads + json.dumps']:.2f} s "
-              f"({big['json peak MiB']:.0f} MiB); to-v3/json {attributes[-1]:.2f}", flush=True)  # fmt: skip
+        print(
+            f"   {big['megabytes']:.0f} MB of attributes: to-v3 {big['to-v3']:.2f} s "
+            f"({big['to-v3 peak MiB']:.0f} MiB), json.loads + json.dumps "
+            f"{big['json.loads + json.dumps']:.2f} s ({big['json peak MiB']:.0f} MiB); to-v3/json "
+            f"{attributes[-1]:.2f}",
+            flush=True,
+        )
     print(f"ours/zarr over the runs: {_spread(ratios)}")
     print(f"the check's cost (with the filter, checked/unchecked) over the runs: {_spread(checks)}")
     print(f"the disk: to-v3 over its dry run, {args.disk_arrays} arrays: {_spread(disk)}")
-    print(f"{args.attributes_mb} MB of attributes: to-v3 over json.loads + json.dumps: {_spread(attributes)}")
+    print(
+        f"{args.attributes_mb} MB of attributes: to-v3 over json.loads + json.dumps: "
+        f"{_spread(attributes)}"
+    )
     return 0
 
 

@@ -51,7 +51,10 @@ def contenders() -> dict[str, tuple[Any, dict[str, Any]]]:
     try:
         import zarrs  # noqa: F401
 
-        found["zarrs pipeline"] = (ZarrBytesCodec(endian="big"), {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
+        found["zarrs pipeline"] = (
+            ZarrBytesCodec(endian="big"),
+            {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"},
+        )
     except ImportError:
         pass
     return found
@@ -69,9 +72,14 @@ def best_times(repeats: int, total: int, chunk: int) -> dict[tuple[str, str, str
                 store: Any = {} if where == "memory" else f"{folder}/{name.replace(' ', '_')}.zarr"
                 with zarr.config.set(settings):
                     arrays[name] = zarr.create_array(
-                        store=store, shape=data.shape, chunks=(chunk // 8,), dtype="<f8",
-                        serializer=serializer, compressors=None, overwrite=True,
-                    )  # fmt: skip
+                        store=store,
+                        shape=data.shape,
+                        chunks=(chunk // 8,),
+                        dtype="<f8",
+                        serializer=serializer,
+                        compressors=None,
+                        overwrite=True,
+                    )
             names = list(ways)
             for repeat in range(repeats):
                 gc.collect()  # once a round; each round starts with another contender
@@ -94,7 +102,10 @@ def best_times(repeats: int, total: int, chunk: int) -> dict[tuple[str, str, str
 
 
 def table(best: dict[tuple[str, str, str], float]) -> str:
-    lines = ["| store | op | contender | best time | its time over ours |", "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "| store | op | contender | best time | its time over ours |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for (where, op, name), seconds in best.items():
         ratio = "-" if name == OURS else f"{seconds / best[(where, op, OURS)]:.2f}x"
         lines.append(f"| {where} | {op} | {name} | {seconds * 1e3:.2f} ms | {ratio} |")
@@ -107,7 +118,10 @@ def check_targets(best: dict[tuple[str, str, str], float]) -> list[str]:
         if name == OURS:
             ratio = best[(where, op, "zarr native")] / best[(where, op, OURS)]
             verdict = "PASS" if ratio >= 1.0 else "FAIL"
-            lines.append(f"{verdict}  whole arrays: {where} {op}: {ratio:.2f}x zarr's own codec's speed (>= 1.0x)")
+            lines.append(
+                f"{verdict}  whole arrays: {where} {op}: {ratio:.2f}x zarr's own codec's "
+                "speed (>= 1.0x)"
+            )
     return lines
 
 
@@ -118,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 5)
     total, chunk = (4 * MiB, MiB) if args.quick else (256 * MiB, 4 * MiB)
-    print(f"zarr {zarr.__version__}: {total // MiB} MiB of float64 in {chunk // MiB} MiB chunks, best of {repeats}")
+    print(
+        f"zarr {zarr.__version__}: {total // MiB} MiB of float64 in {chunk // MiB} MiB chunks, "
+        f"best of {repeats}"
+    )
     best = best_times(repeats, total, chunk)
     print(table(best))
     print()

@@ -1,4 +1,5 @@
-"""The native Zarr v3 codec per chunk, against zarr-python's own BytesCodec, side by side in one run.
+"""The native Zarr v3 codec per chunk, against zarr-python's own BytesCodec, side by side in one
+run.
 
     python benchmarks/zarr_chunks.py            # one run
     python benchmarks/zarr_chunks.py --runs 3   # the spread of three runs
@@ -45,8 +46,13 @@ def _reads(made: dict[str, Any], selection: Any) -> dict[str, Callable[[], objec
 def per_chunk() -> dict[str, float]:
     prototype = default_buffer_prototype()
     dtype = parse_dtype(np.dtype("<f8"), zarr_format=3)
-    spec = ArraySpec(shape=(512,), dtype=dtype, fill_value=dtype.default_scalar(),
-                     config=ArrayConfig.from_dict({}), prototype=prototype)  # fmt: skip
+    spec = ArraySpec(
+        shape=(512,),
+        dtype=dtype,
+        fill_value=dtype.default_scalar(),
+        config=ArrayConfig.from_dict({}),
+        prototype=prototype,
+    )
     data = np.arange(512, dtype="<f8")
     out = np.empty_like(data)
     ways: dict[str, Callable[[], object]] = {}
@@ -56,7 +62,8 @@ def per_chunk() -> dict[str, float]:
         assert encoded is not None
 
         def decode(evolved: Any = evolved, encoded: Any = encoded) -> None:
-            out[...] = evolved._decode_sync(encoded, spec).as_ndarray_like()  # and zarr's copy into its output
+            # and zarr's copy into its output
+            out[...] = evolved._decode_sync(encoded, spec).as_ndarray_like()
 
         ways[name] = decode
     times = median_times(ways, 20_000)
@@ -65,8 +72,14 @@ def per_chunk() -> dict[str, float]:
 
 def arrays(serializer: Any, shape: tuple[int, ...], chunks: tuple[int, ...], store: Any) -> Any:
     data = np.arange(int(np.prod(shape)), dtype="<f8").reshape(shape)
-    array = zarr.create_array(store=store, shape=shape, chunks=chunks, dtype="<f8", serializer=serializer,
-                              compressors=None)  # fmt: skip
+    array = zarr.create_array(
+        store=store,
+        shape=shape,
+        chunks=chunks,
+        dtype="<f8",
+        serializer=serializer,
+        compressors=None,
+    )
     array[...] = data
     return array
 
@@ -75,8 +88,13 @@ def shard_reads(pipeline: str) -> dict[str, float]:
     """A 16 MiB shard of 4096 inner chunks read whole and in part, with ``pipeline``."""
     with zarr.config.set({"codec_pipeline.path": f"zarr.core.codec_pipeline.{pipeline}"}):
         shards = {
-            name: arrays(ShardingCodec(chunk_shape=(512,), codecs=[codec]), (2 * MiB,), (2 * MiB,), {})
-            for name, codec in (("ours", BytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big")))
+            name: arrays(
+                ShardingCodec(chunk_shape=(512,), codecs=[codec]), (2 * MiB,), (2 * MiB,), {}
+            )
+            for name, codec in (
+                ("ours", BytesCodec(endian="big")),
+                ("zarr", ZarrBytesCodec(endian="big")),
+            )
         }
         whole = median_times(_reads(shards, ...), 15)
         part = median_times(_reads(shards, slice(100_000, 900_000)), 15)
@@ -88,11 +106,15 @@ def shard_reads(pipeline: str) -> dict[str, float]:
 
 def whole_reads() -> dict[str, float]:
     lines = shard_reads("BatchedCodecPipeline")
-    if hasattr(codec_pipeline, "FusedCodecPipeline"):  # zarr 3.3+; in 3.4 it decodes whole shards in bulk
+    # zarr 3.3+; in 3.4 it decodes whole shards in bulk
+    if hasattr(codec_pipeline, "FusedCodecPipeline"):
         lines |= shard_reads("FusedCodecPipeline")
     memory = {
         name: arrays(codec, (32 * MiB,), (MiB // 8,), zarr.storage.MemoryStore())
-        for name, codec in (("ours", BytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big")))
+        for name, codec in (
+            ("ours", BytesCodec(endian="big")),
+            ("zarr", ZarrBytesCodec(endian="big")),
+        )
     }
     times = median_times(_reads(memory, ...), 9)
     lines["256 MiB in 1 MiB chunks, MemoryStore read"] = times["ours"] / times["zarr"]
@@ -104,8 +126,15 @@ def one_element() -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         for where in ("MemoryStore", "local disk"):
             made = {}
-            for name, codec in (("ours", BytesCodec(endian="big")), ("zarr", ZarrBytesCodec(endian="big"))):
-                store = zarr.storage.MemoryStore() if where == "MemoryStore" else f"{folder}/{name}.zarr"
+            for name, codec in (
+                ("ours", BytesCodec(endian="big")),
+                ("zarr", ZarrBytesCodec(endian="big")),
+            ):
+                store = (
+                    zarr.storage.MemoryStore()
+                    if where == "MemoryStore"
+                    else f"{folder}/{name}.zarr"
+                )
                 made[name] = arrays(codec, (8 * MiB,), (8 * MiB,), store)
             times = median_times(_reads(made, 123_456), 41)
             lines[f"one element of a 64 MiB chunk, {where}"] = times["ours"] / times["zarr"]

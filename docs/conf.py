@@ -1,8 +1,8 @@
 """Sphinx configuration for the numcodecs-bytes documentation site.
 
-``pip install ".[docs]"`` then ``sphinx-build -W --keep-going docs docs/_build/html``. The command-line
-reference and the data type table are generated from the code at build time (``_generated/``), so
-they say what the installed package does.
+``pip install ".[docs]"`` then ``sphinx-build -W --keep-going docs docs/_build/html``. The
+command-line reference and the data type table are generated from the code at build time
+(``_generated/``), so they say what the installed package does.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ copyright = "numcodecs-bytes contributors"
 release = version = numcodecs_bytes.__version__
 
 extensions = ["myst_parser", "sphinx.ext.autodoc", "numpydoc", "sphinx_copybutton"]
-source_suffix = {".md": "markdown", ".rst": "restructuredtext"}  # numpydoc loads autosummary, which asks for .rst
+# numpydoc loads autosummary, which asks for .rst
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_generated", "README.md"]  # _generated: included by pages, not pages
 myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3
@@ -40,7 +41,8 @@ html_theme_options = {
 }
 html_sidebars = {"index": [], "getting-started": []}  # pages with no section to navigate
 autodoc_member_order = "bysource"
-toc_object_entries_show_parents = "hide"  # the page's table of contents names convert_store, not its whole path
+# the page's table of contents names convert_store, not its whole path
+toc_object_entries_show_parents = "hide"
 # Copy buttons copy what a reader types: a doctest's input lines without their prompts, no output.
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
@@ -52,7 +54,8 @@ nitpicky = False
 
 
 def _generate(folder: Path) -> None:
-    """The command line's --help of each command, its exit codes, and the data type table, from the package."""
+    """The command line's --help of each command, its exit codes, and the data type table, from the
+    package."""
     from numcodecs_bytes.__main__ import EXIT_CODES, data_type_table, main
 
     folder.mkdir(exist_ok=True)

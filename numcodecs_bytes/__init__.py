@@ -57,7 +57,8 @@ register_codec(BytesCodec, codec_id=LEGACY_CODEC_ID)
 
 
 def __getattr__(name: str) -> Any:
-    # The store tools load when used, not with every import of the codec (each dask worker imports it).
+    # The store tools load when used, not with every import of the codec (each dask worker imports
+    # it).
     if name == "migrate_config":
         from .migrate import migrate_config
 

@@ -59,18 +59,30 @@ from typing import Any, Generic, Literal, SupportsIndex, TypeVar, get_args
 
 import numpy as np
 
-__all__ = ["KINDS", "MIN_HELPER_SHARE", "MIN_SPLIT_BYTES", "SAMPLES", "copied_as", "copy_into", "get_nthreads",
-           "in_parts", "set_nthreads", "split_choice", "split_choices"]  # fmt: skip
+__all__ = [
+    "KINDS",
+    "MIN_HELPER_SHARE",
+    "MIN_SPLIT_BYTES",
+    "SAMPLES",
+    "copied_as",
+    "copy_into",
+    "get_nthreads",
+    "in_parts",
+    "set_nthreads",
+    "split_choice",
+    "split_choices",
+]
 
 MIN_SPLIT_BYTES = 2 << 20
-"""Work on fewer bytes is never split: on no machine measured did a split pay there (benchmarks/README.md)."""
+"""Work on fewer bytes is never split: on no machine measured did a split pay there
+(benchmarks/README.md)."""
 
 MIN_HELPER_SHARE = 0.2
 """The least part of an equal share a helper is given, however long helpers take to start."""
 
 SAMPLES = 3
-"""Pairs of timed calls (one each way, back to back) a choice rests on: the way faster in most of them.
-Also how many of the latest splits' helper start delays set the caller's part (`_bounds`)."""
+"""Pairs of timed calls (one each way, back to back) a choice rests on: the way faster in most of
+them. Also how many of the latest splits' helper start delays set the caller's part (`_bounds`)."""
 
 Kind = Literal["copy into", "copy to new", "check", "masked copy into", "masked copy to new"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -85,11 +97,13 @@ _ENV_VAR = "NUMCODECS_BYTES_NTHREADS"
 
 
 def _usable_cores() -> int:
-    """The CPUs this process may run on: its affinity (``taskset``, a container's cpuset), not the machine's.
+    """The CPUs this process may run on: its affinity (``taskset``, a container's cpuset), not the
+    machine's.
 
     A helper thread on a CPU the caller already uses only takes turns with it.
     """
-    process_cpu_count = getattr(os, "process_cpu_count", None)  # Python 3.13: the affinity, or -X cpu_count
+    # Python 3.13: the affinity, or -X cpu_count
+    process_cpu_count = getattr(os, "process_cpu_count", None)
     if process_cpu_count is not None:
         return int(process_cpu_count() or 1)
     if hasattr(os, "sched_getaffinity"):
@@ -128,7 +142,8 @@ def _nthreads_from_env() -> int:
 
 
 class _Learning:
-    """What one kind and size class of work has shown: recent seconds per byte alone, wins of each way, the choice.
+    """What one kind and size class of work has shown: recent seconds per byte alone, wins of each
+    way, the choice.
 
     A choice rests on pairs of calls, one each way back to back, and goes to
     the way faster in most of `SAMPLES` pairs: a slowdown that hits both ways
@@ -141,25 +156,31 @@ class _Learning:
 
     def __init__(self) -> None:
         self.calls = 0
-        self.alone: deque[float] = deque(maxlen=SAMPLES)  # one thread's latest: the caller's share (`_bounds`)
+        # one thread's latest: the caller's share (`_bounds`)
+        self.alone: deque[float] = deque(maxlen=SAMPLES)
         self.choice: bool | None = None
-        # The round under way, None between rounds: pairs won each way (alone, split), and the pair's first
-        # call. The first round learns; a check is a round too, from the other way, and ends after one pair
-        # if that pair agrees with the choice.
+        # The round under way, None between rounds: pairs won each way (alone, split), and the
+        # pair's first call. The first round learns; a check is a round too, from the other way, and
+        # ends after one pair if that pair agrees with the choice.
         self.wins: list[int] | None = [0, 0]
         self.first: tuple[bool, float] | None = None
-        self.bar = 0.0  # one thread's best when the choice was made: a split chosen slower than it is slow
+        # one thread's best when the choice was made: a split chosen slower than it is slow
+        self.bar = 0.0
         self.slow = 0  # splits chosen in a row that were slow: at `SAMPLES`, the next call checks
 
     def next_way(self) -> tuple[bool, Record | None]:
-        """Whether the next call splits, and what takes its time: `add` (it decides), `watch`, or None (untimed)."""
+        """Whether the next call splits, and what takes its time: `add` (it decides), `watch`, or
+        None (untimed)."""
         self.calls += 1
-        if self.wins is None and (self.slow >= SAMPLES or (self.calls >= 16 and self.calls & (self.calls - 1) == 0)):
+        if self.wins is None and (
+            self.slow >= SAMPLES or (self.calls >= 16 and self.calls & (self.calls - 1) == 0)
+        ):
             self.wins, self.slow = [0, 0], 0  # a check: 16, 32, 64, ..., or after slow splits
         if self.wins is None:  # (a choice is made)
             return bool(self.choice), self.watch if self.choice else None
         first = self.first
-        return (self.choice is False) if first is None else not first[0], self.add  # the other way first
+        # the other way first
+        return (self.choice is False) if first is None else not first[0], self.add
 
     def add(self, split: bool, seconds_per_byte: float) -> None:
         if not split:
@@ -181,16 +202,19 @@ class _Learning:
             self.bar, self.slow = min(self.alone), 0
 
     def watch(self, split: bool, seconds_per_byte: float) -> None:
-        """A split chosen, timed: a doubt, never a new choice by itself (a check decides, with both ways' time).
+        """A split chosen, timed: a doubt, never a new choice by itself (a check decides, with both
+        ways' time).
 
-        Kept to a counter: a call that has just copied megabytes finds little of Python's state in the caches,
-        and each thing more it reads costs cache misses (two `min` over the samples cost 2 us a call at 2 MiB).
+        Kept to a counter: a call that has just copied megabytes finds little of Python's state in
+        the caches, and each thing more it reads costs cache misses (two `min` over the samples cost
+        2 us a call at 2 MiB).
         """
         self.slow = self.slow + 1 if seconds_per_byte > self.bar else 0
 
 
 class _Handoff(Generic[T]):
-    """One part given to a helper thread: its result or error, and a lock released when it is done."""
+    """One part given to a helper thread: its result or error, and a lock released when it is
+    done."""
 
     __slots__ = ("done", "error", "part", "result", "start", "started", "stop")
     result: T  # set by the helper, with error None, before done is released
@@ -217,7 +241,8 @@ def _serve(jobs: queue.SimpleQueue[_Handoff[Any] | None]) -> None:
 
 
 class _Pool:
-    """The helper threads of one `set_nthreads` setting: how many are free, and what splitting was found to pay.
+    """The helper threads of one `set_nthreads` setting: how many are free, and what splitting was
+    found to pay.
 
     Helpers wait on a queue and signal each part's end with a lock: a
     concurrent.futures pool costs more per split, in its Python bookkeeping on
@@ -234,9 +259,12 @@ class _Pool:
         self.lock = threading.Lock()
         self.jobs: queue.SimpleQueue[_Handoff[Any] | None] = queue.SimpleQueue()
         self.learning: dict[tuple[Kind, int], _Learning] = {}  # by (kind, size class)
-        self.delays: deque[float] = deque(maxlen=SAMPLES)  # latest splits: seconds from hand-out to helpers' start
+        # latest splits: seconds from hand-out to helpers' start
+        self.delays: deque[float] = deque(maxlen=SAMPLES)
         self.threads = [  # daemons: an idle helper waits in C and must not hold up exit
-            threading.Thread(target=_serve, args=(self.jobs,), name=f"numcodecs-bytes-{index}", daemon=True)
+            threading.Thread(
+                target=_serve, args=(self.jobs,), name=f"numcodecs-bytes-{index}", daemon=True
+            )
             for index in range(self.helpers)
         ]
         for thread in self.threads:
@@ -253,7 +281,8 @@ class _Pool:
             self.free += helpers
 
     def hand_out(self, handoffs: list[_Handoff[Any]]) -> bool:
-        """Queue parts for the helpers; False if the pool was closed meanwhile (the caller does them)."""
+        """Queue parts for the helpers; False if the pool was closed meanwhile (the caller does
+        them)."""
         with self.lock:
             if self.closed:
                 return False
@@ -262,7 +291,8 @@ class _Pool:
         return True
 
     def close(self) -> None:
-        """Stop the helpers once the parts already handed out are done (they come first in the queue)."""
+        """Stop the helpers once the parts already handed out are done (they come first in the
+        queue)."""
         with self.lock:
             self.closed = True
             for _ in range(self.helpers):
@@ -312,14 +342,16 @@ def _get_pool() -> _Pool:
 
 
 use_threads: bool | None = None
-"""From which threads large copies may be split over threads: None (the default) only from the main thread, as
-numcodecs' Blosc (zarr-python and dask call codecs from other threads, in parallel already); True from any
-thread; False never. Users set it as ``numcodecs_bytes.use_threads``, which the package passes on here."""
+"""From which threads large copies may be split over threads: None (the default) only from the main
+thread, as numcodecs' Blosc (zarr-python and dask call codecs from other threads, in parallel
+already); True from any thread; False never. Users set it as ``numcodecs_bytes.use_threads``, which
+the package passes on here."""
 _main_thread = threading.main_thread().ident
 
 
 def _forget_pool_after_fork() -> None:
-    # The child has none of the parent's threads: start afresh, lazily. Its main thread is the one that forked.
+    # The child has none of the parent's threads: start afresh, lazily. Its main thread is the one
+    # that forked.
     global _pool, _lock, _main_thread
     _pool = None
     _lock = threading.Lock()
@@ -341,8 +373,8 @@ def _size_class(nbytes: int) -> int:
 
 
 def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, Record] | None:
-    """None where the work is done on the calling thread and not timed: small, threads not allowed, or one
-    thread chosen (the common case: cheap).
+    """None where the work is done on the calling thread and not timed: small, threads not allowed,
+    or one thread chosen (the common case: cheap).
 
     Else the pool, what the work's kind and size have shown, whether to split
     now, and what takes its time.
@@ -382,8 +414,11 @@ def _bounds(length: int, helpers: int, alone: float | None, delay: float | None)
     return [0, *(first + (length - first) * i // helpers for i in range(helpers + 1))]
 
 
-def _split(pool: _Pool, length: int, part: Callable[[int, int], T], alone: float | None) -> tuple[list[T], int]:
-    """``part(start, stop)`` over ``range(length)``: one contiguous part per free helper, the first here.
+def _split(
+    pool: _Pool, length: int, part: Callable[[int, int], T], alone: float | None
+) -> tuple[list[T], int]:
+    """``part(start, stop)`` over ``range(length)``: one contiguous part per free helper, the first
+    here.
 
     Returns the parts' results in order, and how many helpers took part. With
     no helper free, all the work is the caller's: it never waits for one.
@@ -412,7 +447,8 @@ def _split(pool: _Pool, length: int, part: Callable[[int, int], T], alone: float
 
 
 def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]) -> list[T]:
-    """``part(start, stop)`` over ``range(length)``, split over threads by the rule above; the parts' results.
+    """``part(start, stop)`` over ``range(length)``, split over threads by the rule above; the
+    parts' results.
 
     ``nbytes`` is the size of the work (the bytes read); parts must be independent.
     """
@@ -434,7 +470,12 @@ def _alone(record: Record, nbytes: int, work: Callable[[], T]) -> T:
 
 
 def _run(
-    pool: _Pool, learning: _Learning, record: Record, nbytes: int, length: int, part: Callable[[int, int], T]
+    pool: _Pool,
+    learning: _Learning,
+    record: Record,
+    nbytes: int,
+    length: int,
+    part: Callable[[int, int], T],
 ) -> list[T]:
     """The work split by `_split`, timed (a split that found no helper free measured nothing)."""
     start = time.perf_counter()
@@ -446,7 +487,8 @@ def _run(
 
 
 def split_choice(kind: Kind, nbytes: int) -> bool | None:
-    """Whether this process splits work of this kind and size: None where it has not chosen (yet, or ever)."""
+    """Whether this process splits work of this kind and size: None where it has not chosen (yet, or
+    ever)."""
     pool = _pool
     learning = None if pool is None else pool.learning.get((kind, _size_class(nbytes)))
     return None if learning is None else learning.choice
@@ -485,27 +527,52 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     plan = (
         None
         if src.nbytes < MIN_SPLIT_BYTES
-        or not (_plain(src) and _plain(dst) and dst.shape == src.shape and not np.may_share_memory(dst, src))
+        or not (
+            _plain(src)
+            and _plain(dst)
+            and dst.shape == src.shape
+            and not np.may_share_memory(dst, src)
+        )
         else _split_plan("copy into", src.nbytes)
     )
-    if plan is None:  # (the common case in one plain call: a part of the whole costs microseconds more)
+    # (the common case in one plain call: a part of the whole costs microseconds more)
+    if plan is None:
         dst[...] = src
         return
     pool, learning, split, record = plan
     if not split:
         _alone(record, src.nbytes, lambda: _copy_part(dst, src))
         return
-    _run(pool, learning, record, src.nbytes, len(src), lambda start, stop: _copy_part(dst[start:stop], src[start:stop]))
+    _run(
+        pool,
+        learning,
+        record,
+        src.nbytes,
+        len(src),
+        lambda start, stop: _copy_part(dst[start:stop], src[start:stop]),
+    )
 
 
 def copied_as(src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    """A new array of ``dtype`` holding ``src``: ``src.astype(dtype)``, or the same made by several threads."""
-    plan = None if src.nbytes < MIN_SPLIT_BYTES or not _plain(src) else _split_plan("copy to new", src.nbytes)
+    """A new array of ``dtype`` holding ``src``: ``src.astype(dtype)``, or the same made by several
+    threads."""
+    plan = (
+        None
+        if src.nbytes < MIN_SPLIT_BYTES or not _plain(src)
+        else _split_plan("copy to new", src.nbytes)
+    )
     if plan is None:
         return src.astype(dtype)
     pool, learning, split, record = plan
     if not split:
         return _alone(record, src.nbytes, lambda: src.astype(dtype))
     out = np.empty(src.shape, dtype)
-    _run(pool, learning, record, src.nbytes, len(src), lambda start, stop: _copy_part(out[start:stop], src[start:stop]))
+    _run(
+        pool,
+        learning,
+        record,
+        src.nbytes,
+        len(src),
+        lambda start, stop: _copy_part(out[start:stop], src[start:stop]),
+    )
     return out

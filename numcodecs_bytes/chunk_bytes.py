@@ -1,4 +1,5 @@
-"""A chunk's stored bytes, for the Zarr v3 codec: the plan to decode one, and the block of it a selection needs.
+"""A chunk's stored bytes, for the Zarr v3 codec: the plan to decode one, and the block of it a
+selection needs.
 
 Resolved once per data type, chunk shape and endian (`chunk_plan`); plain
 numpy, no zarr.
@@ -16,7 +17,15 @@ from . import swap
 from .data_types import any_byte_order
 from .swap import ENDIANS, Endian
 
-__all__ = ["SELECTS_NOTHING", "Block", "ChunkPlan", "block", "check_length", "chunk_plan", "decoded"]
+__all__ = [
+    "SELECTS_NOTHING",
+    "Block",
+    "ChunkPlan",
+    "block",
+    "check_length",
+    "chunk_plan",
+    "decoded",
+]
 
 
 class ChunkPlan(NamedTuple):
@@ -27,7 +36,8 @@ class ChunkPlan(NamedTuple):
     elements: int  # in the chunk
     nbytes: int
     resolved: swap.Layout
-    swapped_view: np.dtype[Any] | None  # where numpy holds the type in either byte order: stored bytes as they are
+    # where numpy holds the type in either byte order: stored bytes as they are
+    swapped_view: np.dtype[Any] | None
 
 
 @lru_cache(maxsize=256)
@@ -37,7 +47,8 @@ def chunk_plan(zarr_dtype: Any, shape: tuple[int, ...], endian: Endian | None) -
     count = math.prod(shape)
     swapped_view = None
     if resolved.checks is None and endian is not None and any_byte_order(dtype):
-        swapped_view = dtype.newbyteorder(ENDIANS[endian])  # zarr copies the chunk into its output: that copy swaps
+        # zarr copies the chunk into its output: that copy swaps
+        swapped_view = dtype.newbyteorder(ENDIANS[endian])
     return ChunkPlan(dtype, shape, count, count * dtype.itemsize, resolved, swapped_view)
 
 
@@ -60,7 +71,8 @@ def check_length(data: np.ndarray[Any, Any], plan: ChunkPlan, nbytes: int, start
     if data.nbytes != nbytes:
         expected = f"{nbytes} bytes expected" + (f" from byte {start}" if start else "")
         raise ValueError(
-            f"chunk of {data.nbytes} bytes does not match its shape {plan.shape} of {plan.dtype}: {expected}"
+            f"chunk of {data.nbytes} bytes does not match its shape {plan.shape} of {plan.dtype}: "
+            f"{expected}"
         )
 
 
@@ -76,7 +88,8 @@ SELECTS_NOTHING = Block(0, 0, (), (), (0, -1))
 
 
 def block(shape: tuple[int, ...], selection: Any) -> Block | None:
-    """The contiguous block of a chunk that holds ``chunk[selection]``; None where it is not worked out.
+    """The contiguous block of a chunk that holds ``chunk[selection]``; None where it is not worked
+    out.
 
     Every selected element lies in the span from the C-order position of the
     lowest index on each axis to that of the highest: only the span is read.
@@ -117,20 +130,24 @@ def block(shape: tuple[int, ...], selection: Any) -> Block | None:
     corner = (*lows[: axis + 1], *(0 for _ in shape[axis + 1 :]))
     first = int(np.ravel_multi_index(corner, shape))
     shifted = tuple(
-        shifted_index(index, lows[i] if i <= axis else 0, shape[i], block_shape[i]) for i, index in enumerate(selection)
+        shifted_index(index, lows[i] if i <= axis else 0, shape[i], block_shape[i])
+        for i, index in enumerate(selection)
     )
     span = (int(np.ravel_multi_index(lows, shape)), int(np.ravel_multi_index(highs, shape)))
     return Block(first, math.prod(block_shape), block_shape, shifted, span)
 
 
 def shifted_index(index: Any, low: int, length: int, block_length: int) -> Any:
-    """An axis's index into the block, which holds positions ``low`` to ``low + block_length - 1`` of this axis.
+    """An axis's index into the block, which holds positions ``low`` to ``low + block_length - 1``
+    of this axis.
 
-    Normalised even where ``low`` is 0: a negative index counts from the chunk's end, not the block's.
+    Normalised even where ``low`` is 0: a negative index counts from the chunk's end, not the
+    block's.
     """
     if isinstance(index, slice):
         start, stop, step = index.indices(length)
-        return slice(start - low, stop - low, step)  # (stop > start >= low: slices selecting nothing end earlier)
+        # (stop > start >= low: slices selecting nothing end earlier)
+        return slice(start - low, stop - low, step)
     if isinstance(index, (int, np.integer)):
         return int(index) % length - low
     positions = np.asarray(index)

@@ -20,7 +20,8 @@ __all__ = ["CODEC_ID", "CODEC_IDS", "LEGACY_CODEC_ID", "BytesCodec", "Endian"]
 
 _ndarray = np.ndarray  # looked up once: encode and decode are hot paths
 _CONFIG_KEYS = ("endian", "dtype")
-_BYTE_FORMATS = ("B", "b", "c")  # buffer formats of plain bytes: encoded as elements of the codec's dtype
+# buffer formats of plain bytes: encoded as elements of the codec's dtype
+_BYTE_FORMATS = ("B", "b", "c")
 
 
 def _is_codec_dtype(dtype: np.dtype[Any], resolved: Layout) -> bool:
@@ -84,7 +85,11 @@ class BytesCodec(Codec):
         # Resolved once, here: a bad combination never reaches encode/decode.
         layout = self._layout = None if self._dtype is None else swap.layout(self._dtype, endian)
         # The common case, for which encode and decode call numpy's copy themselves.
-        self._plain_swap = layout if layout is not None and layout.plain_swap and layout.dtype is self._dtype else None
+        self._plain_swap = (
+            layout
+            if layout is not None and layout.plain_swap and layout.dtype is self._dtype
+            else None
+        )
 
     # Read-only: the plan above was validated for exactly these values.
     @property
@@ -108,9 +113,9 @@ class BytesCodec(Codec):
         """
         if self._dtype is None:
             warnings.warn(
-                f"{self!r} has no dtype: a codec made from this config decodes only into an out array, which "
-                "zarr never passes to a Zarr v2 filter (such an array could be written but not read); "
-                "give dtype= (the array's dtype)",
+                f"{self!r} has no dtype: a codec made from this config decodes only into an out "
+                "array, which zarr never passes to a Zarr v2 filter (such an array could be "
+                "written but not read); give dtype= (the array's dtype)",
                 UserWarning,
                 stacklevel=2,
             )
@@ -135,14 +140,20 @@ class BytesCodec(Codec):
             other than ``bytes`` or the legacy ``endian``.
         """
         if not isinstance(config, dict):
-            raise TypeError(f"a bytes codec config is a dict, got {type(config).__name__}: {config!r}")
+            raise TypeError(
+                f"a bytes codec config is a dict, got {type(config).__name__}: {config!r}"
+            )
         config = dict(config)
         codec_id = config.pop("id", cls.codec_id)
         if not isinstance(codec_id, str) or codec_id not in CODEC_IDS:
-            raise ValueError(f"not a bytes codec config: id {codec_id!r} (expected 'bytes' or legacy 'endian')")
+            raise ValueError(
+                f"not a bytes codec config: id {codec_id!r} (expected 'bytes' or legacy 'endian')"
+            )
         unknown = sorted(set(config) - set(_CONFIG_KEYS))
         if unknown:
-            raise ValueError(f"unknown bytes codec config keys {unknown}; allowed: {', '.join(_CONFIG_KEYS)}")
+            raise ValueError(
+                f"unknown bytes codec config keys {unknown}; allowed: {', '.join(_CONFIG_KEYS)}"
+            )
         return cls(**config)
 
     @classmethod
@@ -195,15 +206,20 @@ class BytesCodec(Codec):
     # -- encode / decode -----------------------------------------------------
 
     def _layout_for(self, dtype: np.dtype[Any], what: str, same_byte_order: bool = False) -> Layout:
-        """The layout of data whose dtype is not exactly the codec's: another byte order, or no codec dtype."""
+        """The layout of data whose dtype is not exactly the codec's: another byte order, or no
+        codec dtype."""
         if self._dtype is not None:
             if not same_type(dtype, self._dtype):
-                raise ValueError(f"{what} has dtype {dtype}, but the codec's dtype is {self._dtype}")
-            if same_byte_order and unit_dtype(dtype) != unit_dtype(self._dtype):
-                # decode returns the codec's dtype, which a Zarr v2 array views as its own: other values.
                 raise ValueError(
-                    f"{what} has dtype {dtype}, but the codec's dtype is {self._dtype}, in the other byte order: "
-                    f"decode returns {self._dtype}; encode data of that dtype, or give the codec dtype={dtype.str!r}"
+                    f"{what} has dtype {dtype}, but the codec's dtype is {self._dtype}"
+                )
+            if same_byte_order and unit_dtype(dtype) != unit_dtype(self._dtype):
+                # decode returns the codec's dtype, which a Zarr v2 array views as its own: other
+                # values.
+                raise ValueError(
+                    f"{what} has dtype {dtype}, but the codec's dtype is {self._dtype}, in the "
+                    f"other byte order: decode returns {self._dtype}; encode data of that dtype, "
+                    f"or give the codec dtype={dtype.str!r}"
                 )
         return swap.layout(dtype, self._endian)
 
@@ -237,11 +253,16 @@ class BytesCodec(Codec):
             For object arrays, or a raw buffer when the codec has no dtype.
         """
         plain = self._plain_swap
-        if plain is not None and type(buf) is _ndarray and buf.dtype is plain.dtype and buf.nbytes < MIN_SPLIT_BYTES:
-            # The common case: numpy's one copy, called here. Where a copy has pushed the codec out of the
-            # caches, each Python step more costs about 1% of a 1 MiB copy (benchmarks/README.md).
-            # As below: a 1-D array of any strides in element order; others in memory order where C- or
-            # F-contiguous (order "A"), else in C order.
+        if (
+            plain is not None
+            and type(buf) is _ndarray
+            and buf.dtype is plain.dtype
+            and buf.nbytes < MIN_SPLIT_BYTES
+        ):
+            # The common case: numpy's one copy, called here. Where a copy has pushed the codec out
+            # of the caches, each Python step more costs about 1% of a 1 MiB copy
+            # (benchmarks/README.md). As below: a 1-D array of any strides in element order; others
+            # in memory order where C- or F-contiguous (order "A"), else in C order.
             if buf.ndim == 1:
                 return buf.astype(plain.stored_dtype)
             return buf.astype(plain.stored_dtype, "A").ravel("K")
@@ -250,7 +271,8 @@ class BytesCodec(Codec):
         elif isinstance(buf, _ndarray):
             array = buf.view(_ndarray)
         elif isinstance(buf, np.generic):
-            array = np.asarray(buf)  # a numpy scalar is a 0-d array: its dtype is checked as an array's
+            # a numpy scalar is a 0-d array: its dtype is checked as an array's
+            array = np.asarray(buf)
         else:
             array = self._raw_or_typed(buf)
         resolved = self._layout
@@ -259,22 +281,28 @@ class BytesCodec(Codec):
         return swap.encode(array, resolved)
 
     def _raw_or_typed(self, buf: Any) -> np.ndarray[Any, Any]:
-        """A buffer to encode: elements of the codec's dtype if it is plain bytes, else an array of its own type."""
+        """A buffer to encode: elements of the codec's dtype if it is plain bytes, else an array of
+        its own type."""
         try:
             view = memoryview(buf)
         except TypeError:
             raise TypeError(
-                f"expected an array or a buffer (bytes, bytearray, memoryview, array.array), got {type(buf).__name__}"
+                "expected an array or a buffer (bytes, bytearray, memoryview, array.array), got "
+                f"{type(buf).__name__}"
             ) from None
         if view.format.lstrip("@=<>!") not in _BYTE_FORMATS:
             # A typed buffer (array.array("f"), a memoryview of floats) says what its elements are:
-            # they are checked against the codec's dtype as an array's would be, never reinterpreted.
+            # they are checked against the codec's dtype as an array's would be, never
+            # reinterpreted.
             try:
                 return np.asarray(view)
             except (TypeError, ValueError, NotImplementedError):
                 raise TypeError(f"cannot read a buffer of format {view.format!r}") from None
         if self._dtype is None:
-            raise TypeError(f"encoding a raw {type(buf).__name__} needs the codec's dtype; give BytesCodec(dtype=...)")
+            raise TypeError(
+                f"encoding a raw {type(buf).__name__} needs the codec's dtype; give "
+                "BytesCodec(dtype=...)"
+            )
         return swap.elements_view(view, self._dtype)
 
     def decode(self, buf: Any, out: Any = None) -> np.ndarray[Any, Any]:
@@ -308,15 +336,17 @@ class BytesCodec(Codec):
         """
         plain = self._plain_swap
         if plain is not None and type(buf) is bytes and len(buf) < MIN_SPLIT_BYTES:
-            # The common cases, numpy's one copy called here (as in encode): into a new array, or into a
-            # writable C-contiguous ``out`` of the codec's dtype and exactly as many bytes.
+            # The common cases, numpy's one copy called here (as in encode): into a new array, or
+            # into a writable C-contiguous ``out`` of the codec's dtype and exactly as many bytes.
             if out is None:
                 if len(buf) % plain.dtype.itemsize == 0:
                     return np.frombuffer(buf, plain.stored_dtype).astype(plain.dtype)
             elif type(out) is _ndarray and out.dtype is plain.dtype and out.nbytes == len(buf):
                 flags = out.flags
                 if flags.c_contiguous and flags.writeable:
-                    (out if out.ndim == 1 else out.reshape(-1))[...] = np.frombuffer(buf, plain.stored_dtype)
+                    (out if out.ndim == 1 else out.reshape(-1))[...] = np.frombuffer(
+                        buf, plain.stored_dtype
+                    )
                     return out
         if out is None:
             resolved = self._layout
@@ -338,16 +368,22 @@ class BytesCodec(Codec):
             # (Its dtype is checked with the layout: object dtypes are refused there.)
             flags = array.flags
             if not flags.forc:
-                raise ValueError(f"out must be C- or F-contiguous; got a strided array of shape {array.shape}")
+                raise ValueError(
+                    f"out must be C- or F-contiguous; got a strided array of shape {array.shape}"
+                )
             if not flags.writeable:
                 raise ValueError("out is read-only")
             return array if array.ndim == 1 else array.ravel("K")
         if self._dtype is None:
-            raise ValueError("decoding into a buffer needs the codec's dtype; give BytesCodec(dtype=...)")
+            raise ValueError(
+                "decoding into a buffer needs the codec's dtype; give BytesCodec(dtype=...)"
+            )
         try:
             view = memoryview(out)
         except TypeError:
-            raise TypeError(f"out must be a numpy array or a writable buffer, got {type(out).__name__}") from None
+            raise TypeError(
+                f"out must be a numpy array or a writable buffer, got {type(out).__name__}"
+            ) from None
         if view.readonly:
             raise ValueError(f"out is read-only ({type(out).__name__})")
         data = swap.byte_view(view)
@@ -375,7 +411,9 @@ class BytesCodec(Codec):
         if dtype is None and isinstance(out, _ndarray):
             dtype = out.dtype
         if dtype is None:
-            raise ValueError("decode_partial needs a dtype: give BytesCodec(dtype=...) or an out array")
+            raise ValueError(
+                "decode_partial needs a dtype: give BytesCodec(dtype=...) or an out array"
+            )
         if dtype.itemsize == 0:
             raise ValueError(f"cannot decode elements of dtype {dtype}: it has zero-sized elements")
         bounds = []
@@ -392,7 +430,8 @@ class BytesCodec(Codec):
         total = data.size // dtype.itemsize
         if first + count > total:
             raise ValueError(
-                f"elements {first}..{first + count} are out of range: the buffer holds {total} elements of {dtype}"
+                f"elements {first}..{first + count} are out of range: the buffer holds {total} "
+                f"elements of {dtype}"
             )
         return self.decode(data[first * dtype.itemsize : (first + count) * dtype.itemsize], out=out)
 

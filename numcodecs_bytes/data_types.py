@@ -120,29 +120,34 @@ class DataType(NamedTuple):
 # rather than swapped wrongly.
 ML_DTYPES_NAMES = (
     "bfloat16",
-    *(f"float8_{v}" for v in ("e3m4", "e4m3", "e4m3b11fnuz", "e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz", "e8m0fnu")),
-    "float4_e2m1fn",
-    "float6_e2m3fn",
-    "float6_e3m2fn",
-    "int2",
-    "int4",
-    "uint2",
-    "uint4",
+    *(f"float8_{v}" for v in "e3m4 e4m3 e4m3b11fnuz e4m3fn e4m3fnuz e5m2 e5m2fnuz e8m0fnu".split()),
+    *"float4_e2m1fn float6_e2m3fn float6_e3m2fn int2 int4 uint2 uint4".split(),
 )
 
 
 _MAX_COUNT = 2**31 - 1  # numpy's limit for itemsizes and datetime scale factors
-# As the extension registry's numpy.datetime64/timedelta64 schemas list them: "μs" is "us" spelled as numpy
-# also accepts it, "generic" numpy's unitless type (``<M8``), whose scale factor numpy drops.
-_TIME_UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic")
+# As the extension registry's numpy.datetime64/timedelta64 schemas list them: "μs" is "us" spelled
+# as numpy also accepts it, "generic" numpy's unitless type (``<M8``), whose scale factor numpy
+# drops.
+_TIME_UNITS = tuple("Y M W D h m s ms us μs ns ps fs as generic".split())
 
 
-def _whole_number(configuration: Mapping[str, Any], key: str, default: int | None = None, multiple_of: int = 1) -> int:
-    """``configuration[key]``: an int from 1 to 2**31 - 1 and a multiple of ``multiple_of``, else ValueError."""
+def _whole_number(
+    configuration: Mapping[str, Any], key: str, default: int | None = None, multiple_of: int = 1
+) -> int:
+    """``configuration[key]``: an int from 1 to 2**31 - 1 and a multiple of ``multiple_of``, else
+    ValueError."""
     value = configuration.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_COUNT or value % multiple_of:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 1 <= value <= _MAX_COUNT
+        or value % multiple_of
+    ):
         multiple = f", a multiple of {multiple_of}" if multiple_of > 1 else ""
-        raise ValueError(f"{key} must be a whole number from 1 to {_MAX_COUNT}{multiple}, got {value!r}")
+        raise ValueError(
+            f"{key} must be a whole number from 1 to {_MAX_COUNT}{multiple}, got {value!r}"
+        )
     return value
 
 
@@ -156,11 +161,15 @@ def _time_unit(generic: str, configuration: Mapping[str, Any]) -> str:
 
 
 def _struct_fields(configuration: Mapping[str, Any]) -> list[Any]:
-    """A struct's fields: each ``[name, data_type]`` (zarr 3.1) or ``{"name", "data_type"}`` (zarr 3.3+)."""
+    """A struct's fields: each ``[name, data_type]`` (zarr 3.1) or ``{"name", "data_type"}`` (zarr
+    3.3+)."""
     fields = configuration["fields"]
     if not isinstance(fields, list):
         raise TypeError(f"fields must be a list, got {fields!r}")
-    return [[field["name"], field["data_type"]] if isinstance(field, Mapping) else field for field in fields]
+    return [
+        [field["name"], field["data_type"]] if isinstance(field, Mapping) else field
+        for field in fields
+    ]
 
 
 def _rows() -> list[DataType]:
@@ -181,31 +190,62 @@ def _rows() -> list[DataType]:
         DataType("complex64", np.dtype("<c8"), C),
         DataType("complex128", np.dtype("<c16"), C),
         DataType(
-            "numpy.datetime64", np.dtype("<M8"), E, family=True, swap_as_units=True,
-            from_configuration=partial(_time_unit, "<M8"), example="<M8[ns]",
+            "numpy.datetime64",
+            np.dtype("<M8"),
+            E,
+            family=True,
+            swap_as_units=True,
+            from_configuration=partial(_time_unit, "<M8"),
+            example="<M8[ns]",
         ),
         DataType(
-            "numpy.timedelta64", np.dtype("<m8"), E, family=True, swap_as_units=True,
-            from_configuration=partial(_time_unit, "<m8"), example="<m8[s]",
+            "numpy.timedelta64",
+            np.dtype("<m8"),
+            E,
+            family=True,
+            swap_as_units=True,
+            from_configuration=partial(_time_unit, "<m8"),
+            example="<m8[s]",
         ),
         DataType(
-            "r*", np.dtype("V"), N, family=True, aliases=("raw_bytes",),
-            from_configuration=lambda c: f"V{_whole_number(c, 'length_bytes')}", example="r32",
+            "r*",
+            np.dtype("V"),
+            N,
+            family=True,
+            aliases=("raw_bytes",),
+            from_configuration=lambda c: f"V{_whole_number(c, 'length_bytes')}",
+            example="r32",
         ),
         DataType(
-            "null_terminated_bytes", np.dtype("S"), N, family=True,
-            from_configuration=lambda c: f"S{_whole_number(c, 'length_bytes')}", example="S16",
+            "null_terminated_bytes",
+            np.dtype("S"),
+            N,
+            family=True,
+            from_configuration=lambda c: f"S{_whole_number(c, 'length_bytes')}",
+            example="S16",
         ),
         DataType(
-            "fixed_length_utf32", np.dtype("<U"), Swap.CODE_UNIT, family=True, swap_as_units=True,
-            from_configuration=lambda c: f"<U{_whole_number(c, 'length_bytes', multiple_of=4) // 4}", example="<U8",
+            "fixed_length_utf32",
+            np.dtype("<U"),
+            Swap.CODE_UNIT,
+            family=True,
+            swap_as_units=True,
+            from_configuration=lambda c: (
+                f"<U{_whole_number(c, 'length_bytes', multiple_of=4) // 4}"
+            ),
+            example="<U8",
         ),
         DataType(
-            "struct", np.dtype([]), Swap.FIELD, family=True, swap_as_units=True, aliases=("structured",),
+            "struct",
+            np.dtype([]),
+            Swap.FIELD,
+            family=True,
+            swap_as_units=True,
+            aliases=("structured",),
             from_configuration=_struct_fields,
             example="[('x', '<i4'), ('y', '<f8')]",
         ),
-    ]  # fmt: skip
+    ]
     try:
         import ml_dtypes
     except ImportError:  # optional extra: these types exist only with it
@@ -233,7 +273,9 @@ _BY_NAME = {name: row for row in DATA_TYPES.values() for name in (row.name, *row
 _FIXED_BY_NUMPY_NAME = {row.dtype.name: row for row in DATA_TYPES.values() if not row.family}
 # By numpy's own scalar type, so that other void-kind types (ml_dtypes' int1, say) are
 # not taken for raw bytes. np.void stands for both r* and struct: structs have fields.
-_FAMILY_BY_TYPE = {row.dtype.type: row for row in DATA_TYPES.values() if row.family and row.name != "struct"}
+_FAMILY_BY_TYPE = {
+    row.dtype.type: row for row in DATA_TYPES.values() if row.family and row.name != "struct"
+}
 _RAW_BITS = re.compile(r"r([0-9]+)")
 
 
@@ -254,13 +296,16 @@ def data_type_of(dtype: np.dtype[Any]) -> DataType:
         raise TypeError(f"expected a numpy dtype, got {type(dtype).__name__}")
     if dtype.hasobject:
         raise TypeError(
-            f"dtype {dtype} holds Python objects or variable-length data; the bytes codec needs fixed-size elements"
+            f"dtype {dtype} holds Python objects or variable-length data; the bytes codec needs "
+            "fixed-size elements"
         )
     if dtype.fields is not None:
         row = DATA_TYPES["struct"]
         _check_struct_layout(dtype)
     elif dtype.subdtype is not None:
-        raise TypeError(f"subarray dtype {dtype} is not a data type; use its base {dtype.subdtype[0]}")
+        raise TypeError(
+            f"subarray dtype {dtype} is not a data type; use its base {dtype.subdtype[0]}"
+        )
     else:
         found = _FAMILY_BY_TYPE.get(dtype.type) or _FIXED_BY_NUMPY_NAME.get(dtype.name)
         if found is None:
@@ -270,36 +315,47 @@ def data_type_of(dtype: np.dtype[Any]) -> DataType:
             )
         row = found
     if dtype.itemsize == 0:
-        raise ValueError(f"dtype {dtype} has zero-sized elements; give a size, e.g. {example_dtype(row)!r}")
+        raise ValueError(
+            f"dtype {dtype} has zero-sized elements; give a size, e.g. {example_dtype(row)!r}"
+        )
     if dtype.kind in "Mm":
         _, count = np.datetime_data(dtype)
         if count < 1:  # numpy builds M8[0s], and dies of SIGFPE on using it
-            raise ValueError(f"dtype {dtype} needs a scale factor of 1 or more, e.g. {example_dtype(row)!r}")
+            raise ValueError(
+                f"dtype {dtype} needs a scale factor of 1 or more, e.g. {example_dtype(row)!r}"
+            )
     if row.native_only and not dtype.isnative:
         raise ValueError(
-            f"dtype {dtype} is in non-native byte order, which {row.name} does not keep in numpy; use the native dtype"
+            f"dtype {dtype} is in non-native byte order, which {row.name} does not keep in numpy; "
+            "use the native dtype"
         )
     return row
 
 
 def _check_struct_layout(dtype: np.dtype[Any]) -> None:
-    """Structs are served when each byte belongs to at most one field, fields in memory order, no titles."""
+    """Structs are served when each byte belongs to at most one field, fields in memory order, no
+    titles."""
     assert dtype.fields is not None
     end = 0
     for name in dtype.names or ():
         field, offset, *title = dtype.fields[name]
         if title:
-            raise ValueError(f"struct dtype {dtype}: field {name!r} has a title; the bytes codec serves fields without")
+            raise ValueError(
+                f"struct dtype {dtype}: field {name!r} has a title; the bytes codec "
+                "serves fields without"
+            )
         if offset < end:
             raise ValueError(
-                f"struct dtype {dtype}: field {name!r} at byte {offset} overlaps or precedes the previous field "
-                f"(ending at byte {end}); give fields in memory order without overlap "
-                "(numpy.lib.recfunctions.repack_fields makes such a copy)"
+                f"struct dtype {dtype}: field {name!r} at byte {offset} overlaps or precedes the "
+                f"previous field (ending at byte {end}); give fields in memory order without "
+                "overlap (numpy.lib.recfunctions.repack_fields makes such a copy)"
             )
         end = offset + field.itemsize
         data_type_of(field.subdtype[0] if field.subdtype else field)
     if end > dtype.itemsize:
-        raise ValueError(f"struct dtype {dtype}: fields end at byte {end}, past its itemsize {dtype.itemsize}")
+        raise ValueError(
+            f"struct dtype {dtype}: fields end at byte {end}, past its itemsize {dtype.itemsize}"
+        )
 
 
 def leaves(dtype: np.dtype[Any], offset: int = 0) -> Iterator[tuple[int, int, DataType]]:
@@ -357,11 +413,21 @@ def unit_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
             units = unit_dtype(base)
             # Fields keep their size: c16 -> (u8, 2), S3 -> (u1, 3).
             per_element = base.itemsize // units.itemsize
-            add(name, (units, (*shape, per_element)) if per_element > 1 else (units, shape) if shape else units, offset)
+            add(
+                name,
+                (units, (*shape, per_element))
+                if per_element > 1
+                else (units, shape)
+                if shape
+                else units,
+                offset,
+            )
             end = offset + field.itemsize
         if dtype.itemsize > end:
             add(f"\x00padding at {end}", (np.uint8, (dtype.itemsize - end,)), end)
-        return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": dtype.itemsize})
+        return np.dtype(
+            {"names": names, "formats": formats, "offsets": offsets, "itemsize": dtype.itemsize}
+        )
     size = row.unit_size or dtype.itemsize
     if size == 1:
         return np.dtype("|u1")
@@ -376,11 +442,14 @@ def same_type(a: np.dtype[Any], b: np.dtype[Any]) -> bool:
     >>> same_type(np.dtype("<i4"), np.dtype(">i4")), same_type(np.dtype("<i4"), np.dtype("<u4"))
     (True, False)
     """
-    return a == b or (data_type_of(a) is data_type_of(b) and a.newbyteorder("<") == b.newbyteorder("<"))
+    return a == b or (
+        data_type_of(a) is data_type_of(b) and a.newbyteorder("<") == b.newbyteorder("<")
+    )
 
 
 def any_byte_order(dtype: np.dtype[Any]) -> bool:
-    """Whether numpy holds ``dtype`` in either byte order: no leaf of it is `DataType.native_only`."""
+    """Whether numpy holds ``dtype`` in either byte order: no leaf of it is
+    `DataType.native_only`."""
     return not any(row.native_only for *_, row in leaves(dtype))
 
 
@@ -404,8 +473,8 @@ def parse_dtype(spec: Any) -> np.dtype[Any]:
     TypeError
         Object and variable-length dtypes, and values that are no dtype.
     ValueError
-        ``r<N>`` with N not a positive multiple of 8 (or spelled with leading zeros), names that need a size or
-        unit, and types that need ml_dtypes when it is not installed.
+        ``r<N>`` with N not a positive multiple of 8 (or spelled with leading zeros), names that
+        need a size or unit, and types that need ml_dtypes when it is not installed.
     """
     if isinstance(spec, dict) and "name" in spec:  # a Zarr v3 data type object, as in zarr.json
         return _from_v3_object(spec)
@@ -418,16 +487,20 @@ def parse_dtype(spec: Any) -> np.dtype[Any]:
                     f"raw data type {spec!r}: the number of bits must be a positive multiple of 8 "
                     f"up to {8 * _MAX_COUNT}, got {bits}"
                 )
-            if raw.group(1) != str(bits):  # one spelling only, so that a config reads back as it was written
+            # one spelling only, so that a config reads back as it was written
+            if raw.group(1) != str(bits):
                 raise ValueError(f"raw data type {spec!r}: write it r{bits}")
             return np.dtype(f"V{bits // 8}")
         row = _BY_NAME.get(spec)
         if row is not None and row.family:
             raise ValueError(
-                f"data type {spec!r} needs a size or unit; give a numpy dtype instead, e.g. {example_dtype(row)!r}"
+                f"data type {spec!r} needs a size or unit; give a numpy dtype instead, e.g. "
+                f"{example_dtype(row)!r}"
             )
         if row is None and spec in ML_DTYPES_NAMES:
-            raise ValueError(f"data type {spec!r} needs ml_dtypes: pip install 'numcodecs-bytes[ml_dtypes]'")
+            raise ValueError(
+                f"data type {spec!r} needs ml_dtypes: pip install 'numcodecs-bytes[ml_dtypes]'"
+            )
     try:
         dtype = dtype_from_json(spec)
     except (TypeError, ValueError) as exc:
@@ -441,16 +514,23 @@ def _from_v3_object(spec: Mapping[str, Any]) -> np.dtype[Any]:
     name = spec["name"]
     row = _BY_NAME.get(name) if isinstance(name, str) else None
     if row is None:
-        raise ValueError(f"unknown Zarr v3 data type {spec['name']!r}; supported: {', '.join(DATA_TYPES)}")
+        raise ValueError(
+            f"unknown Zarr v3 data type {spec['name']!r}; supported: {', '.join(DATA_TYPES)}"
+        )
     if row.from_configuration is None:
         return parse_dtype(row.name)
     configuration = spec.get("configuration", {})
     if not isinstance(configuration, Mapping):
-        raise TypeError(f"configuration of Zarr v3 data type {row.name!r} must be an object, got {configuration!r}")
+        raise TypeError(
+            f"configuration of Zarr v3 data type {row.name!r} must be an object, got "
+            f"{configuration!r}"
+        )
     try:
         return parse_dtype(row.from_configuration(configuration))
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"invalid configuration for Zarr v3 data type {row.name!r}: {spec!r} ({exc})") from None
+        raise ValueError(
+            f"invalid configuration for Zarr v3 data type {row.name!r}: {spec!r} ({exc})"
+        ) from None
 
 
 def example_dtype(row: DataType) -> str:
@@ -500,16 +580,24 @@ def dtype_from_json(spec: Any) -> np.dtype[Any]:
         offset = 0
         for field in spec:
             if not isinstance(field, (list, tuple)) or len(field) not in (2, 3):
-                raise ValueError(f"struct field must be [name, dtype] or [name, dtype, shape], got {field!r}")
+                raise ValueError(
+                    f"struct field must be [name, dtype] or [name, dtype, shape], got {field!r}"
+                )
             base = parse_dtype(field[1])
             shape = field[2] if len(field) == 3 else ()
-            sub = np.dtype((base, (shape,) if isinstance(shape, int) else tuple(shape))) if shape else base
+            sub = (
+                np.dtype((base, (shape,) if isinstance(shape, int) else tuple(shape)))
+                if shape
+                else base
+            )
             if field[0] != "":  # "" is padding: it only moves the offset
                 names.append(field[0])
                 formats.append(sub)
                 offsets.append(offset)
             offset += sub.itemsize
-        return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": offset})
+        return np.dtype(
+            {"names": names, "formats": formats, "offsets": offsets, "itemsize": offset}
+        )
     if isinstance(spec, str) and spec in DATA_TYPES and not DATA_TYPES[spec].family:
         return DATA_TYPES[spec].dtype
     dtype: np.dtype[Any] = np.dtype(spec)

@@ -13,12 +13,22 @@ from typing import Any
 
 from .swap import Endian
 
-__all__ = ["CODEC_ID", "CODEC_IDS", "LEGACY_CODEC_ID", "named", "parse_v3_entry", "v2_id", "v3_entry", "v3_name"]
+__all__ = [
+    "CODEC_ID",
+    "CODEC_IDS",
+    "LEGACY_CODEC_ID",
+    "named",
+    "parse_v3_entry",
+    "v2_id",
+    "v3_entry",
+    "v3_name",
+]
 
 CODEC_ID = "bytes"
 """The codec's name in Zarr v3 and its id in numcodecs."""
 LEGACY_CODEC_ID = "endian"
-"""The name an earlier draft of the spec gave the same codec; stores and configs written then use it."""
+"""The name an earlier draft of the spec gave the same codec; stores and configs written then use
+it."""
 CODEC_IDS = (CODEC_ID, LEGACY_CODEC_ID)
 
 
@@ -28,14 +38,16 @@ def v2_id(config: Any) -> Any:
 
 
 def v3_name(entry: Any) -> Any:
-    """The ``name`` of a Zarr v3 codec entry, or the entry itself in the short form; None for anything else."""
+    """The ``name`` of a Zarr v3 codec entry, or the entry itself in the short form; None for
+    anything else."""
     if isinstance(entry, str):
         return entry
     return entry.get("name") if isinstance(entry, dict) else None
 
 
 def named(config: Any, name: str) -> bool:
-    """Whether a codec config of either form is the codec ``name``: by its ``id`` if it has one, else as in v3.
+    """Whether a codec config of either form is the codec ``name``: by its ``id`` if it has one,
+    else as in v3.
 
     >>> named({"id": "zlib", "name": "endian"}, "endian"), named({"name": "endian"}, "endian")
     (False, True)
@@ -45,7 +57,8 @@ def named(config: Any, name: str) -> bool:
 
 
 def parse_v3_entry(metadata: Any) -> tuple[str, Any]:
-    """The name and the endian (None if absent; not yet validated) of a Zarr v3 ``bytes`` codec entry.
+    """The name and the endian (None if absent; not yet validated) of a Zarr v3 ``bytes`` codec
+    entry.
 
     Accepts the short form ``"bytes"`` and objects with ``name``,
     ``configuration`` (only the key ``endian``) and ``must_understand``; the
@@ -69,7 +82,9 @@ def parse_v3_entry(metadata: Any) -> tuple[str, Any]:
     if unknown:
         raise ValueError(f"unknown keys {unknown} in bytes codec metadata")
     if not isinstance(metadata.get("must_understand", True), bool):
-        raise TypeError(f"must_understand must be true or false, got {metadata['must_understand']!r}")
+        raise TypeError(
+            f"must_understand must be true or false, got {metadata['must_understand']!r}"
+        )
     configuration = metadata.get("configuration", {})
     if not isinstance(configuration, dict):
         raise TypeError(f"bytes codec configuration must be an object, got {configuration!r}")

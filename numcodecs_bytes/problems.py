@@ -13,7 +13,8 @@ __all__ = ["NotAStoreError", "Problem", "RunTimeoutError", "StoreBusyError", "re
 
 
 class Problem(ValueError):
-    """An error whose message is the whole reason, as the tools report it (e.g. a node that cannot be converted)."""
+    """An error whose message is the whole reason, as the tools report it (e.g. a node that cannot
+    be converted)."""
 
 
 class NotAStoreError(ValueError):
@@ -29,7 +30,8 @@ class RunTimeoutError(TimeoutError):
 
 
 def reason(exc: BaseException) -> str:
-    """A file's or a node's problem in one line of words, whatever raised it: what both tools report."""
+    """A file's or a node's problem in one line of words, whatever raised it: what both tools
+    report."""
     if isinstance(exc, Problem):
         return str(exc)
     if isinstance(exc, UnicodeDecodeError):

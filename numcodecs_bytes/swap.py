@@ -17,7 +17,17 @@ import numpy as np
 from ._threads import Kind, copied_as, copy_into, in_parts
 from .data_types import data_type_of, leaves, needs_endian, unit_dtype
 
-__all__ = ["ENDIANS", "Checks", "Layout", "byte_view", "decode", "decode_into", "elements_view", "encode", "layout"]
+__all__ = [
+    "ENDIANS",
+    "Checks",
+    "Layout",
+    "byte_view",
+    "decode",
+    "decode_into",
+    "elements_view",
+    "encode",
+    "layout",
+]
 
 _UINT8 = np.dtype(np.uint8)
 Endian = Literal["little", "big"]
@@ -28,24 +38,29 @@ class Checks(NamedTuple):
     """What single-byte values need beyond a copy: runs of (offset, count) within an element."""
 
     bools: tuple[tuple[int, int], ...]  # bool bytes: only 0x00 and 0x01 are valid
-    masks: tuple[tuple[int, int, int], ...]  # int2/int4 bytes (offset, count, mask): upper bits are arbitrary
+    # int2/int4 bytes (offset, count, mask): upper bits are arbitrary
+    masks: tuple[tuple[int, int, int], ...]
     itemsize: int
 
 
 class Layout(NamedTuple):
-    """One in-memory dtype and one endian, resolved: the memory and stored dtypes, and the checks."""
+    """One in-memory dtype and one endian, resolved: the memory and stored dtypes, and the
+    checks."""
 
     dtype: np.dtype[Any]
     """The in-memory dtype resolved."""
     memory_dtype: np.dtype[Any]
-    """The array's memory as numpy swaps it exactly: the dtype itself, or its units (`unit_dtype`)."""
+    """The array's memory as numpy swaps it exactly: the dtype itself, or its units
+    (`unit_dtype`)."""
     stored_dtype: np.dtype[Any]
-    """The same in the stored byte order; the very same object as ``memory_dtype`` when nothing is swapped."""
+    """The same in the stored byte order; the very same object as ``memory_dtype`` when nothing is
+    swapped."""
     checks: Checks | None
     """None for every type but bool, int2/int4/uint2/uint4 and structs holding them."""
     plain_swap: bool
-    """Whether each encode and decode is one numpy copy between ``dtype`` and ``stored_dtype`` and nothing else:
-    numpy's own numeric types (no units, no checks) in the byte order they are not in."""
+    """Whether each encode and decode is one numpy copy between ``dtype`` and ``stored_dtype`` and
+    nothing else: numpy's own numeric types (no units, no checks) in the byte order they are not
+    in."""
 
 
 def layout(dtype: np.dtype[Any], endian: Endian | None) -> Layout:
@@ -69,10 +84,11 @@ def _layout(dtype: np.dtype[Any], spelled: str, endian: Endian | None) -> Layout
     row = data_type_of(dtype)
     if endian is None and needs_endian(dtype):
         raise ValueError(
-            f"endian is required for data type {row.name} ({dtype}): its {row.swap.value}s are multi-byte; "
-            "give endian='little' or endian='big'"
+            f"endian is required for data type {row.name} ({dtype}): its {row.swap.value}s are "
+            "multi-byte; give endian='little' or endian='big'"
         )
-    # numpy converts plain numeric elements itself at full speed; the table says which types go by their units.
+    # numpy converts plain numeric elements itself at full speed; the table says which types go by
+    # their units.
     memory_dtype = unit_dtype(dtype) if row.swap_as_units else dtype
     stored_dtype = memory_dtype if endian is None else memory_dtype.newbyteorder(ENDIANS[endian])
     if stored_dtype == memory_dtype:
@@ -80,7 +96,9 @@ def _layout(dtype: np.dtype[Any], spelled: str, endian: Endian | None) -> Layout
     runs = list(leaves(dtype))
     bools = tuple((offset, count) for offset, count, leaf in runs if leaf.bool_bytes)
     masks = tuple(
-        (offset, count, (1 << leaf.value_bits) - 1) for offset, count, leaf in runs if leaf.value_bits is not None
+        (offset, count, (1 << leaf.value_bits) - 1)
+        for offset, count, leaf in runs
+        if leaf.value_bits is not None
     )
     checks = Checks(bools, masks, dtype.itemsize) if bools or masks else None
     plain_swap = memory_dtype is dtype and checks is None and stored_dtype is not memory_dtype
@@ -88,22 +106,31 @@ def _layout(dtype: np.dtype[Any], spelled: str, endian: Endian | None) -> Layout
 
 
 def _contiguous(buf: Any) -> np.ndarray[Any, Any] | memoryview:
-    """Any contiguous buffer as a flat plain ndarray or a C-contiguous memoryview, after every check; never a copy."""
+    """Any contiguous buffer as a flat plain ndarray or a C-contiguous memoryview, after every
+    check; never a copy."""
     if isinstance(buf, np.ndarray):
-        array = buf if type(buf) is np.ndarray else buf.view(np.ndarray)  # np.matrix and others: plain bytes
+        # np.matrix and others: plain bytes
+        array = buf if type(buf) is np.ndarray else buf.view(np.ndarray)
         if array.dtype.hasobject:
-            raise TypeError(f"cannot use an array of dtype {array.dtype} as bytes: it holds Python objects")
+            raise TypeError(
+                f"cannot use an array of dtype {array.dtype} as bytes: it holds Python objects"
+            )
         if not array.flags.forc:
-            raise ValueError(f"buffer must be contiguous; got a strided array of shape {array.shape}")
+            raise ValueError(
+                f"buffer must be contiguous; got a strided array of shape {array.shape}"
+            )
         return array if array.ndim == 1 else array.ravel("K")
     try:
         view = memoryview(buf)
     except TypeError:
         raise TypeError(
-            f"expected a buffer (bytes, bytearray, memoryview, array.array, ndarray), got {type(buf).__name__}"
+            "expected a buffer (bytes, bytearray, memoryview, array.array, ndarray), got "
+            f"{type(buf).__name__}"
         ) from None
     if "O" in view.format:
-        raise TypeError(f"cannot use a buffer of format {view.format!r} as bytes: it holds Python objects")
+        raise TypeError(
+            f"cannot use a buffer of format {view.format!r} as bytes: it holds Python objects"
+        )
     if not view.contiguous:
         raise ValueError(f"buffer must be contiguous; got a strided {type(buf).__name__}")
     if view.c_contiguous:
@@ -112,13 +139,14 @@ def _contiguous(buf: Any) -> np.ndarray[Any, Any] | memoryview:
         return np.asarray(view).ravel("K")
     except (TypeError, ValueError, NotImplementedError):
         raise ValueError(
-            f"cannot use a Fortran-ordered buffer of format {view.format!r}: numpy does not know the format; "
-            "give a C-contiguous buffer"
+            f"cannot use a Fortran-ordered buffer of format {view.format!r}: numpy does not know "
+            "the format; give a C-contiguous buffer"
         ) from None
 
 
 def byte_view(buf: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:
-    """The bytes of any contiguous buffer, in memory order, as a flat uint8 array (a view, as `_contiguous`).
+    """The bytes of any contiguous buffer, in memory order, as a flat uint8 array (a view, as
+    `_contiguous`).
 
     Raises
     ------
@@ -136,18 +164,24 @@ def elements_view(buf: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     Raises ValueError unless the bytes are a whole number of elements, plus
     everything `byte_view` raises.
     """
-    if type(buf) is bytes and len(buf) % dtype.itemsize == 0:  # the common case: nothing else to check
+    # the common case: nothing else to check
+    if type(buf) is bytes and len(buf) % dtype.itemsize == 0:
         return np.frombuffer(buf, dtype)
     data = _contiguous(buf)
     if data.nbytes % dtype.itemsize:
-        raise ValueError(f"buffer of {data.nbytes} bytes is not a whole number of {dtype.itemsize}-byte elements")
+        raise ValueError(
+            f"buffer of {data.nbytes} bytes is not a whole number of {dtype.itemsize}-byte elements"
+        )
     if isinstance(data, np.ndarray):
         return data if data.dtype is dtype else data.view(dtype)
     return np.frombuffer(data, dtype)
 
 
-def _runs(data: np.ndarray[Any, Any], checks: Checks, offset: int, count: int) -> np.ndarray[Any, Any]:
-    """Bytes ``offset`` to ``offset + count`` of every element of the flat ``data``: flat where that is all."""
+def _runs(
+    data: np.ndarray[Any, Any], checks: Checks, offset: int, count: int
+) -> np.ndarray[Any, Any]:
+    """Bytes ``offset`` to ``offset + count`` of every element of the flat ``data``: flat where that
+    is all."""
     if count == checks.itemsize:  # bool, int4, or subarrays of them: every byte, one contiguous run
         return data.view(np.uint8)
     return data.view(np.uint8).reshape(-1, checks.itemsize)[:, offset : offset + count]
@@ -160,8 +194,12 @@ def _largest(values: np.ndarray[Any, Any], start: int, stop: int) -> int:
 def _invalid_bool(data: np.ndarray[Any, Any], checks: Checks) -> tuple[int, int] | None:
     """The position and value of the first bool byte of ``data`` above 0x01, or None."""
     for offset, count in checks.bools:
-        values = _runs(data, checks, offset, count)  # one row per element, or flat: parts by the first axis
-        if values.size and max(in_parts("check", data.nbytes, len(values), partial(_largest, values))) > 1:
+        # one row per element, or flat: parts by the first axis
+        values = _runs(data, checks, offset, count)
+        if (
+            values.size
+            and max(in_parts("check", data.nbytes, len(values), partial(_largest, values))) > 1
+        ):
             flat = values.reshape(-1)  # (the error path: a copy of a strided run is fine)
             first = int(np.argmax(flat > 1))
             element, position = divmod(first, count)
@@ -174,7 +212,9 @@ def check_stored(stored: np.ndarray[Any, Any], checks: Checks) -> None:
     invalid = _invalid_bool(stored, checks)
     if invalid is not None:
         byte, value = invalid
-        raise ValueError(f"corrupt bool data: byte {byte} is 0x{value:02x}, but bool bytes must be 0x00..0x01")
+        raise ValueError(
+            f"corrupt bool data: byte {byte} is 0x{value:02x}, but bool bytes must be 0x00..0x01"
+        )
 
 
 def _normalised(memory: np.ndarray[Any, Any], checks: Checks) -> np.ndarray[Any, Any]:
@@ -194,14 +234,23 @@ def _mask(target: np.ndarray[Any, Any], checks: Checks) -> None:
         np.bitwise_and(values, mask, out=values)
 
 
-def _copy_masked(target: np.ndarray[Any, Any], stored: np.ndarray[Any, Any], checks: Checks, kind: Kind) -> None:
-    """``target[...] = stored`` with the upper bits of int2/int4 bytes cleared; both flat, of the same bytes."""
+def _copy_masked(
+    target: np.ndarray[Any, Any], stored: np.ndarray[Any, Any], checks: Checks, kind: Kind
+) -> None:
+    """``target[...] = stored`` with the upper bits of int2/int4 bytes cleared; both flat, of the
+    same bytes."""
     (_, count, mask), *others = checks.masks
     if count == checks.itemsize and not others and not np.may_share_memory(target, stored):
         # Every byte is masked (int2/int4 and their subarrays): masked as it is copied, one pass.
         source, destination = stored.view(np.uint8), target.view(np.uint8)
-        in_parts(kind, stored.nbytes, len(source),
-                 lambda start, stop: np.bitwise_and(source[start:stop], mask, out=destination[start:stop]))  # fmt: skip
+        in_parts(
+            kind,
+            stored.nbytes,
+            len(source),
+            lambda start, stop: np.bitwise_and(
+                source[start:stop], mask, out=destination[start:stop]
+            ),
+        )
         return
     copy_into(target, stored)  # structs with other fields: masked afterwards, in place
     _mask(target, checks)
@@ -213,8 +262,10 @@ def encode(array: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any
     A view of ``array`` where nothing is swapped; else one copy. Elements go in
     memory order (C or F), strided arrays in C order. The input is never modified.
     """
-    if array.ndim != 1 or not array.flags.c_contiguous:  # (a flat contiguous array is used as it is)
-        array = (array if array.flags.forc else np.ascontiguousarray(array)).ravel("K")  # strided: rare
+    # (a flat contiguous array is used as it is)
+    if array.ndim != 1 or not array.flags.c_contiguous:
+        # strided: rare
+        array = (array if array.flags.forc else np.ascontiguousarray(array)).ravel("K")
     memory = array if array.dtype is resolved.memory_dtype else array.view(resolved.memory_dtype)
     if resolved.checks is not None:
         memory = _normalised(memory, resolved.checks)
@@ -224,12 +275,14 @@ def encode(array: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any
 
 
 def decode(stored: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, Any]:
-    """Stored elements back in memory: a flat array of ``resolved.memory_dtype``; a view where nothing is swapped."""
+    """Stored elements back in memory: a flat array of ``resolved.memory_dtype``; a view where
+    nothing is swapped."""
     checks = resolved.checks
     if checks is not None:
         check_stored(stored, checks)
         if checks.masks:
-            decoded = np.empty(len(stored), resolved.memory_dtype)  # a copy: the masks must not write to the input
+            # a copy: the masks must not write to the input
+            decoded = np.empty(len(stored), resolved.memory_dtype)
             _copy_masked(decoded, stored, checks, "masked copy to new")
             return decoded
     if resolved.stored_dtype is resolved.memory_dtype:
@@ -237,8 +290,11 @@ def decode(stored: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, An
     return copied_as(stored, resolved.memory_dtype)
 
 
-def decode_into(stored: np.ndarray[Any, Any], resolved: Layout, target: np.ndarray[Any, Any]) -> None:
-    """Decode into ``target``, a flat writable view of the output of the same bytes; checks come first."""
+def decode_into(
+    stored: np.ndarray[Any, Any], resolved: Layout, target: np.ndarray[Any, Any]
+) -> None:
+    """Decode into ``target``, a flat writable view of the output of the same bytes; checks come
+    first."""
     if stored.nbytes != target.nbytes:
         raise ValueError(
             f"buffer of {stored.nbytes} bytes does not match out: "
@@ -250,7 +306,8 @@ def decode_into(stored: np.ndarray[Any, Any], resolved: Layout, target: np.ndarr
     if target.dtype is not resolved.memory_dtype:
         target = target.view(resolved.memory_dtype)
     # Nothing below can fail: target is only written now, so a failed check leaves it untouched.
-    # (That is why bool bytes are read twice, checked and then copied, where they outgrow the caches.)
+    # (That is why bool bytes are read twice, checked and then copied, where they outgrow the
+    # caches.)
     if checks is not None and checks.masks:
         _copy_masked(target, stored, checks, "masked copy into")
     else:

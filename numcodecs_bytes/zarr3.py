@@ -1,4 +1,5 @@
-"""The ``bytes`` codec as a native Zarr v3 codec for zarr-python (the only module that imports zarr).
+"""The ``bytes`` codec as a native Zarr v3 codec for zarr-python (the only module that imports
+zarr).
 
 Arrays get the standard metadata and chunks byte-identical to zarr-python's
 own ``BytesCodec``. Over that codec, this one checks chunk lengths and bool
@@ -38,7 +39,9 @@ Examples
 --------
 >>> import numpy as np, zarr
 >>> from numcodecs_bytes.zarr3 import BytesCodec
->>> z = zarr.create_array(store={}, shape=(2, 3), dtype="<i4", serializer=BytesCodec(endian="big"), compressors=None)
+>>> z = zarr.create_array(
+...     store={}, shape=(2, 3), dtype="<i4", serializer=BytesCodec(endian="big"), compressors=None
+... )
 >>> z[:] = np.arange(6).reshape(2, 3)
 >>> z.metadata.to_dict()["codecs"][0]
 {'name': 'bytes', 'configuration': {'endian': 'big'}}
@@ -50,10 +53,12 @@ A store written with the draft's name opens as it is:
 >>> import tempfile
 >>> from pathlib import Path
 >>> old = tempfile.mkdtemp() + "/old.zarr"
->>> written = zarr.create_array(store=old, shape=(3,), dtype="<i2", serializer=zarr.codecs.BytesCodec(endian="big"))
+>>> big = zarr.codecs.BytesCodec(endian="big")
+>>> written = zarr.create_array(store=old, shape=(3,), dtype="<i2", serializer=big)
 >>> written[:] = [1, 2, 3]
 >>> meta = Path(old, "zarr.json")
->>> _ = meta.write_text(meta.read_text().replace('"name": "bytes"', '"name": "endian"'))  # as the draft wrote it
+>>> # as the draft wrote it:
+>>> _ = meta.write_text(meta.read_text().replace('"name": "bytes"', '"name": "endian"'))
 >>> legacy_array = zarr.open_array(old, mode="r+")
 >>> legacy_array[:], type(legacy_array.serializer).__module__
 (array([1, 2, 3], dtype=int16), 'numcodecs_bytes.zarr3')
@@ -134,25 +139,32 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
 
     endian: Endian | None  # type: ignore[assignment]  # zarr < 3.3 types its own as an enum
     name: str
-    # How the codec came to be, which decides how it evolves for an array (a missing endian read from metadata
-    # is zarr's to guess; made in code it is refused). Set by the class itself (from_dict, evolve_from_array_spec),
-    # not by callers. Not compared: zarr takes a codec read from metadata to equal one made with the same
-    # configuration (its sharding codecs compare their inner codecs unevolved; zarr's own suite checks it).
-    _from_metadata: bool = field(default=False, init=False, repr=False, compare=False)  # read from zarr.json
-    _endian_guessed: bool = field(default=False, init=False, repr=False, compare=False)  # zarr < 3.3's guess
+    # How the codec came to be, which decides how it evolves for an array (a missing endian read
+    # from metadata is zarr's to guess; made in code it is refused). Set by the class itself
+    # (from_dict, evolve_from_array_spec), not by callers. Not compared: zarr takes a codec read
+    # from metadata to equal one made with the same configuration (its sharding codecs compare their
+    # inner codecs unevolved; zarr's own suite checks it).
+    # read from zarr.json
+    _from_metadata: bool = field(default=False, init=False, repr=False, compare=False)
+    # zarr < 3.3's guess
+    _endian_guessed: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __init__(self, *, endian: Endian | None = None, name: str = CODEC_ID) -> None:
         if endian is not None and (not isinstance(endian, str) or endian not in ENDIANS):
             raise ValueError(f"endian must be 'little', 'big' or None, got {endian!r}")
         if name not in CODEC_IDS:
-            raise ValueError(f"name must be {CODEC_ID!r} or the legacy {LEGACY_CODEC_ID!r}, got {name!r}")
+            raise ValueError(
+                f"name must be {CODEC_ID!r} or the legacy {LEGACY_CODEC_ID!r}, got {name!r}"
+            )
         object.__setattr__(self, "endian", endian)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "_from_metadata", False)
         object.__setattr__(self, "_endian_guessed", False)
 
     @classmethod
-    def _made(cls, endian: Endian | None, name: str, *, from_metadata: bool = False, guessed: bool = False) -> Any:
+    def _made(
+        cls, endian: Endian | None, name: str, *, from_metadata: bool = False, guessed: bool = False
+    ) -> Any:
         codec = cls(endian=endian, name=name)
         object.__setattr__(codec, "_from_metadata", from_metadata)
         object.__setattr__(codec, "_endian_guessed", guessed)
@@ -174,7 +186,8 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
         swap.layout(dtype.to_native_dtype(), self.endian)
 
     def evolve_from_array_spec(self, array_spec: ArraySpec) -> BytesCodec:
-        """The codec for one array, as zarr-python's own codec evolves it, with the spec's rule checked.
+        """The codec for one array, as zarr-python's own codec evolves it, with the spec's rule
+        checked.
 
         Single-byte types get no ``endian`` (``{"name": "bytes"}``, as zarr
         and tensorstore write it: the spec asks for it only where byte order
@@ -196,27 +209,36 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
         endian, multi_byte = self.endian, needs_endian(dtype)
         multi_byte_struct = multi_byte and dtype.fields is not None
         guessed = False
-        if endian is None and self._from_metadata and multi_byte:  # read as zarr reads it, with a warning
+        # read as zarr reads it, with a warning
+        if endian is None and self._from_metadata and multi_byte:
             if multi_byte_struct:
                 endian = "little"
                 warnings.warn(
-                    f"the bytes codec of this struct array ({dtype}) has no endian, as zarr-python before 3.3 "
-                    "wrote structs: reading its fields as little endian, as zarr-python 3.3+ does",
+                    f"the bytes codec of this struct array ({dtype}) has no endian, as zarr-python "
+                    "before 3.3 wrote structs: reading its fields as little endian, as zarr-python "
+                    "3.3+ does",
                     UserWarning,
                     stacklevel=2,
                 )
             elif not zarr_has(REFUSES_MISSING_ENDIAN):
-                endian, guessed = sys.byteorder, True  # the warning comes with the first chunk read or written
+                # the warning comes with the first chunk read or written
+                endian, guessed = sys.byteorder, True
         resolved = swap.layout(dtype, endian)  # the spec's rule, for arrays created and opened
         if self.name == CODEC_ID and not multi_byte:
             endian = None
         elif endian == "big" and not self._from_metadata and multi_byte_struct:
             _warn_if_zarr_reads_big_endian_structs_wrong(dtype)
-        # Where bytes are checked (bool, int2/int4), zarr 3.4's bulk decode of whole shards, which reads
-        # them without this codec, must not take it: a subclass it does not take, unequal to this one
-        # (zarr's sharding codec keeps its unevolved inner codecs where they equal their evolution).
+        # Where bytes are checked (bool, int2/int4), zarr 3.4's bulk decode of whole shards, which
+        # reads them without this codec, must not take it: a subclass it does not take, unequal to
+        # this one (zarr's sharding codec keeps its unevolved inner codecs where they equal their
+        # evolution).
         kind = BytesCodec if resolved.checks is None else _CheckedBytesCodec
-        if type(self) is kind and endian == self.endian and not self._from_metadata and guessed == self._endian_guessed:
+        if (
+            type(self) is kind
+            and endian == self.endian
+            and not self._from_metadata
+            and guessed == self._endian_guessed
+        ):
             return self
         evolved: BytesCodec = kind._made(endian, self.name, guessed=guessed)
         return evolved
@@ -234,11 +256,12 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
         # Here, not when the metadata is read: values are what the guess puts at risk.
         if self._endian_guessed:
             warnings.warn(
-                f"the bytes codec of this {chunk_spec.dtype.to_native_dtype()} array has no endian, which the "
-                f"spec requires for multi-byte types: reading and writing it as {self.endian} endian, this "
-                f"machine's byte order, as zarr-python {zarr.__version__}'s own codec does (zarr-python "
-                f"{release(REFUSES_MISSING_ENDIAN)}+ refuses such metadata; numcodecs-bytes migrate writes the "
-                "draft's default, little, into it)",
+                f"the bytes codec of this {chunk_spec.dtype.to_native_dtype()} array has no "
+                "endian, which the spec requires for multi-byte types: reading and writing it as "
+                f"{self.endian} endian, this machine's byte order, as zarr-python "
+                f"{zarr.__version__}'s own codec does (zarr-python "
+                f"{release(REFUSES_MISSING_ENDIAN)}+ refuses such metadata; numcodecs-bytes "
+                "migrate writes the draft's default, little, into it)",
                 UserWarning,
                 stacklevel=3,
             )
@@ -246,7 +269,8 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
     def _encode_sync(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
         self._warn_if_endian_guessed(chunk_spec)
         array = _host(chunk_array.as_ndarray_like())
-        if not array.flags.c_contiguous:  # the spec's order is C order, whatever the array's memory order
+        # the spec's order is C order, whatever the array's memory order
+        if not array.flags.c_contiguous:
             array = np.ascontiguousarray(array)
         encoded = swap.encode(array, swap.layout(array.dtype, self.endian))
         return chunk_spec.prototype.buffer.from_array_like(encoded.view(np.uint8))
@@ -254,7 +278,8 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
     def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> NDBuffer:
         self._warn_if_endian_guessed(chunk_spec)
         return _nd_buffer(
-            chunk_spec, _whole_chunk(chunk_bytes, chunk_plan(chunk_spec.dtype, chunk_spec.shape, self.endian))
+            chunk_spec,
+            _whole_chunk(chunk_bytes, chunk_plan(chunk_spec.dtype, chunk_spec.shape, self.endian)),
         )
 
     async def _encode_single(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
@@ -266,7 +291,8 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
     async def _decode_partial_single(
         self, byte_getter: ByteGetter, selection: Any, chunk_spec: ArraySpec
     ) -> NDBuffer | None:
-        """Read the selected elements of an uncompressed chunk: from a store, only the block that holds them.
+        """Read the selected elements of an uncompressed chunk: from a store, only the block that
+        holds them.
 
         The block: the leading axes where the selection is one index fixed, one
         axis from the selection's lowest to its highest index, the trailing
@@ -289,23 +315,30 @@ class BytesCodec(ArrayBytesCodecPartialDecodeMixin, ZarrBytesCodec):
             return _nd_buffer(chunk_spec, np.empty(plan.shape, plan.dtype)[selection])
         itemsize = plan.dtype.itemsize
         start, stop = block.span[0] * itemsize, (block.span[1] + 1) * itemsize
-        chunk_bytes = await byte_getter.get(prototype=chunk_spec.prototype, byte_range=RangeByteRequest(start, stop))
+        chunk_bytes = await byte_getter.get(
+            prototype=chunk_spec.prototype, byte_range=RangeByteRequest(start, stop)
+        )
         if chunk_bytes is None:
             return None
         data = _host(chunk_bytes.as_array_like())
         if block.span == (block.first, block.first + block.elements - 1):
-            return _nd_buffer(chunk_spec, decoded(data, plan, stop - start, block.shape, start)[block.selection])
+            return _nd_buffer(
+                chunk_spec, decoded(data, plan, stop - start, block.shape, start)[block.selection]
+            )
         # The span into its place in an empty block: every selected element lies in it.
         check_length(data, plan, stop - start, start)
         chunk = np.empty(block.shape, plan.dtype)
         target = chunk.reshape(-1)[block.span[0] - block.first : block.span[1] - block.first + 1]
-        swap.decode_into(swap.elements_view(data, plan.resolved.stored_dtype), plan.resolved, target)
+        swap.decode_into(
+            swap.elements_view(data, plan.resolved.stored_dtype), plan.resolved, target
+        )
         return _nd_buffer(chunk_spec, chunk[block.selection])
 
 
 @dataclass(frozen=True)
 class _CheckedBytesCodec(BytesCodec):
-    """This package's codec, evolved for a data type whose bytes it checks (bool, int2/int4, structs with them).
+    """This package's codec, evolved for a data type whose bytes it checks (bool, int2/int4, structs
+    with them).
 
     zarr 3.4 decodes a whole uncompressed shard without the codec where its
     inner codec is of zarr's class and of fixed size; this one says it is
@@ -327,16 +360,20 @@ def _nd_buffer(chunk_spec: ArraySpec, array: Any) -> NDBuffer:
 
 def _host(array: Any) -> np.ndarray[Any, Any]:
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"the bytes codec of numcodecs-bytes works on host (numpy) memory, got {type(array).__name__}")
+        raise TypeError(
+            "the bytes codec of numcodecs-bytes works on host (numpy) memory, got "
+            f"{type(array).__name__}"
+        )
     return array
 
 
 def _warn_if_zarr_reads_big_endian_structs_wrong(dtype: np.dtype[Any]) -> None:
     if not zarr_has(STRUCT_FIELDS_BY_ENDIAN):
         warnings.warn(
-            f"struct data type {dtype} with endian='big': zarr-python before {release(STRUCT_FIELDS_BY_ENDIAN)} "
-            f"(installed: {zarr.__version__}) reads the fields of such arrays with its own bytes codec as little "
-            f"endian, wrong values without an error; readers on zarr < {release(STRUCT_FIELDS_BY_ENDIAN)} need "
+            f"struct data type {dtype} with endian='big': zarr-python before "
+            f"{release(STRUCT_FIELDS_BY_ENDIAN)} (installed: {zarr.__version__}) reads the fields "
+            "of such arrays with its own bytes codec as little endian, wrong values without an "
+            f"error; readers on zarr < {release(STRUCT_FIELDS_BY_ENDIAN)} need "
             "numcodecs_bytes.zarr3.enable() (or write endian='little')",
             UserWarning,
             stacklevel=3,
@@ -372,7 +409,7 @@ def enable() -> Any:
     >>> isinstance(created.serializer, zarr3.BytesCodec)
     True
     >>> sharding = sharded.metadata.codecs[0]  # its inner codecs, then its index codecs:
-    >>> [isinstance(codec, zarr3.BytesCodec) for codec in (*sharding.codecs, *sharding.index_codecs)]
+    >>> [isinstance(c, zarr3.BytesCodec) for c in (*sharding.codecs, *sharding.index_codecs)]
     [True, False, True, False]
     """
     _follow_the_config_where_zarr_builds_its_codec()
@@ -385,9 +422,11 @@ def _selected() -> bool:
 
 def _follow_the_config_where_zarr_builds_its_codec() -> None:
     # zarr builds its own class where it makes the codec itself, whatever the config says
-    # (zarr.core.array.default_serializer_v3; ShardingCodec's default codecs and index codecs).
-    # Each is wrapped once, by the first enable(), and does as before unless the config key names this class.
-    with _WRAPPING:  # the first calls may come from several threads at once: one wraps, the others see it done
+    # (zarr.core.array.default_serializer_v3; ShardingCodec's default codecs and index codecs). Each
+    # is wrapped once, by the first enable(), and does as before unless the config key names this
+    # class.
+    # the first calls may come from several threads at once: one wraps, the others see it done
+    with _WRAPPING:
         _wrap_where_zarr_builds_its_codec()
 
 
@@ -410,8 +449,9 @@ def _wrap_where_zarr_builds_its_codec() -> None:
         serializer = zarr_default_serializer(dtype)
         if not _selected() or type(serializer) is not ZarrBytesCodec:
             return serializer
-        # As the array will hold it (evolved for its data type), so that it equals the array's serializer.
-        # "little" as zarr 3.3+ gives every type; zarr 3.1 gave structs none, which the spec refuses.
+        # As the array will hold it (evolved for its data type), so that it equals the array's
+        # serializer. "little" as zarr 3.3+ gives every type; zarr 3.1 gave structs none, which the
+        # spec refuses.
         return BytesCodec(endian="little")._for_data_type(dtype.to_native_dtype())
 
     zarr_sharding_init = ShardingCodec.__init__

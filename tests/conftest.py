@@ -15,8 +15,8 @@ settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-# The helpers are imported by the tests, or run as scripts in interpreters of their own (some of which hide this
-# package from themselves on import): not collected.
+# The helpers are imported by the tests, or run as scripts in interpreters of their own (some of
+# which hide this package from themselves on import): not collected.
 collect_ignore = ["support"]
 
 # Doctests that need an extra, by node id: without it they skip, with the reason.
@@ -33,9 +33,15 @@ DOCTESTS_NEED = {
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        missing = [name for name in DOCTESTS_NEED.get(item.nodeid, ()) if importlib.util.find_spec(name) is None]
+        missing = [
+            name
+            for name in DOCTESTS_NEED.get(item.nodeid, ())
+            if importlib.util.find_spec(name) is None
+        ]
         if missing:
-            item.add_marker(pytest.mark.skip(reason=f"the example needs {', '.join(missing)} (the test extra)"))
+            item.add_marker(
+                pytest.mark.skip(reason=f"the example needs {', '.join(missing)} (the test extra)")
+            )
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -52,7 +58,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def endpoint() -> Iterator[str]:
-    """moto's S3 API server; the test is skipped, with the reason, where the interop extra is missing."""
+    """moto's S3 API server; the test is skipped, with the reason, where the interop extra is
+    missing."""
     for needed in ("s3fs", "moto", "flask"):
         if not has_module(needed):
             pytest.skip(f"{needed} is not installed (the interop extra has it)")
@@ -61,7 +68,8 @@ def endpoint() -> Iterator[str]:
 
 @pytest.fixture
 def proxy(endpoint: str) -> Iterator[Any]:
-    """A fault-injecting proxy in front of moto's server (`support.s3.FaultProxy`): the tools talk to it."""
+    """A fault-injecting proxy in front of moto's server (`support.s3.FaultProxy`): the tools talk
+    to it."""
     from support.s3 import fault_proxy
 
     with fault_proxy(endpoint) as running:

@@ -1,9 +1,10 @@
-"""The documentation site as a reader meets it (issue 56, item 8): a performance page of figures a user can act
-on (the lab notes linked, not pasted), copy buttons, no internal constants among the API, the install line on
-the front page, code that fits a 1280 px screen, the packing drawn.
+"""The documentation site as a reader meets it (issue 56, item 8): a performance page of figures a
+user can act on (the lab notes linked, not pasted), copy buttons, no internal constants among the
+API, the install line on the front page, code that fits a 1280 px screen, the packing drawn.
 
-Checked on the sources; where the site was built (``docs/_build/html``, as the docs leg of ``.ci/run`` builds
-it before running this test with ``NUMCODECS_BYTES_DOCS_BUILT`` set), on the built pages too.
+Checked on the sources; where the site was built (``docs/_build/html``, as the docs leg of
+``.ci/run`` builds it before running this test with ``NUMCODECS_BYTES_DOCS_BUILT`` set), on the
+built pages too.
 """
 
 from __future__ import annotations
@@ -17,15 +18,20 @@ import pytest
 ROOT = Path(__file__).parents[1]
 DOCS = ROOT / "docs"
 BUILT = DOCS / "_build" / "html"
-PAGES = [page for page in sorted(DOCS.glob("*.md")) + sorted(DOCS.glob("*/*.md")) if "_" not in page.parts[-2][:1]]
+PAGES = [
+    page
+    for page in sorted(DOCS.glob("*.md")) + sorted(DOCS.glob("*/*.md"))
+    if "_" not in page.parts[-2][:1]
+]
 WIDEST_CODE = 92
-"""Characters of a line a reader types (a command, a doctest's input) that fit the content column at 1280 px, with
-both sidebars shown (checked by looking at the pages in a browser at that width); output may scroll."""
+"""Characters of a line a reader types (a command, a doctest's input) that fit the content column at
+1280 px, with both sidebars shown (checked by looking at the pages in a browser at that width);
+output may scroll."""
 
 
 def typed_lines(text: str) -> list[str]:
-    """The lines a reader types, in the page's code blocks: every line of a ``bash`` block, the ``>>>`` and
-    ``...`` lines of a ``python`` one."""
+    """The lines a reader types, in the page's code blocks: every line of a ``bash`` block, the
+    ``>>>`` and ``...`` lines of a ``python`` one."""
     lines, fence = [], None
     for line in text.splitlines():
         if line.startswith("```"):
@@ -43,7 +49,9 @@ def built() -> bool:
 def test_the_performance_page_is_figures_for_users_and_links_the_lab_notes() -> None:
     text = (DOCS / "reference" / "performance.md").read_text()
     assert "{include}" not in text and "## At a glance" in text
-    assert "https://github.com/numcodecs-bytes/numcodecs-bytes/blob/main/benchmarks/README.md" in text
+    assert (
+        "https://github.com/numcodecs-bytes/numcodecs-bytes/blob/main/benchmarks/README.md" in text
+    )
     assert len(text.splitlines()) < 80, "the lab notes belong in benchmarks/README.md"
     for internal in ("MIN_SPLIT_BYTES", "ours chose", "fcb6834"):
         assert internal not in text
@@ -65,7 +73,9 @@ def test_the_front_page_says_how_to_install_and_names_the_version_once() -> None
         import numcodecs_bytes
 
         html = (BUILT / "index.html").read_text()
-        assert html.count(numcodecs_bytes.__version__) <= 2, "the version: in the header, and in the page's data"
+        assert html.count(numcodecs_bytes.__version__) <= 2, (
+            "the version: in the header, and in the page's data"
+        )
         title = re.search(r"<title>(.*?)</title>", html, re.S)
         assert title is not None and numcodecs_bytes.__version__ not in title.group(1)
 
@@ -87,4 +97,6 @@ def test_the_sharding_section_draws_the_packing() -> None:
     assert drawing.startswith("<svg") and "<title>" in drawing
     assert section.count("\n**") <= 2, "subsections, not a wall of bold-headed paragraphs"
     if built():
-        assert (BUILT / "_images" / "sharding.svg").exists() or (BUILT / "_static" / "sharding.svg").exists()
+        assert (BUILT / "_images" / "sharding.svg").exists() or (
+            BUILT / "_static" / "sharding.svg"
+        ).exists()

@@ -1,9 +1,9 @@
-"""Every link README gives to the documentation site lands on a page of it: README is the index page on GitHub
-and PyPI, where the docs' own Markdown would show its roles raw (issue 46).
+"""Every link README gives to the documentation site lands on a page of it: README is the index page
+on GitHub and PyPI, where the docs' own Markdown would show its roles raw (issue 46).
 
-Each link must name a page of ``docs/`` (its source); where the site was built (``docs/_build/html``, as the
-docs leg of ``.ci/run`` builds it before running this test with ``NUMCODECS_BYTES_DOCS_BUILT`` set), the
-built page too.
+Each link must name a page of ``docs/`` (its source); where the site was built
+(``docs/_build/html``, as the docs leg of ``.ci/run`` builds it before running this test with
+``NUMCODECS_BYTES_DOCS_BUILT`` set), the built page too.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The command line, ``numcodecs-bytes`` and ``python -m numcodecs_bytes``: arguments, progress, reports, exit codes.
+"""The command line, ``numcodecs-bytes`` and ``python -m numcodecs_bytes``: arguments, progress,
+reports, exit codes.
 
 The only part of the package that names a flag: library messages name the
 parameter that governs what they report (``request_timeout``), and
@@ -26,10 +27,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return demo()
     if args.command == "dtypes":
         return dtypes()
-    shared = {"verbose": args.verbose, "progress": args.progress, "store_options": store_options(args)}
+    shared = {
+        "verbose": args.verbose,
+        "progress": args.progress,
+        "store_options": store_options(args),
+    }
     if args.command == "migrate":
-        return run_migrate(args.path, dry_run=args.dry_run, backup=args.backup, struct_endian=args.struct_endian,
-                           **shared)  # fmt: skip
+        return run_migrate(
+            args.path,
+            dry_run=args.dry_run,
+            backup=args.backup,
+            struct_endian=args.struct_endian,
+            **shared,
+        )
     return run_to_v3(
         args.path,
         tool=args.command,
@@ -53,7 +63,8 @@ def console() -> int:
     """
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
-        setattr(sys, name, Output(open(os.devnull, "w") if stream is None else stream))  # None: closed at start
+        # None: closed at start
+        setattr(sys, name, Output(open(os.devnull, "w") if stream is None else stream))
     try:
         return main()
     except KeyboardInterrupt:

@@ -1,4 +1,5 @@
-"""``numcodecs-bytes demo`` and ``numcodecs-bytes dtypes``: the codec on sample data, and the data type table."""
+"""``numcodecs-bytes demo`` and ``numcodecs-bytes dtypes``: the codec on sample data, and the data
+type table."""
 
 from __future__ import annotations
 
@@ -22,15 +23,20 @@ _DEMO_SAMPLES: tuple[tuple[str, object], ...] = (
 
 
 def data_type_table() -> str:
-    """The `DATA_TYPES` table as aligned text; the ml_dtypes types as needing the extra where it is missing."""
+    """The `DATA_TYPES` table as aligned text; the ml_dtypes types as needing the extra where it is
+    missing."""
     rows = [("data type", "numpy, e.g.", "endian orders each")]
     rows += [(row.name, example_dtype(row), row.swap.value) for row in DATA_TYPES.values()]
     missing = [name for name in ML_DTYPES_NAMES if name not in DATA_TYPES]
     rows += [(name, "-", "needs the ml_dtypes extra") for name in missing]
     widths = [max(len(row[column]) for row in rows) for column in (0, 1)]
-    lines = [f"{name:<{widths[0]}}  {example:<{widths[1]}}  {orders}" for name, example, orders in rows]
+    lines = [
+        f"{name:<{widths[0]}}  {example:<{widths[1]}}  {orders}" for name, example, orders in rows
+    ]
     if missing:
-        lines.append(f"\n{len(missing)} data types need ml_dtypes: pip install 'numcodecs-bytes[ml_dtypes]'")
+        lines.append(
+            f"\n{len(missing)} data types need ml_dtypes: pip install 'numcodecs-bytes[ml_dtypes]'"
+        )
     return "\n".join(lines)
 
 

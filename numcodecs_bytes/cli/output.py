@@ -1,4 +1,5 @@
-"""What the command line writes: one line any terminal takes, and outputs that may close under it."""
+"""What the command line writes: one line any terminal takes, and outputs that may close under
+it."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ _PARAMETER = re.compile(r"\b(" + "|".join(re.escape(name) for name in FLAGS) + r
 
 
 def shown(text: str) -> str:
-    """A library message as the command line prints it: one line, each parameter it names as its flag.
+    """A library message as the command line prints it: one line, each parameter it names as its
+    flag.
 
     >>> shown("no answer within 60 s (request_timeout)")
     'no answer within 60 s (--request-timeout)'
@@ -32,7 +34,8 @@ def shown(text: str) -> str:
 
 
 def printable(text: str) -> str:
-    r"""Text as one line any terminal takes: bytes that are not UTF-8 (in names) and control characters escaped.
+    r"""Text as one line any terminal takes: bytes that are not UTF-8 (in names) and control
+     characters escaped.
 
     >>> printable("a\nb\x1b[2Jc\u2028d")
     'a\\nb\\x1b[2Jc\\u2028d'
@@ -40,12 +43,15 @@ def printable(text: str) -> str:
     text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     if text.isprintable():
         return text
-    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
+    return "".join(
+        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+        for char in text
+    )
 
 
 class Output(io.TextIOBase):
-    """sys.stdout or sys.stderr as the console script writes them: once the reader goes away (a pipe into
-    ``head``), the rest is dropped without a word, and the run goes on to its end."""
+    """sys.stdout or sys.stderr as the console script writes them: once the reader goes away (a pipe
+    into ``head``), the rest is dropped without a word, and the run goes on to its end."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream

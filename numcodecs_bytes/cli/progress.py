@@ -9,8 +9,9 @@ __all__ = ["Progress", "count", "say", "size"]
 
 
 class Progress:
-    """One live line on stderr while a store tool runs (folders walked of found, rate, time left), cleared at
-    the end and before any other line; shown on a terminal, or when asked (``--progress``)."""
+    """One live line on stderr while a store tool runs (folders walked of found, rate, time left),
+    cleared at the end and before any other line; shown on a terminal, or when asked
+    (``--progress``)."""
 
     def __init__(self, tool: str, enabled: bool, written: tuple[str, str]) -> None:
         self.tool, self.enabled, (self.noun, self.verb) = tool, enabled, written
@@ -31,15 +32,16 @@ class Progress:
         self._draw(line, now)
 
     def shards(self, done: int, total: int, packed: int) -> None:
-        """The sharding pass: shards packed of all, and the bytes they hold; the first call is made as packing
-        begins, and the rate counts from there."""
+        """The sharding pass: shards packed of all, and the bytes they hold; the first call is made
+        as packing begins, and the rate counts from there."""
         now = time.monotonic()
         if self.sharded_from is None:
             self.sharded_from = now
         if not self.enabled or now - self.drawn_at < 0.2 or now <= self.sharded_from:
             return
         line = (
-            f"{self.tool}: {done:,} of {total:,} shards, {size(packed)} at {size(packed / (now - self.sharded_from))}/s"
+            f"{self.tool}: {done:,} of {total:,} shards, {size(packed)} at "
+            f"{size(packed / (now - self.sharded_from))}/s"
         )
         if 0 < done < total:
             line += f", about {duration((total - done) * (now - self.sharded_from) / done)} left"
@@ -58,9 +60,13 @@ class Progress:
             self.visible = False
 
     def stopped(self, why: str, code: int) -> int:
-        """One line saying how far the run came (what it wrote, the folders it walked), and its exit code."""
+        """One line saying how far the run came (what it wrote, the folders it walked), and its exit
+        code."""
         self.clear()
-        done = f"{count(self.written, self.noun)} {self.verb}, {self.done:,} of {self.found:,} folders walked"
+        done = (
+            f"{count(self.written, self.noun)} {self.verb}, {self.done:,} of {self.found:,} "
+            "folders walked"
+        )
         print(f"{why}: {done}; run again to finish", file=sys.stderr)
         return code
 

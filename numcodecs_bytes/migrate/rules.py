@@ -1,6 +1,6 @@
-"""The draft's legacy in metadata, mended: the codec name ``endian`` renamed to ``bytes``, and a missing
-``endian`` added to the v3 ``bytes`` codecs of multi-byte data types. Codec configs and metadata documents in,
-out.
+"""The draft's legacy in metadata, mended: the codec name ``endian`` renamed to ``bytes``, and a
+missing ``endian`` added to the v3 ``bytes`` codecs of multi-byte data types. Codec configs and
+metadata documents in, out.
 
 Pure: nothing here reads or writes a store. A codec is ours by its ``id`` in
 v2 metadata and by its ``name`` in v3 metadata (``{"id": "zlib", "name":
@@ -52,7 +52,8 @@ RENAME = f"{LEGACY_NAME!r} -> {_NAME!r}"
 ENDIAN_ADDED = "endian {!r} added"
 """How an added byte order is spelled in reports: ``endian 'little' added``."""
 DRAFT_DEFAULT = "little"
-"""The byte order the draft gave data where nothing said otherwise, and zarr-python before 3.3 read."""
+"""The byte order the draft gave data where nothing said otherwise, and zarr-python before 3.3
+read."""
 
 
 def is_legacy_config(config: Any) -> bool:
@@ -92,7 +93,7 @@ def migrate_config(config: Any) -> Any:
     return migrated
 
 
-# -- one metadata document ------------------------------------------------------------------------------
+# -- one metadata document -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,8 @@ class Change:
 
 
 class _Addition(NamedTuple):
-    """An ``endian`` to add: to the codec at ``path`` (a short-form string, or an object without configuration),
-    or to its configuration object."""
+    """An ``endian`` to add: to the codec at ``path`` (a short-form string, or an object without
+    configuration), or to its configuration object."""
 
     location: str
     path: JsonPath  # the codec
@@ -118,8 +119,8 @@ class _Addition(NamedTuple):
 
 
 class Mended(NamedTuple):
-    """One metadata file mended: its document as parsed, the changes (location, what), its new bytes (the
-    same bytes where nothing changes), and what could not be mended, in words."""
+    """One metadata file mended: its document as parsed, the changes (location, what), its new bytes
+    (the same bytes where nothing changes), and what could not be mended, in words."""
 
     document: Any
     changes: list[tuple[str, str]]
@@ -150,11 +151,14 @@ def migrate_metadata(
     """
     found = legacy_codecs(document, filename)
     additions, _ = missing_endians(document, filename, struct_endian)
-    return _mended(document, found, additions), [location for location, _ in found] + [a.location for a in additions]
+    return _mended(document, found, additions), [location for location, _ in found] + [
+        a.location for a in additions
+    ]
 
 
 def legacy_codecs(document: Any, filename: str) -> list[tuple[str, JsonPath]]:
-    """The legacy codecs of one parsed metadata file: (readable location, JSON path of the name string)."""
+    """The legacy codecs of one parsed metadata file: (readable location, JSON path of the name
+    string)."""
     found: list[tuple[str, JsonPath]] = []
     if filename == ".zarray":
         _zarray(document, (), "", found)
@@ -197,23 +201,33 @@ def _v3_codecs(codecs: Any, path: JsonPath, where: str, found: list[tuple[str, J
         return
     for index, codec in enumerate(codecs):
         if v3_name(codec) == LEGACY_NAME:  # the name is the entry itself in the short form
-            found.append((f"{where}[{index}]", (*path, index) if isinstance(codec, str) else (*path, index, "name")))
+            found.append(
+                (
+                    f"{where}[{index}]",
+                    (*path, index) if isinstance(codec, str) else (*path, index, "name"),
+                )
+            )
         configuration = codec.get("configuration") if isinstance(codec, dict) else None
         if isinstance(configuration, dict):
             for nested in ("codecs", "index_codecs"):
                 nested_path = (*path, index, "configuration", nested)
-                _v3_codecs(configuration.get(nested), nested_path, f"{where}[{index}].configuration.{nested}", found)
+                _v3_codecs(
+                    configuration.get(nested),
+                    nested_path,
+                    f"{where}[{index}].configuration.{nested}",
+                    found,
+                )
 
 
-# -- a missing endian -----------------------------------------------------------------------------------------
+# -- a missing endian ------------------------------------------------------------------------------
 
 
 def missing_endians(
     document: Any, filename: str, struct_endian: Literal["little", "big"] | None = None
 ) -> tuple[list[_Addition], list[str]]:
-    """The v3 ``bytes`` codecs (under either name) of multi-byte data types that state no ``endian``, with the
-    one to add; and the ones that cannot be mended, in words (a struct without ``struct_endian``, a data type
-    this package does not know)."""
+    """The v3 ``bytes`` codecs (under either name) of multi-byte data types that state no
+    ``endian``, with the one to add; and the ones that cannot be mended, in words (a struct without
+    ``struct_endian``, a data type this package does not know)."""
     additions: list[_Addition] = []
     problems: list[str] = []
     if filename == "zarr.json":
@@ -221,13 +235,21 @@ def missing_endians(
     return additions, problems
 
 
-def _v3_endians(node: Any, path: JsonPath, where: str, additions: list[_Addition], problems: list[str],
-                struct_endian: str | None) -> None:  # fmt: skip
+def _v3_endians(
+    node: Any,
+    path: JsonPath,
+    where: str,
+    additions: list[_Addition],
+    problems: list[str],
+    struct_endian: str | None,
+) -> None:
     if not isinstance(node, dict):
         return
     if "data_type" in node:
         need = _endian_for(node["data_type"], struct_endian)
-        _codec_endians(node.get("codecs"), (*path, "codecs"), f"{where}codecs", need, additions, problems)
+        _codec_endians(
+            node.get("codecs"), (*path, "codecs"), f"{where}codecs", need, additions, problems
+        )
     consolidated = node.get("consolidated_metadata")
     if isinstance(consolidated, dict) and isinstance(consolidated.get("metadata"), dict):
         for key, child in consolidated["metadata"].items():
@@ -237,8 +259,8 @@ def _v3_endians(node: Any, path: JsonPath, where: str, additions: list[_Addition
 
 
 def _endian_for(data_type: Any, struct_endian: str | None) -> tuple[str | None, str | None]:
-    """The ``endian`` a data type's ``bytes`` codec gets where it states none (None: none needed), or why none
-    can be given."""
+    """The ``endian`` a data type's ``bytes`` codec gets where it states none (None: none needed),
+    or why none can be given."""
     try:
         dtype = parse_dtype(data_type)
     except (TypeError, ValueError):
@@ -247,16 +269,24 @@ def _endian_for(data_type: Any, struct_endian: str | None) -> tuple[str | None, 
         return None, None
     if dtype.fields is not None and struct_endian is None:
         return None, (
-            "a struct with multi-byte fields, whose bytes codec states no endian: zarr-python's releases read "
-            "such fields differently (before 3.3 in the machine's order); struct_endian names their order"
+            "a struct with multi-byte fields, whose bytes codec states no endian: zarr-python's "
+            "releases read such fields differently (before 3.3 in the machine's order); "
+            "struct_endian names their order"
         )
     return struct_endian if dtype.fields is not None else DRAFT_DEFAULT, None
 
 
-def _codec_endians(codecs: Any, path: JsonPath, where: str, need: tuple[str | None, str | None],
-                   additions: list[_Addition], problems: list[str]) -> None:  # fmt: skip
-    """The ``bytes`` codecs without ``endian`` in a v3 codec list and the lists nested in its codecs: a shard's
-    inner codecs serialize the array's data type, its index codecs little-endian uint64."""
+def _codec_endians(
+    codecs: Any,
+    path: JsonPath,
+    where: str,
+    need: tuple[str | None, str | None],
+    additions: list[_Addition],
+    problems: list[str],
+) -> None:
+    """The ``bytes`` codecs without ``endian`` in a v3 codec list and the lists nested in its
+    codecs: a shard's inner codecs serialize the array's data type, its index codecs little-endian
+    uint64."""
     if not isinstance(codecs, list):
         return
     endian, problem = need
@@ -264,11 +294,14 @@ def _codec_endians(codecs: Any, path: JsonPath, where: str, need: tuple[str | No
         configuration = codec.get("configuration") if isinstance(codec, dict) else None
         if v3_name(codec) in (_NAME, LEGACY_NAME):
             form: Literal["short", "object", "configuration"] | None = (
-                "short" if isinstance(codec, str)
-                else "object" if "configuration" not in codec
-                else "configuration" if isinstance(configuration, dict) and "endian" not in configuration
+                "short"
+                if isinstance(codec, str)
+                else "object"
+                if "configuration" not in codec
+                else "configuration"
+                if isinstance(configuration, dict) and "endian" not in configuration
                 else None
-            )  # fmt: skip
+            )
             if form is not None and endian is not None:
                 additions.append(_Addition(f"{where}[{index}]", (*path, index), form, endian))
             elif form is not None and problem is not None:
@@ -277,14 +310,22 @@ def _codec_endians(codecs: Any, path: JsonPath, where: str, need: tuple[str | No
             for nested, nested_need in (("codecs", need), ("index_codecs", (DRAFT_DEFAULT, None))):
                 nested_path = (*path, index, "configuration", nested)
                 nested_where = f"{where}[{index}].configuration.{nested}"
-                _codec_endians(configuration.get(nested), nested_path, nested_where, nested_need, additions, problems)
+                _codec_endians(
+                    configuration.get(nested),
+                    nested_path,
+                    nested_where,
+                    nested_need,
+                    additions,
+                    problems,
+                )
 
 
-# -- the document and its text ------------------------------------------------------------------------------
+# -- the document and its text ---------------------------------------------------------------------
 
 
 def _mended(document: Any, found: list[tuple[str, JsonPath]], additions: list[_Addition]) -> Any:
-    """A copy of ``document`` with the name at each path of ``found`` made ``bytes`` and each addition made."""
+    """A copy of ``document`` with the name at each path of ``found`` made ``bytes`` and each
+    addition made."""
     mended = copy.deepcopy(document)
     for _, path in found:
         _at(mended, path[:-1])[path[-1]] = _NAME
@@ -306,9 +347,11 @@ def _at(document: Any, path: JsonPath) -> Any:
     return node
 
 
-def rewrite_text(text: str, document: Any, filename: str, struct_endian: Literal["little", "big"] | None = None) -> str:
-    """The file's text with only the legacy codec names replaced by ``"bytes"``, and each missing ``endian``
-    added (`missing_endians`).
+def rewrite_text(
+    text: str, document: Any, filename: str, struct_endian: Literal["little", "big"] | None = None
+) -> str:
+    """The file's text with only the legacy codec names replaced by ``"bytes"``, and each missing
+    ``endian`` added (`missing_endians`).
 
     The places are located from the structure of the text itself, in one pass:
     key order, indentation, number spellings, escapes and line endings
@@ -325,14 +368,21 @@ def rewrite_text(text: str, document: Any, filename: str, struct_endian: Literal
     return _rewrite(text, document, legacy_codecs(document, filename), additions)
 
 
-def _rewrite(text: str, document: Any, found: list[tuple[str, JsonPath]], additions: list[_Addition]) -> str:
-    """`rewrite_text` for the legacy codecs ``found`` and the ``additions`` already known in ``document``:
-    names first, then the additions (each in a codec or a configuration of its own: none overlaps another)."""
+def _rewrite(
+    text: str, document: Any, found: list[tuple[str, JsonPath]], additions: list[_Addition]
+) -> str:
+    """`rewrite_text` for the legacy codecs ``found`` and the ``additions`` already known in
+    ``document``: names first, then the additions (each in a codec or a configuration of its own:
+    none overlaps another)."""
     short = {addition.path for addition in additions if addition.form == "short"}
     renames = {path: f'"{_NAME}"' for _, path in found if path not in short}
     located = spans(text, set(renames), set())
     text = _edited(text, [(*located.strings[path], new) for path, new in renames.items()])
-    objects = {a.path if a.form == "object" else (*a.path, "configuration") for a in additions if a.form != "short"}
+    objects = {
+        a.path if a.form == "object" else (*a.path, "configuration")
+        for a in additions
+        if a.form != "short"
+    }
     located = spans(text, short, objects)
     edits = []
     for addition in additions:
@@ -342,7 +392,13 @@ def _rewrite(text: str, document: Any, found: list[tuple[str, JsonPath]], additi
             edits.append((start, end, value_text(text, start, configured)))
         elif addition.form == "object":
             start, end = located.objects[addition.path]
-            edits.append((start, end, member_added(text, start, end, "configuration", {"endian": addition.endian})))
+            edits.append(
+                (
+                    start,
+                    end,
+                    member_added(text, start, end, "configuration", {"endian": addition.endian}),
+                )
+            )
         else:
             start, end = located.objects[(*addition.path, "configuration")]
             edits.append((start, end, member_added(text, start, end, "endian", addition.endian)))
@@ -361,9 +417,12 @@ def _edited(text: str, edits: list[tuple[int, int, str]]) -> str:
     return "".join(pieces) + text[last:]
 
 
-def migrated_file(name: str, data: bytes, struct_endian: Literal["little", "big"] | None = None) -> Mended:
-    """One metadata file mended: its parsed document, its changes, its bytes with them made (``data`` itself
-    where there is none), and what could not be mended. A UTF-8 byte order mark is kept (zarr reads it).
+def migrated_file(
+    name: str, data: bytes, struct_endian: Literal["little", "big"] | None = None
+) -> Mended:
+    """One metadata file mended: its parsed document, its changes, its bytes with them made
+    (``data`` itself where there is none), and what could not be mended. A UTF-8 byte order mark is
+    kept (zarr reads it).
 
     Raises what parsing raises: UnicodeDecodeError, json.JSONDecodeError, RecursionError.
     """

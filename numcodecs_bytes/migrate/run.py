@@ -1,4 +1,5 @@
-"""The run of ``numcodecs-bytes migrate`` over a store: every metadata file that names the legacy codec rewritten.
+"""The run of ``numcodecs-bytes migrate`` over a store: every metadata file that names the legacy
+codec rewritten.
 
 The rules are `numcodecs_bytes.migrate.rules`; store access does the rest
 (`numcodecs_bytes.store`): the walk, batched reads, conditional atomic
@@ -41,9 +42,9 @@ def migrate_store(
     on_progress: Callable[[int, int], None] | None = None,
     store_options: StoreOptions | None = None,
 ) -> MigrationReport:
-    """Rename every legacy ``endian`` codec in a Zarr store's metadata to ``bytes``, and give every v3 ``bytes``
-    codec of a multi-byte data type that states no byte order the draft's default, ``"endian": "little"`` (what
-    zarr-python before 3.3 read; 3.3 refuses such metadata).
+    """Rename every legacy ``endian`` codec in a Zarr store's metadata to ``bytes``, and give every
+    v3 ``bytes`` codec of a multi-byte data type that states no byte order the draft's default,
+    ``"endian": "little"`` (what zarr-python before 3.3 read; 3.3 refuses such metadata).
 
     Parameters
     ----------
@@ -102,8 +103,15 @@ def _migrated(
     for batch in walk:
         report.leftovers_removed += batch.leftovers_removed
         report.failures += batch.problems
-        report.nodes += sum(any(name in folder.files for name in NODE_FILES) for folder in batch.folders)
-        metadata = {f"{f.path}/{name}": (f, name) for f in batch.folders for name in f.files if name in METADATA_FILES}
+        report.nodes += sum(
+            any(name in folder.files for name in NODE_FILES) for folder in batch.folders
+        )
+        metadata = {
+            f"{f.path}/{name}": (f, name)
+            for f in batch.folders
+            for name in f.files
+            if name in METADATA_FILES
+        }
         changed: dict[str, tuple[Replacement, list[Change]]] = {}
         for path, data in store.files.read(metadata).items():
             folder, name = metadata[path]
@@ -116,13 +124,24 @@ def _migrated(
             document = mended.document
             if name == ".zarray":
                 walk.leave_out(folder, chunk_folders(folder.subfolders, folder.files, document))
-            elif name == "zarr.json" and isinstance(document, dict) and document.get("node_type") == "array":
+            elif (
+                name == "zarr.json"
+                and isinstance(document, dict)
+                and document.get("node_type") == "array"
+            ):
                 walk.leave_out(folder, folder.subfolders)  # a Zarr v3 array holds chunks only
             report.failures += [(relative, problem) for problem in mended.problems]
             if mended.changes:
                 replacement = Replacement(path, mended.data, _read(data), backup)
-                changed[path] = (replacement, [Change(relative, where, what) for where, what in mended.changes])
-        write_failures = {} if dry_run else store.files.replace(replacement for replacement, _ in changed.values())
+                changed[path] = (
+                    replacement,
+                    [Change(relative, where, what) for where, what in mended.changes],
+                )
+        write_failures = (
+            {}
+            if dry_run
+            else store.files.replace(replacement for replacement, _ in changed.values())
+        )
         for path, (_, changes) in changed.items():
             relative = store.relative(path)
             if path in write_failures:

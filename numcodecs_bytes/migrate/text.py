@@ -1,9 +1,9 @@
-"""Edits of a JSON file's text that change only what they must: a string token replaced, a member added to an
-object in the file's own style. Everything else (key order, indentation, number spellings, escapes, line
-endings) stays as it was.
+"""Edits of a JSON file's text that change only what they must: a string token replaced, a member
+added to an object in the file's own style. Everything else (key order, indentation, number
+spellings, escapes, line endings) stays as it was.
 
-Pure: text in, text out. The places are found from the text's structure in one pass over its tokens, with
-no recursion (a deeply nested file cannot exhaust the stack).
+Pure: text in, text out. The places are found from the text's structure in one pass over its tokens,
+with no recursion (a deeply nested file cannot exhaust the stack).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 
 
 class Spans(NamedTuple):
-    """Where values stand in a text: (start, end) of each string token and of each object, by JSON path."""
+    """Where values stand in a text: (start, end) of each string token and of each object, by JSON
+    path."""
 
     strings: dict[JsonPath, tuple[int, int]]
     objects: dict[JsonPath, tuple[int, int]]
@@ -39,7 +40,8 @@ def spans(text: str, strings: set[JsonPath], objects: set[JsonPath]) -> Spans:
     Spans(strings={('a', 0): (7, 10)}, objects={('a', 1): (12, 20)})
     """
     found = Spans({}, {})
-    frames: list[list[Any]] = []  # per open container: [is_object, current key or index, expecting a key, start]
+    # per open container: [is_object, current key or index, expecting a key, start]
+    frames: list[list[Any]] = []
     for token in _TOKEN.finditer(text):
         char = token.group(0)[0]
         if char in " \t\r\n":
@@ -72,13 +74,14 @@ def spans(text: str, strings: set[JsonPath], objects: set[JsonPath]) -> Spans:
 
 
 def member_added(text: str, start: int, end: int, key: str, value: Any) -> str:
-    """The object ``text[start:end]`` with the member ``key: value`` added last, in the file's style: on a line
-    of its own at its members' indentation where they stand one per line (nested objects alike), else after
-    a comma with the spacing its members have.
+    """The object ``text[start:end]`` with the member ``key: value`` added last, in the file's
+    style: on a line of its own at its members' indentation where they stand one per line (nested
+    objects alike), else after a comma with the spacing its members have.
 
     >>> member_added('{"name": "bytes"}', 0, 17, "configuration", {"endian": "little"})
     '{"name": "bytes", "configuration": {"endian": "little"}}'
-    >>> print(member_added('{\\n  "name": "bytes"\\n}', 0, 21, "configuration", {"endian": "little"}))
+    >>> pretty = '{\\n  "name": "bytes"\\n}'
+    >>> print(member_added(pretty, 0, 21, "configuration", {"endian": "little"}))
     {
       "name": "bytes",
       "configuration": {
@@ -89,26 +92,36 @@ def member_added(text: str, start: int, end: int, key: str, value: Any) -> str:
     body = text[start + 1 : end - 1]
     members = body.strip()
     colon, comma = _separators(text)
-    if "\n" in body or (not members and "\n" in text):  # one member a line (an empty object too, in such a file)
+    # one member a line (an empty object too, in such a file)
+    if "\n" in body or (not members and "\n" in text):
         if "\n" in body:
             line_start = text.rfind("\n", 0, end - 1) + 1
-            closing_indent = text[line_start : end - 1] if not text[line_start : end - 1].strip() else ""
+            closing_indent = (
+                text[line_start : end - 1] if not text[line_start : end - 1].strip() else ""
+            )
         else:
             closing_indent = _line_indentation(text, start)
         member_indent = _indentation(body) if members else closing_indent + _unit(text)
         newline = "\r\n" if "\r\n" in text else "\n"
-        member = f"{json.dumps(key)}{colon}{_pretty(value, member_indent, _unit(text), colon, newline)}"
-        return f"{{{body.rstrip()}{',' if members else ''}{newline}{member_indent}{member}{newline}{closing_indent}}}"
+        member = (
+            f"{json.dumps(key)}{colon}{_pretty(value, member_indent, _unit(text), colon, newline)}"
+        )
+        separator = "," if members else ""
+        return (
+            f"{{{body.rstrip()}{separator}{newline}"
+            f"{member_indent}{member}{newline}{closing_indent}}}"
+        )
     member = f"{json.dumps(key)}{colon}{json.dumps(value, separators=(comma, colon))}"
     kept = body.rstrip()
     return f"{{{kept}{comma if members else ''}{member}{body[len(kept) :]}}}"
 
 
 def value_text(text: str, start: int, value: Any) -> str:
-    """``value`` as JSON to stand at ``start`` in ``text``, in the file's style: objects one member a line in a
-    file written so, inline with the file's separators otherwise.
+    """``value`` as JSON to stand at ``start`` in ``text``, in the file's style: objects one member
+    a line in a file written so, inline with the file's separators otherwise.
 
-    >>> value_text('["bytes"]', 1, {"name": "bytes"}), value_text('{"a":["bytes"]}', 6, {"name": "bytes"})
+    >>> codec = {"name": "bytes"}
+    >>> value_text('["bytes"]', 1, codec), value_text('{"a":["bytes"]}', 6, codec)
     ('{"name": "bytes"}', '{"name":"bytes"}')
     """
     colon, comma = _separators(text)
@@ -119,7 +132,8 @@ def value_text(text: str, start: int, value: Any) -> str:
 
 
 def _separators(text: str) -> tuple[str, str]:
-    """The file's separators after a key and between members: ``": "`` and ``", "``, or ``":"`` and ``","``."""
+    """The file's separators after a key and between members: ``": "`` and ``", "``, or ``":"`` and
+    ``","``."""
     structure = _STRING.sub('""', text)  # separators in string values are not the file's
     colon = ":" if re.search(r'":\S', structure) and not re.search(r'":\s', structure) else ": "
     comma = "," if re.search(r",\S", structure) and not re.search(r",[ \t]", structure) else ", "
@@ -141,16 +155,21 @@ def _indentation(body: str) -> str:
 
 
 def _unit(text: str) -> str:
-    """One level of the file's indentation: the smallest indentation of a line (two spaces where none)."""
+    """One level of the file's indentation: the smallest indentation of a line (two spaces where
+    none)."""
     indents = [len(line) - len(line.lstrip(" \t")) for line in text.split("\n")[1:] if line.strip()]
     smallest = min((n for n in indents if n), default=2)
     return (" " if "\n " in text or "\t" not in text else "\t") * smallest
 
 
 def _pretty(value: Any, indent: str, unit: str, colon: str, newline: str) -> str:
-    """``value`` as JSON with nested objects one member a line, ``indent`` being the line it starts on."""
+    """``value`` as JSON with nested objects one member a line, ``indent`` being the line it starts
+    on."""
     if not isinstance(value, dict) or not value:
         return json.dumps(value)
     inner = indent + unit
-    members = [f"{inner}{json.dumps(k)}{colon}{_pretty(v, inner, unit, colon, newline)}" for k, v in value.items()]
+    members = [
+        f"{inner}{json.dumps(k)}{colon}{_pretty(v, inner, unit, colon, newline)}"
+        for k, v in value.items()
+    ]
     return "{" + newline + f",{newline}".join(members) + f"{newline}{indent}}}"

@@ -1,4 +1,5 @@
-"""Store access for the store tools: local folders and fsspec URLs, batched, concurrent, atomic writes.
+"""Store access for the store tools: local folders and fsspec URLs, batched, concurrent, atomic
+writes.
 
 The tools say which files to read and write, a batch at a time; store access
 does it. `open_store` checks a location and returns a `Store`, whose

@@ -55,9 +55,9 @@ class ByteRange(NamedTuple):
 class Shard(NamedTuple):
     """One shard to write: its file, and each inner chunk's source in C order of the inner grid.
 
-    A source is a chunk file, or a byte range of another shard (resharding), that was listed just before (None:
-    no chunk there). One that is gone when the shard is made was removed by another writer meanwhile: the shard
-    is not written (`ShardError`).
+    A source is a chunk file, or a byte range of another shard (resharding), that was listed just
+    before (None: no chunk there). One that is gone when the shard is made was removed by another
+    writer meanwhile: the shard is not written (`ShardError`).
     """
 
     path: str
@@ -73,33 +73,41 @@ class Packed(NamedTuple):
     """What packing one shard read and wrote."""
 
     sizes: tuple[int | None, ...]  # each inner chunk's bytes; None where there is no source
-    versions: tuple[str | None, ...]  # what each source's file was when read (`Files.versions`); None: no source
-    written: bool  # False where nothing was written: no source (no shard), or the file held it already
+    # what each source's file was when read (`Files.versions`); None: no source
+    versions: tuple[str | None, ...]
+    # False where nothing was written: no source (no shard), or the file held it already
+    written: bool
     linked: int = 0  # sources that are symbolic links (packed from their targets)
 
 
 class Held(NamedTuple):
-    """What a shard in the store holds of the chunk files it was packed from (compared byte for byte)."""
+    """What a shard in the store holds of the chunk files it was packed from (compared byte for
+    byte)."""
 
-    same: tuple[bool | None, ...]  # per source: the shard holds exactly its bytes, at its place (None: no source)
-    versions: tuple[str | None, ...]  # each source's version as compared (None: no source, or none found)
-    written: tuple[float | None, ...]  # when each source was last written (seconds since the epoch; None: unknown)
+    # per source: the shard holds exactly its bytes, at its place (None: no source)
+    same: tuple[bool | None, ...]
+    # each source's version as compared (None: no source, or none found)
+    versions: tuple[str | None, ...]
+    # when each source was last written (seconds since the epoch; None: unknown)
+    written: tuple[float | None, ...]
     shard_written: float | None  # when the shard was last written
 
 
 class ShardError(OSError):
-    """A shard that could not be made as its sources say (a source changed or gone while it was read, a file
-    system that stored other bytes)."""
+    """A shard that could not be made as its sources say (a source changed or gone while it was
+    read, a file system that stored other bytes)."""
 
 
 def gone(path: str) -> ShardError:
     """The error of a chunk file listed for a shard and gone when the shard was made."""
-    return ShardError(f"{path}: listed, then gone before its shard was made (another writer): no shard written")
+    return ShardError(
+        f"{path}: listed, then gone before its shard was made (another writer): no shard written"
+    )
 
 
 def shard_index(sizes: Sequence[int | None]) -> bytes:
-    """The index of a shard whose inner chunks have ``sizes`` (None: empty), stored one after another in that
-    order: the (offset, nbytes) pairs and their crc32c.
+    """The index of a shard whose inner chunks have ``sizes`` (None: empty), stored one after
+    another in that order: the (offset, nbytes) pairs and their crc32c.
 
     >>> index = shard_index([3, None, 2])
     >>> index[:16].hex(), index[16:32].hex(), len(index)
@@ -116,14 +124,19 @@ def shard_index(sizes: Sequence[int | None]) -> bytes:
     return index + struct.pack("<I", _crc32c(index))
 
 
-def parsed_index(data: bytes | memoryview, count: int, checksum: bool = True) -> list[tuple[int, int] | None]:
-    """The (offset, nbytes) of each of ``count`` inner chunks from the end of ``data`` (a shard's last bytes: its
-    index, and the index's crc32c, checked, where ``checksum``)."""
+def parsed_index(
+    data: bytes | memoryview, count: int, checksum: bool = True
+) -> list[tuple[int, int] | None]:
+    """The (offset, nbytes) of each of ``count`` inner chunks from the end of ``data`` (a shard's
+    last bytes: its index, and the index's crc32c, checked, where ``checksum``)."""
     size = count * INDEX_ENTRY
     tail_size = size + (4 if checksum else 0)
     if len(data) < tail_size:
-        raise ShardError(f"shard of {len(data)} bytes is shorter than its index ({tail_size} bytes)")
-    tail = bytes(data[len(data) - tail_size :])  # a copy: no view of the caller's buffer outlives the call
+        raise ShardError(
+            f"shard of {len(data)} bytes is shorter than its index ({tail_size} bytes)"
+        )
+    # a copy: no view of the caller's buffer outlives the call
+    tail = bytes(data[len(data) - tail_size :])
     index, stored = tail[:size], tail[size:]
     if checksum and struct.pack("<I", _crc32c(index)) != stored:
         raise ShardError("the shard's index does not match its checksum")
@@ -132,8 +145,9 @@ def parsed_index(data: bytes | memoryview, count: int, checksum: bool = True) ->
 
 
 def _crc32c(data: bytes) -> int:
-    """The CRC-32C of ``data``: by the library zarr's crc32c codec uses where one is installed (google-crc32c
-    since zarr 3.1.4, numcodecs' crc32c before), else a table here (an index is small: 16 bytes a chunk)."""
+    """The CRC-32C of ``data``: by the library zarr's crc32c codec uses where one is installed
+    (google-crc32c since zarr 3.1.4, numcodecs' crc32c before), else a table here (an index is
+    small: 16 bytes a chunk)."""
     try:
         import google_crc32c
     except ImportError:

@@ -1,5 +1,5 @@
-"""A local disk's facts for writing files that last: ``syncfs``, the umask, temporary files' names, a file's
-version, and when a version tells every later write apart."""
+"""A local disk's facts for writing files that last: ``syncfs``, the umask, temporary files' names,
+a file's version, and when a version tells every later write apart."""
 
 from __future__ import annotations
 
@@ -13,7 +13,15 @@ from pathlib import Path
 
 from .files import TEMP_SUFFIX
 
-__all__ = ["durable", "file_version", "made_for", "past_their_tick", "temporary_beside", "temporary_name", "umask"]
+__all__ = [
+    "durable",
+    "file_version",
+    "made_for",
+    "past_their_tick",
+    "temporary_beside",
+    "temporary_name",
+    "umask",
+]
 
 
 def _syncfs() -> Callable[[int], int] | None:
@@ -32,8 +40,9 @@ _SYNCFS = _syncfs()
 
 
 def durable(paths: list[str], root: Path) -> None:
-    """Files written, or folders whose names changed, on disk: one ``syncfs`` of the store's file system on
-    Linux (where a folder of many small files would take a ``fsync`` each), else a ``fsync`` per path."""
+    """Files written, or folders whose names changed, on disk: one ``syncfs`` of the store's file
+    system on Linux (where a folder of many small files would take a ``fsync`` each), else a
+    ``fsync`` per path."""
     if not paths:
         return
     if _SYNCFS is not None:
@@ -52,27 +61,30 @@ def durable(paths: list[str], root: Path) -> None:
 
 
 def temporary_name(path: str, tag: str) -> str:
-    """A temporary file's name beside ``path``: ``.NAME.TAG`` and `TEMP_SUFFIX` (what `made_for` reads back)."""
+    """A temporary file's name beside ``path``: ``.NAME.TAG`` and `TEMP_SUFFIX` (what `made_for`
+    reads back)."""
     folder, name = os.path.split(path)
     return os.path.join(folder, f".{name}.{tag}{TEMP_SUFFIX}")
 
 
 def temporary_beside(path: str) -> tuple[int, str]:
-    """A new empty temporary file beside ``path``, its descriptor and name: `temporary_name`'s, a random tag."""
+    """A new empty temporary file beside ``path``, its descriptor and name: `temporary_name`'s, a
+    random tag."""
     folder, name = os.path.split(path)
     return tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=TEMP_SUFFIX)
 
 
 def made_for(entry: str) -> str | None:
-    """The name of the file a temporary file named ``entry`` was made beside (`temporary_name`); None for any
-    other name."""
+    """The name of the file a temporary file named ``entry`` was made beside (`temporary_name`);
+    None for any other name."""
     if not (entry.startswith(".") and entry.endswith(TEMP_SUFFIX)):
         return None
     return entry[1 : -len(TEMP_SUFFIX)].rpartition(".")[0] or None
 
 
 def umask() -> int:
-    """The process's umask, read without setting it (``os.umask`` would change it for every thread meanwhile)."""
+    """The process's umask, read without setting it (``os.umask`` would change it for every thread
+    meanwhile)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):
@@ -83,23 +95,25 @@ def umask() -> int:
 
 
 def file_version(info: os.stat_result) -> str:
-    """A file's version: the same file, of the same size, written at the same time (a rename keeps it)."""
+    """A file's version: the same file, of the same size, written at the same time (a rename keeps
+    it)."""
     return f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
 
 
-# The clock Linux stamps files with, CLOCK_REALTIME_COARSE (5; Python names no constant for it): behind the
-# precise one by up to a tick. Elsewhere the precise one.
+# The clock Linux stamps files with, CLOCK_REALTIME_COARSE (5; Python names no constant for it):
+# behind the precise one by up to a tick. Elsewhere the precise one.
 _FILE_CLOCK = 5 if sys.platform.startswith("linux") else time.CLOCK_REALTIME
 
 
 def past_their_tick(infos: list[os.stat_result]) -> None:
     """Back once a write to any of these files would give it another time written than it has now.
 
-    A file's time written comes from the kernel's coarse clock (a tick of 1 to 10 ms), rounded down to what
-    its file system keeps: a file rewritten in place, to the same size, within the tick of its last write would
-    keep its version. Once that clock is past the tick (two seconds past a time in whole seconds: FAT keeps
-    two), any later write shows. Files written earlier than that, as most are, cost no wait. (Since Linux
-    6.13 a file whose time was read gets a precise one at its next write: the wait is then a formality.)
+    A file's time written comes from the kernel's coarse clock (a tick of 1 to 10 ms), rounded down
+    to what its file system keeps: a file rewritten in place, to the same size, within the tick of
+    its last write would keep its version. Once that clock is past the tick (two seconds past a time
+    in whole seconds: FAT keeps two), any later write shows. Files written earlier than that, as
+    most are, cost no wait. (Since Linux 6.13 a file whose time was read gets a precise one at its
+    next write: the wait is then a formality.)
     """
     newest = max((info.st_mtime_ns for info in infos), default=0)
     tick = 2_000_000_000 if newest % 1_000_000_000 == 0 else 0

@@ -1,4 +1,5 @@
-"""The one way the store tools work a store: open it, lock it, walk it, read and write its files in batches.
+"""The one way the store tools work a store: open it, lock it, walk it, read and write its files in
+batches.
 
 `open_store` checks a location and returns a `Store`: its `Files` (a local
 folder, an fsspec file system, S3) and its root. `Store.walk` is the walk both
@@ -32,8 +33,9 @@ __all__ = ["Store", "StoreBatch", "Walk", "open_store"]
 
 @dataclass(frozen=True)
 class Store:
-    """An open store: its files, its root (a path of its `Files`), and the folder of the topmost Zarr node at or
-    above the root, where runs lock the store (runs given a folder below it or above it exclude each other)."""
+    """An open store: its files, its root (a path of its `Files`), and the folder of the topmost
+    Zarr node at or above the root, where runs lock the store (runs given a folder below it or above
+    it exclude each other)."""
 
     files: Files
     root: str
@@ -49,8 +51,9 @@ class Store:
 
     @contextmanager
     def locked(self, dry_run: bool) -> Iterator[None]:
-        """The store's lock for a run that writes (`Files.lock`); none for a dry run. A lock that cannot be taken
-        for another reason than another run (the server unreachable, the run's time limit) stops the run too."""
+        """The store's lock for a run that writes (`Files.lock`); none for a dry run. A lock that
+        cannot be taken for another reason than another run (the server unreachable, the run's time
+        limit) stops the run too."""
         with ExitStack() as held:
             try:
                 if not dry_run:
@@ -60,8 +63,12 @@ class Store:
             except Exception as exc:
                 deadline = self.files.deadline
                 if deadline is not None and time.monotonic() >= deadline:
-                    raise RunTimeoutError("the run's time limit passed while the store's lock was taken") from None
-                raise NotAStoreError(f"{self.top or self.root}: its lock cannot be taken ({reason(exc)})") from None
+                    raise RunTimeoutError(
+                        "the run's time limit passed while the store's lock was taken"
+                    ) from None
+                raise NotAStoreError(
+                    f"{self.top or self.root}: its lock cannot be taken ({reason(exc)})"
+                ) from None
             yield
 
     def walk(self, *, dry_run: bool, on_progress: Callable[[int, int], None] | None = None) -> Walk:
@@ -70,8 +77,8 @@ class Store:
 
 
 class StoreBatch(NamedTuple):
-    """One batch of a `Walk`: its folders, the paths it could not work (relative to the store, with the reason),
-    and the temporary files of killed runs it removed (relative)."""
+    """One batch of a `Walk`: its folders, the paths it could not work (relative to the store, with
+    the reason), and the temporary files of killed runs it removed (relative)."""
 
     folders: list[Folder]
     problems: list[tuple[str, str]]
@@ -79,31 +86,46 @@ class StoreBatch(NamedTuple):
 
 
 class Walk:
-    """The walk over a store, breadth first, a batch of folders at a time (iterate it for `StoreBatch`es)."""
+    """The walk over a store, breadth first, a batch of folders at a time (iterate it for
+    `StoreBatch`es)."""
 
-    def __init__(self, store: Store, dry_run: bool, on_progress: Callable[[int, int], None] | None) -> None:
+    def __init__(
+        self, store: Store, dry_run: bool, on_progress: Callable[[int, int], None] | None
+    ) -> None:
         self.store, self.dry_run, self.on_progress = store, dry_run, on_progress
         self._left_out: dict[str, set[str]] = {}
 
     def leave_out(self, folder: Folder, names: Iterable[str]) -> None:
-        """Do not enter these subfolders of a folder of the batch taken last (an array's chunk folders)."""
+        """Do not enter these subfolders of a folder of the batch taken last (an array's chunk
+        folders)."""
         self._left_out.setdefault(folder.path, set()).update(names)
 
     def __iter__(self) -> Iterator[StoreBatch]:
         files, store = self.store.files, self.store
         done, found = 0, 1  # the root
         for listed in files.walk(self._left_out):
-            leftovers = [f"{f.path}/{name}" for f in listed.folders for name in f.files if name.endswith(TEMP_SUFFIX)]
+            leftovers = [
+                f"{f.path}/{name}"
+                for f in listed.folders
+                for name in f.files
+                if name.endswith(TEMP_SUFFIX)
+            ]
             failed = {} if self.dry_run else files.remove(Removal(path, None) for path in leftovers)
             problems = [(store.relative(path) or ".", why) for path, why in listed.unvisited]
             problems += [(store.relative(path), reason(exc)) for path, exc in failed.items()]
-            yield StoreBatch(listed.folders, problems, [store.relative(p) for p in leftovers if p not in failed])
+            yield StoreBatch(
+                listed.folders, problems, [store.relative(p) for p in leftovers if p not in failed]
+            )
             done += len(listed.folders)
-            found += sum(len(set(f.subfolders) - self._left_out.get(f.path, set())) for f in listed.folders)
+            found += sum(
+                len(set(f.subfolders) - self._left_out.get(f.path, set())) for f in listed.folders
+            )
             if self.on_progress is not None:
                 self.on_progress(done, found)
             if files.deadline is not None and time.monotonic() >= files.deadline:
-                raise RunTimeoutError(f"the run's time limit passed: {done:,} of {found:,} folders done")
+                raise RunTimeoutError(
+                    f"the run's time limit passed: {done:,} of {found:,} folders done"
+                )
 
 
 def open_store(location: str | os.PathLike[str], options: StoreOptions | None = None) -> Store:
@@ -140,18 +162,25 @@ def open_store(location: str | os.PathLike[str], options: StoreOptions | None = 
         files, probe = local, probe_local
     try:
         problem = _not_a_store(root, probe)
-    except Exception as exc:  # OSError, or a file system's own error (a broken reference file system)
+    # OSError, or a file system's own error (a broken reference file system)
+    except Exception as exc:
         if deadline is not None and time.monotonic() >= deadline:
-            raise RunTimeoutError("the run's time limit passed while the store was being opened") from None
+            raise RunTimeoutError(
+                "the run's time limit passed while the store was being opened"
+            ) from None
         raise NotAStoreError(f"{text}: cannot be reached ({type(exc).__name__}: {exc})") from None
     if problem is not None:
         raise NotAStoreError(f"{text}: {problem}")
-    return Store(files, root, _topmost_node(root, probe, remote="://" in text and not text.startswith("file:")))
+    return Store(
+        files,
+        root,
+        _topmost_node(root, probe, remote="://" in text and not text.startswith("file:")),
+    )
 
 
 def _topmost_node(root: str, probe: Probe, remote: bool) -> str:
-    """The folder of the topmost Zarr node at or above ``root``: each folder above it holding a node's metadata
-    file, up to the first that holds none (on an object store, up to the bucket)."""
+    """The folder of the topmost Zarr node at or above ``root``: each folder above it holding a
+    node's metadata file, up to the first that holds none (on an object store, up to the bucket)."""
     top = root
     while True:
         parent = top.rpartition("/")[0] if remote else os.path.dirname(top)
@@ -160,13 +189,15 @@ def _topmost_node(root: str, probe: Probe, remote: bool) -> str:
         try:
             if not any(probe.exists(f"{parent}/{name}") for name in NODE_FILES):
                 return top
-        except Exception:  # a folder above that cannot be asked about (no permission): the store stops below it
+        # a folder above that cannot be asked about (no permission): the store stops below it
+        except Exception:
             return top
         top = parent
 
 
 def _not_a_store(root: str, probe: Probe) -> str | None:
-    """Why ``root`` is not a Zarr store, or None if it is one (one listing of the root, where it is a folder)."""
+    """Why ``root`` is not a Zarr store, or None if it is one (one listing of the root, where it is
+    a folder)."""
     if not probe.is_dir(root):
         return "not a folder" if probe.exists(root) else "no such folder"
     if not probe.names_in(root) & set(NODE_FILES):
@@ -175,10 +206,13 @@ def _not_a_store(root: str, probe: Probe) -> str | None:
 
 
 def _local_path(text: str) -> str:
-    """A local path, or a ``file:`` URL of this host (``file:///p``, ``file://localhost/p``) made a path."""
+    """A local path, or a ``file:`` URL of this host (``file:///p``, ``file://localhost/p``) made a
+    path."""
     if not text.startswith("file:"):
         return text
     url = urlsplit(text)
     if url.netloc not in ("", "localhost"):
-        raise NotAStoreError(f"{text}: a file URL of another host ({url.netloc}) cannot be opened here")
+        raise NotAStoreError(
+            f"{text}: a file URL of another host ({url.netloc}) cannot be opened here"
+        )
     return url.path

@@ -1,4 +1,5 @@
-"""What the store tools need of a file system, a batch at a time (`Files`), and the values that cross it.
+"""What the store tools need of a file system, a batch at a time (`Files`), and the values that
+cross it.
 
 Each backend (`local`, `fsspec_files`, `s3`) implements `Files`; the tools
 reach them through `engine.Store`. Paths are the backend's own: under the
@@ -58,7 +59,8 @@ class Folder:
 
 
 class Listed(NamedTuple):
-    """One batch of a walk: the folders listed, and the paths that could not be visited, with the reason."""
+    """One batch of a walk: the folders listed, and the paths that could not be visited, with the
+    reason."""
 
     folders: list[Folder]
     unvisited: list[tuple[str, str]]
@@ -70,12 +72,13 @@ class Replacement(NamedTuple):
     path: str
     data: bytes
     expected: bytes
-    backup: bool = False  # keep ``expected`` beside it as ``<name>.bak`` (an existing one only if it holds that)
+    # keep ``expected`` beside it as ``<name>.bak`` (an existing one only if it holds that)
+    backup: bool = False
 
 
 class Removal(NamedTuple):
-    """A file to remove, only if it still holds what was read (its `digest`), or is still the version read (a data
-    file: `Files.versions`); neither: whatever it holds."""
+    """A file to remove, only if it still holds what was read (its `digest`), or is still the
+    version read (a data file: `Files.versions`); neither: whatever it holds."""
 
     path: str
     read: bytes | None
@@ -83,7 +86,8 @@ class Removal(NamedTuple):
 
 
 class Probe(NamedTuple):
-    """Three questions about a location, each one request: what opening a store asks before it calls it one."""
+    """Three questions about a location, each one request: what opening a store asks before it calls
+    it one."""
 
     is_dir: Callable[[str], bool]
     exists: Callable[[str], bool]
@@ -91,7 +95,8 @@ class Probe(NamedTuple):
 
 
 class Files(Protocol):
-    """What the store tools need of a file system, a batch at a time: a local folder or an fsspec one.
+    """What the store tools need of a file system, a batch at a time: a local folder or an fsspec
+    one.
 
     Each batch method takes many paths and returns, per path, the result or the
     exception that path met (reads), or only the paths that failed (writes): one
@@ -99,16 +104,18 @@ class Files(Protocol):
     """
 
     deadline: float | None  # time.monotonic() at which the run stops; None: no limit
-    concurrency: int  # requests in flight at most: how many data files a caller may ask for in one batch
+    # requests in flight at most: how many data files a caller may ask for in one batch
+    concurrency: int
 
     def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
-        """Breadth first, a batch of folders at a time; before taking the next batch, it enters no subfolder that
-        ``left_out`` (by folder path, filled in by the caller meanwhile) names."""
+        """Breadth first, a batch of folders at a time; before taking the next batch, it enters no
+        subfolder that ``left_out`` (by folder path, filled in by the caller meanwhile) names."""
         ...
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
-        """Metadata files (never through a symbolic link: it could not be replaced); a missing one is a
-        FileNotFoundError. Replacements and removals are conditional on what these reads saw."""
+        """Metadata files (never through a symbolic link: it could not be replaced); a missing one
+        is a FileNotFoundError. Replacements and removals are conditional on what these reads
+        saw."""
         ...
 
     def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
@@ -116,64 +123,71 @@ class Files(Protocol):
         ...
 
     def read_ranges(self, ranges: Iterable[ByteRange]) -> dict[ByteRange, bytes | Exception]:
-        """Byte ranges of data files (a shard's index and one chunk, not the whole shard); a range past a file's
-        end is an OSError, a missing file a FileNotFoundError."""
+        """Byte ranges of data files (a shard's index and one chunk, not the whole shard); a range
+        past a file's end is an OSError, a missing file a FileNotFoundError."""
         ...
 
     def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
-        """The last ``n`` bytes of each file (``wanted``: n by path; a shard's index), with the file's size; an
-        OSError where the file is shorter, a FileNotFoundError where it is missing."""
+        """The last ``n`` bytes of each file (``wanted``: n by path; a shard's index), with the
+        file's size; an OSError where the file is shorter, a FileNotFoundError where it is
+        missing."""
         ...
 
     def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
-        """When each file was last written, in seconds since the epoch as its file system keeps them (an OSError
-        where it keeps none)."""
+        """When each file was last written, in seconds since the epoch as its file system keeps them
+        (an OSError where it keeps none)."""
         ...
 
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
-        """Replace each file that still holds what was read; the failures (OSError where it cannot)."""
+        """Replace each file that still holds what was read; the failures (OSError where it
+        cannot)."""
         ...
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
-        """Write new files; the failures (an existing file is never overwritten: one that holds the same
-        bytes is no failure)."""
+        """Write new files; the failures (an existing file is never overwritten: one that holds the
+        same bytes is no failure)."""
         ...
 
     def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
-        """Remove files that still hold what was read (a missing one is no failure); the failures."""
+        """Remove files that still hold what was read (a missing one is no failure); the
+        failures."""
         ...
 
     def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
-        """Each data file's version as `pack` saw it (a file changed since has another); None where there is none."""
+        """Each data file's version as `pack` saw it (a file changed since has another); None where
+        there is none."""
         ...
 
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:
-        """Each shard made of its chunk files (`chunks`), whole or not at all, read back and compared with them;
-        what was read of each source, or the failure (a source that changed or went meanwhile is one).
-        ``on_progress`` hears of the work as it goes: (shards done, bytes packed) since its last call."""
+        """Each shard made of its chunk files (`chunks`), whole or not at all, read back and
+        compared with them; what was read of each source, or the failure (a source that changed or
+        went meanwhile is one). ``on_progress`` hears of the work as it goes: (shards done, bytes
+        packed) since its last call."""
         ...
 
     def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-        """What each shard in the store (as `pack` writes them: its index at the end, with its checksum) holds of
-        its sources, whole files each, compared byte for byte (FileNotFoundError where the shard is missing)."""
+        """What each shard in the store (as `pack` writes them: its index at the end, with its
+        checksum) holds of its sources, whole files each, compared byte for byte (FileNotFoundError
+        where the shard is missing)."""
         ...
 
     def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
-        """Every file below each folder, at any depth, by its path relative to the folder (``/``-separated); an
-        empty list where the folder does not exist."""
+        """Every file below each folder, at any depth, by its path relative to the folder
+        (``/``-separated); an empty list where the folder does not exist."""
         ...
 
     def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
-        """Below each folder (which no other task is writing in), the temporary files killed runs left removed,
-        then the folders left empty (the folder itself too, where empty); the failures. Object stores have
-        neither."""
+        """Below each folder (which no other task is writing in), the temporary files killed runs
+        left removed, then the folders left empty (the folder itself too, where empty); the
+        failures. Object stores have neither."""
         ...
 
     def lock(self, top: str) -> AbstractContextManager[None]:
-        """One run of the store tools at a time on the store whose topmost node is the folder ``top``, where the
-        file system can say so; else nothing. Raises `problems.StoreBusyError` where another run holds it."""
+        """One run of the store tools at a time on the store whose topmost node is the folder
+        ``top``, where the file system can say so; else nothing. Raises `problems.StoreBusyError`
+        where another run holds it."""
         ...
 
 
@@ -184,10 +198,10 @@ def breadth_first(
     left_out: Mapping[str, set[str]],
     unvisited: list[tuple[str, str]] | None = None,
 ) -> Iterator[Listed]:
-    """The walk of every file system: the folders of one level ``listed`` a batch at a time; once the caller
-    has taken a batch, the subfolders it did not leave out (``left_out``, by folder path) are ``entered``: a path,
-    or (path, reason) where not followed (reported with the next batch). ``unvisited``: paths known before the
-    walk not to be reachable."""
+    """The walk of every file system: the folders of one level ``listed`` a batch at a time; once
+    the caller has taken a batch, the subfolders it did not leave out (``left_out``, by folder path)
+    are ``entered``: a path, or (path, reason) where not followed (reported with the next batch).
+    ``unvisited``: paths known before the walk not to be reachable."""
     level, refused = [root], list(unvisited or ())
     while level:
         below: list[str] = []

@@ -1,4 +1,5 @@
-"""Any fsspec file system as `Files`: requests batched, up to ``jobs`` in flight on an async one, each in its time.
+"""Any fsspec file system as `Files`: requests batched, up to ``jobs`` in flight on an async one,
+each in its time.
 
 The walk lists the folders of one level together. An object store replaces
 an object in one PUT: readers see the old or the new one. Here a file is
@@ -20,7 +21,17 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from ..problems import StoreBusyError
-from .chunks import INDEX_ENTRY, Held, Packed, Shard, ShardError, gone, parsed_index, shard_index, source_path
+from .chunks import (
+    INDEX_ENTRY,
+    Held,
+    Packed,
+    Shard,
+    ShardError,
+    gone,
+    parsed_index,
+    shard_index,
+    source_path,
+)
 from .files import (
     BACKUP_SUFFIX,
     BATCH,
@@ -45,8 +56,8 @@ _I = TypeVar("_I")
 
 @dataclass
 class Listing:
-    """One folder as a listing finds it: its subfolders, and its files with their versions (ETags; None where not
-    kept)."""
+    """One folder as a listing finds it: its subfolders, and its files with their versions (ETags;
+    None where not kept)."""
 
     subfolders: set[str] = field(default_factory=set)
     versions: dict[str, str | None] = field(default_factory=dict)
@@ -56,7 +67,8 @@ class Listing:
 
 
 class FsspecFiles:
-    """Any fsspec file system; an async one (s3fs, gcsfs, adlfs, http) with up to ``jobs`` requests in flight."""
+    """Any fsspec file system; an async one (s3fs, gcsfs, adlfs, http) with up to ``jobs`` requests
+    in flight."""
 
     def __init__(self, fs: Any, root: str, options: StoreOptions, deadline: float | None) -> None:
         import fsspec.asyn
@@ -66,15 +78,20 @@ class FsspecFiles:
         self.request_timeout = options.request_timeout
         self._loop = fs.loop if fs.async_impl else fsspec.asyn.get_loop()
         self._sync = fsspec.asyn.sync
-        # s3fs 2026.9 (not 2024.6) asks an object's size, one more request, before reading it whole (to read a
-        # large one in parts) unless told to read it in one.
+        # s3fs 2026.9 (not 2024.6) asks an object's size, one more request, before reading it whole
+        # (to read a large one in parts) unless told to read it in one.
         reader = getattr(fs, "_cat_file" if fs.async_impl else "cat_file")
-        self._whole_read = {"max_concurrency": 1} if "max_concurrency" in inspect.signature(reader).parameters else {}
+        self._whole_read = (
+            {"max_concurrency": 1}
+            if "max_concurrency" in inspect.signature(reader).parameters
+            else {}
+        )
 
-    # -- requests ----------------------------------------------------------------------------------------------
+    # -- requests ----------------------------------------------------------------------------------
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """The file system's ``method``: awaited where it is async, called where not (one at a time)."""
+        """The file system's ``method``: awaited where it is async, called where not (one at a
+        time)."""
         if self.fs.async_impl:
             return await getattr(self.fs, f"_{method}")(*args, **kwargs)
         return getattr(self.fs, method)(*args, **kwargs)
@@ -96,16 +113,17 @@ class FsspecFiles:
             raise TimeoutError(f"no answer within {timeout:g} s (request_timeout)") from None
 
     def ask(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """One request (the file system's ``method``) in its time: what it returned; what it raised, raised."""
+        """One request (the file system's ``method``) in its time: what it returned; what it raised,
+        raised."""
         answer = self.run({"": self._call(method, *args, **kwargs)})[""]
         if isinstance(answer, Exception):
             raise answer
         return answer
 
     def run(self, work: Mapping[_K, Awaitable[_T]], limit: bool = True) -> dict[_K, _T | Exception]:
-        """Each path's work (a coroutine not started yet), at most ``jobs`` at a time, each in its time, on
-        fsspec's event loop; what each returned or raised. ``limit=False``: the work bounds its own requests,
-        each in its time."""
+        """Each path's work (a coroutine not started yet), at most ``jobs`` at a time, each in its
+        time, on fsspec's event loop; what each returned or raised. ``limit=False``: the work bounds
+        its own requests, each in its time."""
 
         async def run_all() -> dict[_K, _T | Exception]:
             jobs = asyncio.Semaphore(self.jobs if limit else len(work) or 1)
@@ -116,7 +134,8 @@ class FsspecFiles:
                         return path, await (self.in_time(job) if limit else job)
                     except StoreBusyError:  # the run lost the store's lock: it stops, not one path
                         raise
-                    except Exception as exc:  # each file system fails in its own words: reported per path
+                    # each file system fails in its own words: reported per path
+                    except Exception as exc:
                         return path, exc
 
             return dict(await asyncio.gather(*(one(path, job) for path, job in work.items())))
@@ -125,22 +144,28 @@ class FsspecFiles:
         return result
 
     def each_of(
-        self, items: Iterable[_I], job: Callable[[_I], Awaitable[_T]], key: Callable[[_I], _K] | None = None
+        self,
+        items: Iterable[_I],
+        job: Callable[[_I], Awaitable[_T]],
+        key: Callable[[_I], _K] | None = None,
     ) -> dict[_K, _T | Exception]:
-        """``job`` of each item, `BATCH` items at a time (each batch's requests made together, at most ``jobs``
-        in flight): what each returned or raised, by ``key`` of its item (the item itself by default). The
-        caller may hand any number of items: only a batch's requests are held at once."""
+        """``job`` of each item, `BATCH` items at a time (each batch's requests made together, at
+        most ``jobs`` in flight): what each returned or raised, by ``key`` of its item (the item
+        itself by default). The caller may hand any number of items: only a batch's requests are
+        held at once."""
         results: dict[_K, _T | Exception] = {}
         batch: list[_I] = []
         for item in [*items, None]:
             if item is not None:
                 batch.append(item)
             if batch and (item is None or len(batch) >= BATCH):
-                results |= self.run({(key(one) if key else cast(_K, one)): job(one) for one in batch})
+                results |= self.run(
+                    {(key(one) if key else cast(_K, one)): job(one) for one in batch}
+                )
                 batch = []
         return results
 
-    # -- the walk ----------------------------------------------------------------------------------------------
+    # -- the walk ----------------------------------------------------------------------------------
 
     def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
         return breadth_first(self.root, self._listed_batch, child_path, left_out)
@@ -170,7 +195,7 @@ class FsspecFiles:
                     folder.versions[name] = entry.get("ETag")
         return Listed(self.found(found), unvisited)
 
-    # -- reads -------------------------------------------------------------------------------------------------
+    # -- reads -------------------------------------------------------------------------------------
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
         return self.each_of(paths, self.read_metadata)
@@ -193,15 +218,21 @@ class FsspecFiles:
 
     def read_ranges(self, ranges: Iterable[ByteRange]) -> dict[ByteRange, bytes | Exception]:
         async def read(wanted: ByteRange) -> bytes:
-            data = bytes(await self._call("cat_file", wanted.path, start=wanted.start, end=wanted.end))
+            data = bytes(
+                await self._call("cat_file", wanted.path, start=wanted.start, end=wanted.end)
+            )
             if len(data) != wanted.end - wanted.start:
-                raise OSError(f"{wanted.path}: {wanted.start + len(data):,} bytes, not {wanted.end:,}")
+                raise OSError(
+                    f"{wanted.path}: {wanted.start + len(data):,} bytes, not {wanted.end:,}"
+                )
             return data
 
         return self.each_of(ranges, read)
 
     def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
-        return self.each_of(wanted.items(), lambda item: self.tail_of(*item), key=lambda item: item[0])
+        return self.each_of(
+            wanted.items(), lambda item: self.tail_of(*item), key=lambda item: item[0]
+        )
 
     async def tail_of(self, path: str, size: int) -> tuple[int, bytes]:
         """A file's last ``size`` bytes, and its size."""
@@ -219,17 +250,20 @@ class FsspecFiles:
 
         return self.each_of(paths, modified)
 
-    # -- writes ------------------------------------------------------------------------------------------------
+    # -- writes ------------------------------------------------------------------------------------
 
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
-        return failures(self.each_of(replacements, lambda r: self.replace_one(*r), key=lambda r: r.path))
+        return failures(
+            self.each_of(replacements, lambda r: self.replace_one(*r), key=lambda r: r.path)
+        )
 
     def before_write(self) -> None:
-        """Called before each request that writes or removes a file: nothing here (on S3, the run's lease on the
-        store checked)."""
+        """Called before each request that writes or removes a file: nothing here (on S3, the run's
+        lease on the store checked)."""
 
     async def replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
-        """Checked just before: replaced only if it holds what was read (a window of one request)."""
+        """Checked just before: replaced only if it holds what was read (a window of one
+        request)."""
         self.before_write()
         if await self.bytes_of(path) != expected:
             raise changed()
@@ -238,10 +272,15 @@ class FsspecFiles:
         await self._call("pipe_file", path, data)
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
-        return failures(self.each_of(files.items(), lambda item: self.create_one(*item), key=lambda item: item[0]))
+        return failures(
+            self.each_of(
+                files.items(), lambda item: self.create_one(*item), key=lambda item: item[0]
+            )
+        )
 
     async def create_one(self, path: str, data: bytes) -> None:
-        """Written where none exists (checked just before); one that holds ``data`` already is no failure."""
+        """Written where none exists (checked just before); one that holds ``data`` already is no
+        failure."""
         self.before_write()
         if await self._call("exists", path):
             await self.same_or_exists(path, data)
@@ -252,21 +291,23 @@ class FsspecFiles:
             await self.same_or_exists(path, data)
 
     async def same_or_exists(self, path: str, data: bytes) -> None:
-        """A file found where ``data`` was to be created: no failure where it holds ``data`` (an earlier run's, or
-        a retry after the server acted); else FileExistsError."""
+        """A file found where ``data`` was to be created: no failure where it holds ``data`` (an
+        earlier run's, or a retry after the server acted); else FileExistsError."""
         try:
             same = await self.bytes_of(path) == data
         except OSError:
             same = False
         if not same:
-            raise FileExistsError(f"{path.rsplit('/', 1)[-1]} exists already: not overwritten") from None
+            raise FileExistsError(
+                f"{path.rsplit('/', 1)[-1]} exists already: not overwritten"
+            ) from None
 
     def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
         return failures(self.each_of(removals, lambda r: self.remove_one(*r), key=lambda r: r.path))
 
     async def remove_one(self, path: str, read: bytes | None, version: str | None = None) -> None:
-        """Checked just before (a window of one request): removed only if it holds what was read (or is the
-        version read)."""
+        """Checked just before (a window of one request): removed only if it holds what was read (or
+        is the version read)."""
         self.before_write()
         if version is not None and await self.version_of(path) not in (version, None):
             raise changed(": not removed")
@@ -282,14 +323,15 @@ class FsspecFiles:
         except FileNotFoundError:
             pass
 
-    # -- shards ----------------------------------------------------------------------------------------------
+    # -- shards ------------------------------------------------------------------------------------
 
     def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
         return self.each_of(paths, self.version_of)
 
     async def version_of(self, path: str) -> str | None:
-        """A file's version: its ETag where the file system keeps one, else the digest of its bytes (a time
-        written may be too coarse to tell two writes apart, and some file systems keep none)."""
+        """A file's version: its ETag where the file system keeps one, else the digest of its bytes
+        (a time written may be too coarse to tell two writes apart, and some file systems keep
+        none)."""
         try:
             info = await self._call("info", path)
             return _tag(info) or _content_version(await self.bytes_of(path))
@@ -299,16 +341,18 @@ class FsspecFiles:
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:
-        """Each shard's sources read (``jobs`` requests in flight), the shard written in one request, and read
-        back; in memory a shard at a time per ``jobs`` requests: memory grows with ``jobs`` and the shard size."""
+        """Each shard's sources read (``jobs`` requests in flight), the shard written in one
+        request, and read back; in memory a shard at a time per ``jobs`` requests: memory grows with
+        ``jobs`` and the shard size."""
         shards = list(shards)
         if not shards:
             return {}
-        # Shards in memory at once: enough to keep ``jobs`` requests busy (two at least: one is written while
-        # the next one's chunks are read).
+        # Shards in memory at once: enough to keep ``jobs`` requests busy (two at least: one is
+        # written while the next one's chunks are read).
         at_once = max(2, self.jobs // max(1, max(len(shard.sources) for shard in shards)))
         limits: list[asyncio.Semaphore] = []
-        versions: dict[str, asyncio.Task[str | None]] = {}  # the files byte ranges are read from: a version each
+        # the files byte ranges are read from: a version each
+        versions: dict[str, asyncio.Task[str | None]] = {}
 
         async def pack_one(shard: Shard) -> Packed:
             if not limits:  # made on fsspec's loop, where the work runs
@@ -326,13 +370,18 @@ class FsspecFiles:
         return self.run({shard.path: pack_one(shard) for shard in shards}, limit=False)
 
     async def _pack_one(
-        self, shard: Shard, requests: asyncio.Semaphore, versions: dict[str, asyncio.Task[str | None]]
+        self,
+        shard: Shard,
+        requests: asyncio.Semaphore,
+        versions: dict[str, asyncio.Task[str | None]],
     ) -> Packed:
         async def source(read: str | ByteRange | None) -> tuple[bytes | None, str | None]:
             if read is None:
                 return None, None
             if isinstance(read, ByteRange) and read.path not in versions:
-                versions[read.path] = asyncio.ensure_future(self.in_time(self.version_of(read.path)))
+                versions[read.path] = asyncio.ensure_future(
+                    self.in_time(self.version_of(read.path))
+                )
             async with requests:
                 data, version = await self.in_time(self.read_source(read))
             if isinstance(read, ByteRange):
@@ -346,7 +395,8 @@ class FsspecFiles:
         versions_read = tuple(version for _, version in read)
         present = [data for data, _ in read if data is not None]
         async with requests:
-            if not present:  # no chunk: no shard (an interrupted run's object there says otherwise: it goes)
+            # no chunk: no shard (an interrupted run's object there says otherwise: it goes)
+            if not present:
                 self.before_write()
                 with suppress(FileNotFoundError):
                     await self.in_time(self._call("rm_file", shard.path))
@@ -356,9 +406,10 @@ class FsspecFiles:
         return Packed(sizes, versions_read, written)
 
     async def read_source(self, source: str | ByteRange) -> tuple[bytes | None, str | None]:
-        """A chunk file's bytes and its version as read (None, None where there is none): its ETag, taken
-        before the bytes (a write between makes a version the later check does not find), or their digest. A byte
-        range of a file: those bytes (its version is its file's: `version_of`)."""
+        """A chunk file's bytes and its version as read (None, None where there is none): its ETag,
+        taken before the bytes (a write between makes a version the later check does not find), or
+        their digest. A byte range of a file: those bytes (its version is its file's:
+        `version_of`)."""
         try:
             if isinstance(source, ByteRange):
                 return await self.range_of(source.path, source.start, source.end), None
@@ -369,8 +420,8 @@ class FsspecFiles:
         return data, _tag(info) or _content_version(data)
 
     async def write_shard(self, shard: Shard, body: bytes) -> bool:
-        """The shard's object holding ``body``, read back: False where it held it already. An object there is an
-        interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
+        """The shard's object holding ``body``, read back: False where it held it already. An object
+        there is an interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
         try:
             existing = await self.bytes_of(shard.path)
         except FileNotFoundError:
@@ -384,8 +435,9 @@ class FsspecFiles:
         return True
 
     def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-        """What each shard holds of its sources: its index read by range, then each source and its range of
-        the shard (``jobs`` requests in flight; a chunk's bytes of each side in memory per request)."""
+        """What each shard holds of its sources: its index read by range, then each source and its
+        range of the shard (``jobs`` requests in flight; a chunk's bytes of each side in memory per
+        request)."""
         return self.run({shard.path: self._held(shard) for shard in shards}, limit=False)
 
     async def _held(self, shard: Shard) -> Held:
@@ -394,7 +446,9 @@ class FsspecFiles:
         footer = count * INDEX_ENTRY + 4
         if size < footer:
             raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
-        entries = parsed_index(await self.in_time(self.range_of(shard.path, size - footer, size)), count)
+        entries = parsed_index(
+            await self.in_time(self.range_of(shard.path, size - footer, size)), count
+        )
 
         async def compared(
             held: str | ByteRange | None, entry: tuple[int, int] | None
@@ -408,14 +462,24 @@ class FsspecFiles:
                 return None, None, None
             version, written = _tag(source), _written(source)
             if entry is None or entry[1] != int(source["size"]):
-                return False, version or _content_version(await self.in_time(self.bytes_of(path))), written
+                return (
+                    False,
+                    version or _content_version(await self.in_time(self.bytes_of(path))),
+                    written,
+                )
             data = await self.in_time(self.bytes_of(path))
             inner = await self.in_time(self.range_of(shard.path, entry[0], entry[0] + entry[1]))
             return data == inner, version or _content_version(data), written
 
-        found = await asyncio.gather(*(compared(path, entry) for path, entry in zip(shard.sources, entries,
-                                                                                    strict=True)))  # fmt: skip
-        return Held(tuple(f[0] for f in found), tuple(f[1] for f in found), tuple(f[2] for f in found), _written(info))
+        found = await asyncio.gather(
+            *(compared(path, entry) for path, entry in zip(shard.sources, entries, strict=True))
+        )
+        return Held(
+            tuple(f[0] for f in found),
+            tuple(f[1] for f in found),
+            tuple(f[2] for f in found),
+            _written(info),
+        )
 
     async def range_of(self, path: str, start: int, end: int) -> bytes:
         data = bytes(await self._call("cat_file", path, start=start, end=end))
@@ -431,11 +495,13 @@ class FsspecFiles:
         return self.each_of(folders, below)
 
     def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
-        """Nothing: an object is written whole in one request (no temporary), and there are no folders."""
+        """Nothing: an object is written whole in one request (no temporary), and there are no
+        folders."""
         return {}
 
     def lock(self, top: str) -> AbstractContextManager[None]:
-        """No lock on an object store: its writes are conditional instead (on S3), or checked just before."""
+        """No lock on an object store: its writes are conditional instead (on S3), or checked just
+        before."""
         return nullcontext()
 
 
@@ -445,8 +511,8 @@ def _tag(info: Mapping[str, Any]) -> str | None:
 
 
 def _written(info: Mapping[str, Any]) -> float | None:
-    """When a file was last written, from what ``info`` says of it (seconds since the epoch); None where it does
-    not say."""
+    """When a file was last written, from what ``info`` says of it (seconds since the epoch); None
+    where it does not say."""
     for key in ("LastModified", "mtime", "last_modified", "created"):  # S3, local and others, ...
         when = info.get(key)
         if isinstance(when, datetime):

@@ -1,4 +1,5 @@
-"""The Zarr layout facts the store tools rely on: which files make a node, where an array's chunks lie.
+"""The Zarr layout facts the store tools rely on: which files make a node, where an array's chunks
+lie.
 
 Pure functions of names and metadata: nothing here reads a store.
 """
@@ -27,11 +28,12 @@ __all__ = [
 NODE_FILES = ("zarr.json", ".zarray", ".zgroup", ".zmetadata")
 """Any of these makes a folder a Zarr node."""
 REMOVING_V2 = ".zarray.numcodecs-bytes-removing"
-"""A sharded array's v2 metadata, kept aside (v2 readers do not see it) while to-v3 removes the chunk files its
-shards replaced: a killed run's rerun knows them by it, and finishes."""
+"""A sharded array's v2 metadata, kept aside (v2 readers do not see it) while to-v3 removes the
+chunk files its shards replaced: a killed run's rerun knows them by it, and finishes."""
 RETIRED = ".numcodecs-bytes-retired"
-"""Beside an array that switched to new shards: the files it read before (its chunk files, or its old shards),
-with their versions, while to-v3 removes them: a killed run's rerun finishes the removal."""
+"""Beside an array that switched to new shards: the files it read before (its chunk files, or its
+old shards), with their versions, while to-v3 removes them: a killed run's rerun finishes the
+removal."""
 METADATA_NAMES = (*NODE_FILES, ".zattrs", REMOVING_V2, RETIRED)
 """The metadata files of a node: the files the tools read, replace or remove (never a chunk)."""
 V2_METADATA_FILES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
@@ -41,12 +43,15 @@ _DOTTED_DIGITS = re.compile(r"[0-9]+(\.[0-9]+)+")
 
 
 def nested_layout(subfolders: Iterable[str], files: Iterable[str], rank: int) -> bool | None:
-    """Whether a Zarr v2 array folder holds nested chunks (``0/0``): True, False, or None where it holds none.
+    """Whether a Zarr v2 array folder holds nested chunks (``0/0``): True, False, or None where it
+    holds none.
 
     Raises ValueError where it holds both layouts (``0.0`` files and digit folders).
 
-    >>> nested_layout(["0", "1"], [".zarray"], 2), nested_layout([], ["0.0", ".zarray"], 2), nested_layout([], [], 2)
-    (True, False, None)
+    >>> nested_layout(["0", "1"], [".zarray"], 2), nested_layout([], ["0.0", ".zarray"], 2)
+    (True, False)
+    >>> nested_layout([], [], 2) is None
+    True
     """
     if rank < 2:
         return False
@@ -58,8 +63,8 @@ def nested_layout(subfolders: Iterable[str], files: Iterable[str], rank: int) ->
 
 
 def chunk_folders(subfolders: Sequence[str], files: Sequence[str], zarray: Any) -> list[str]:
-    """The subfolders of a Zarr v2 array folder that hold its chunks (``zarray``: its parsed ``.zarray``): a
-    walk does not enter them; any other may hold a node zarr 2 opens by its path.
+    """The subfolders of a Zarr v2 array folder that hold its chunks (``zarray``: its parsed
+    ``.zarray``): a walk does not enter them; any other may hold a node zarr 2 opens by its path.
 
     Chunks lie in folders only with two axes or more and the separator ``/``
     (chunk keys ``0/0``), named by digits. Where the ``.zarray`` names no
@@ -88,7 +93,8 @@ def chunk_folders(subfolders: Sequence[str], files: Sequence[str], zarray: Any) 
 
 
 def chunk_key(zarray: dict[str, Any], index: tuple[int, ...]) -> str:
-    """The v2 key of the chunk at ``index`` of the chunk grid (``0.1``, ``0/1``; ``0`` for a 0-d array)."""
+    """The v2 key of the chunk at ``index`` of the chunk grid (``0.1``, ``0/1``; ``0`` for a 0-d
+    array)."""
     return (zarray.get("dimension_separator") or ".").join(map(str, index)) or "0"
 
 
@@ -106,9 +112,9 @@ def chunk_grid(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
 
 
 def chunk_indices(zarray: dict[str, Any], names: Iterable[str] | None) -> Iterator[tuple[int, ...]]:
-    """The grid indices of an array's stored chunks, chunk 0 first, then in C order: those among ``names`` (the
-    files of its folder) where chunks are files there; every index of the grid where ``names`` is None or the
-    chunks lie in folders (``0/0``). Nothing for an array with no element.
+    """The grid indices of an array's stored chunks, chunk 0 first, then in C order: those among
+    ``names`` (the files of its folder) where chunks are files there; every index of the grid where
+    ``names`` is None or the chunks lie in folders (``0/0``). Nothing for an array with no element.
 
     >>> zarray = {"shape": [4, 4], "chunks": [2, 2]}
     >>> list(chunk_indices(zarray, ["1.1", ".zarray", "0.1", "9.9"]))
@@ -127,7 +133,9 @@ def chunk_indices(zarray: dict[str, Any], names: Iterable[str] | None) -> Iterat
         return
     found = []
     for name in names:
-        if (_DIGITS.fullmatch(name) or _DOTTED_DIGITS.fullmatch(name)) and name.count(".") == len(grid) - 1:
+        if (_DIGITS.fullmatch(name) or _DOTTED_DIGITS.fullmatch(name)) and name.count(".") == len(
+            grid
+        ) - 1:
             index = tuple(int(part) for part in name.split("."))
             if all(i < n for i, n in zip(index, grid, strict=True)) and index != origin:
                 found.append(index)
@@ -135,10 +143,10 @@ def chunk_indices(zarray: dict[str, Any], names: Iterable[str] | None) -> Iterat
 
 
 class ChunkKeys(NamedTuple):
-    """Where an array's chunk files lie: under Zarr v2 keys (``0.1``, ``0/1``; ``0`` for a 0-d array: a v2 array,
-    or a v3 array with the ``v2`` chunk key encoding), or under Zarr v3's default keys (``prefix`` ``c``:
-    ``c/0/1``, ``c.0.1``; ``c`` for a 0-d array), below its folder. ``chunks``: the chunk shape (for the shards of
-    a sharded array, the shard shape).
+    """Where an array's chunk files lie: under Zarr v2 keys (``0.1``, ``0/1``; ``0`` for a 0-d
+    array: a v2 array, or a v3 array with the ``v2`` chunk key encoding), or under Zarr v3's default
+    keys (``prefix`` ``c``: ``c/0/1``, ``c.0.1``; ``c`` for a 0-d array), below its folder.
+    ``chunks``: the chunk shape (for the shards of a sharded array, the shard shape).
 
     >>> keys = ChunkKeys((4, 4), (2, 2), "/")
     >>> keys.key((1, 0)), keys.stored(["0/1", "1/1", "c/0/0", "zarr.json", "2/0"])
@@ -171,6 +179,7 @@ class ChunkKeys(NamedTuple):
             if len(parts) != len(grid) or not all(_DIGITS.fullmatch(part) for part in parts):
                 continue
             index = tuple(int(part) for part in parts)
-            if all(i < n for i, n in zip(index, grid, strict=True)) and self.key(index) == name:  # "01" is no key
+            # "01" is no key
+            if all(i < n for i, n in zip(index, grid, strict=True)) and self.key(index) == name:
                 found[index] = name
         return found

@@ -1,5 +1,5 @@
-"""A local folder's shards, packed from its chunk files (see `store.chunks`): copied in the kernel, read back
-and compared, made durable a batch at a time, then linked into place.
+"""A local folder's shards, packed from its chunk files (see `store.chunks`): copied in the kernel,
+read back and compared, made durable a batch at a time, then linked into place.
 
 Resources stay bounded whatever the shard size: one source file is open at a
 time, and comparisons read `COMPARE_BLOCK` bytes of each side at a time (no
@@ -34,17 +34,19 @@ from .files import BATCH, each
 __all__ = ["COMPARE_BLOCK", "held", "pack", "versions"]
 
 COMPARE_BLOCK = 4 << 20
-"""Bytes of each side read at a time where a shard is compared with its sources: what bounds that memory."""
-_COPY_BLOCK = 8 << 20  # where the kernel cannot copy between files: bytes read and written at a time
+"""Bytes of each side read at a time where a shard is compared with its sources: what bounds that
+memory."""
+# where the kernel cannot copy between files: bytes read and written at a time
+_COPY_BLOCK = 8 << 20
 
 _Staged = tuple[str | None, tuple[int | None, ...], tuple[str | None, ...], int]
-"""A shard staged: its temporary file (None: no source, no shard), each inner chunk's size and its source's
-version, and how many sources are symbolic links."""
+"""A shard staged: its temporary file (None: no source, no shard), each inner chunk's size and its
+source's version, and how many sources are symbolic links."""
 
 
 def versions(paths: Iterable[str]) -> dict[str, str | Exception | None]:
-    """Each file's version as `pack` records it (inode, size, time written; links followed); None where there is
-    none."""
+    """Each file's version as `pack` records it (inode, size, time written; links followed); None
+    where there is none."""
 
     def version(path: str) -> str | None:
         try:
@@ -58,10 +60,11 @@ def versions(paths: Iterable[str]) -> dict[str, str | Exception | None]:
 def pack(
     shards: Sequence[Shard], root: Path, on_progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Packed | Exception]:
-    """Each shard copied from its chunk files in the kernel (``copy_file_range``: on XFS and btrfs no byte is
-    copied) into a temporary file beside it, read back at once and compared with its sources (which must not have
-    changed meanwhile); a batch's shards made durable together (one ``syncfs``), then linked or renamed into
-    place. ``on_progress`` hears of (shards, bytes) packed as each chunk and each shard is compared."""
+    """Each shard copied from its chunk files in the kernel (``copy_file_range``: on XFS and btrfs
+    no byte is copied) into a temporary file beside it, read back at once and compared with its
+    sources (which must not have changed meanwhile); a batch's shards made durable together (one
+    ``syncfs``), then linked or renamed into place. ``on_progress`` hears of (shards, bytes) packed
+    as each chunk and each shard is compared."""
     results: dict[str, Packed | Exception] = {}
     for start in range(0, len(shards), BATCH):
         results |= _pack_batch(list(shards[start : start + BATCH]), root, on_progress or _nothing)
@@ -75,32 +78,44 @@ def _nothing(shards: int, nbytes: int) -> None:
 def _pack_batch(
     shards: list[Shard], root: Path, on_progress: Callable[[int, int], None]
 ) -> dict[str, Packed | Exception]:
-    past_their_tick([info for shard in shards for src in shard.sources if src and (info := _stat(source_path(src)))])
+    past_their_tick(
+        [
+            info
+            for shard in shards
+            for src in shard.sources
+            if src and (info := _stat(source_path(src)))
+        ]
+    )
     _remove_killed_runs_temporaries(shards)
     staged: dict[str, _Staged | Exception] = {}
     try:
         for shard in shards:
             staged |= each({shard.path: partial(_staged_and_checked, shard, on_progress)})
             on_progress(1, 0)
-        temporaries = [item[0] for item in staged.values() if not isinstance(item, Exception) and item[0]]
+        temporaries = [
+            item[0] for item in staged.values() if not isinstance(item, Exception) and item[0]
+        ]
         durable(temporaries, root)
         results: dict[str, Packed | Exception] = {}
         for shard in shards:
             item = staged[shard.path]
-            results |= {shard.path: item} if isinstance(item, Exception) else each(
-                {shard.path: partial(_placed_shard, shard, *item)}
-            )  # fmt: skip
+            results |= (
+                {shard.path: item}
+                if isinstance(item, Exception)
+                else each({shard.path: partial(_placed_shard, shard, *item)})
+            )
     finally:
         for item in staged.values():
             if not isinstance(item, Exception) and item[0]:
-                Path(item[0]).unlink(missing_ok=True)  # those linked into place have another name too
+                # those linked into place have another name too
+                Path(item[0]).unlink(missing_ok=True)
     durable(sorted({os.path.dirname(shard.path) for shard in shards}), root)
     return results
 
 
 def _staged_and_checked(shard: Shard, on_progress: Callable[[int, int], None]) -> _Staged:
-    """A shard staged (`_staged_shard`) and checked (`_checked_shard`): its temporary file goes where the check
-    fails."""
+    """A shard staged (`_staged_shard`) and checked (`_checked_shard`): its temporary file goes
+    where the check fails."""
     staged = _staged_shard(shard)
     try:
         _checked_shard(shard, *staged, on_progress=on_progress)
@@ -112,8 +127,8 @@ def _staged_and_checked(shard: Shard, on_progress: Callable[[int, int], None]) -
 
 
 def _remove_killed_runs_temporaries(shards: list[Shard]) -> None:
-    """The temporary files a killed run left for these shards (the walk enters no chunk folder to find them).
-    Only these shards' own: another task may be packing others in the same folder."""
+    """The temporary files a killed run left for these shards (the walk enters no chunk folder to
+    find them). Only these shards' own: another task may be packing others in the same folder."""
     names: dict[str, set[str]] = {}
     for shard in shards:
         folder, name = os.path.split(shard.path)
@@ -137,8 +152,9 @@ def _stat(path: str) -> os.stat_result | None:
 
 
 def _open_source(path: str) -> tuple[int, os.stat_result]:
-    """A source opened for reading (links followed), with what ``fstat`` says of it; `gone` where it is missing,
-    an OSError where it is not a regular file (a FIFO is opened without waiting for a writer, and refused)."""
+    """A source opened for reading (links followed), with what ``fstat`` says of it; `gone` where it
+    is missing, an OSError where it is not a regular file (a FIFO is opened without waiting for a
+    writer, and refused)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
@@ -151,8 +167,8 @@ def _open_source(path: str) -> tuple[int, os.stat_result]:
 
 
 def _staged_shard(shard: Shard) -> _Staged:
-    """The shard in a temporary file beside its path (None where it has no source), its sources copied one at a
-    time, with each inner chunk's size and its source's version."""
+    """The shard in a temporary file beside its path (None where it has no source), its sources
+    copied one at a time, with each inner chunk's size and its source's version."""
     if all(source is None for source in shard.sources):
         return None, tuple(None for _ in shard.sources), tuple(None for _ in shard.sources), 0
     os.makedirs(os.path.dirname(shard.path), exist_ok=True)
@@ -186,18 +202,21 @@ def _staged_shard(shard: Shard) -> _Staged:
 
 
 def _span(source: str | ByteRange, info: os.stat_result) -> tuple[int, int]:
-    """Where a source's bytes start in its file, and how many: the whole file, or a range of it (which must lie
-    in it: a shard shorter than its index says is not read)."""
+    """Where a source's bytes start in its file, and how many: the whole file, or a range of it
+    (which must lie in it: a shard shorter than its index says is not read)."""
     if isinstance(source, str):
         return 0, info.st_size
     if not 0 <= source.start <= source.end <= info.st_size:
-        raise ShardError(f"{os.path.basename(source.path)}: {info.st_size:,} bytes, where its index reads bytes "
-                         f"{source.start:,} to {source.end:,}")  # fmt: skip
+        raise ShardError(
+            f"{os.path.basename(source.path)}: {info.st_size:,} bytes, where its index "
+            f"reads bytes {source.start:,} to {source.end:,}"
+        )
     return source.start, source.end - source.start
 
 
 def _copy(source: int, target: int, size: int, offset: int, start: int = 0) -> None:
-    """``size`` bytes of ``source`` from ``start`` into ``target`` at ``offset``: in the kernel where it can."""
+    """``size`` bytes of ``source`` from ``start`` into ``target`` at ``offset``: in the kernel
+    where it can."""
     done = 0
     try:
         while done < size:
@@ -205,8 +224,14 @@ def _copy(source: int, target: int, size: int, offset: int, start: int = 0) -> N
             if copied == 0:
                 break  # the source is shorter than it was: the comparison that follows says so
             done += copied
-    except (AttributeError, OSError) as exc:  # no copy_file_range here (not Linux), or not between these files
-        if isinstance(exc, OSError) and exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+    # no copy_file_range here (not Linux), or not between these files
+    except (AttributeError, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno not in (
+            errno.EXDEV,
+            errno.ENOSYS,
+            errno.EINVAL,
+            errno.EOPNOTSUPP,
+        ):
             raise
     else:
         return
@@ -227,28 +252,39 @@ def _checked_shard(
     *,
     on_progress: Callable[[int, int], None],
 ) -> None:
-    """A staged shard read back: its index parsed, each inner chunk the bytes of its source, which has not
-    changed since it was copied; a ShardError where not."""
+    """A staged shard read back: its index parsed, each inner chunk the bytes of its source, which
+    has not changed since it was copied; a ShardError where not."""
     if temporary is None:
         return
     descriptor = os.open(temporary, os.O_RDONLY)
     try:
         entries = _index_of(descriptor, len(sizes))
         offset = 0
-        for source_of, size, version, entry in zip(shard.sources, sizes, versions, entries, strict=True):
+        for source_of, size, version, entry in zip(
+            shard.sources, sizes, versions, entries, strict=True
+        ):
             if source_of is None or size is None:
                 if entry is not None:
-                    raise ShardError(f"{os.path.basename(shard.path)}: its index reads a chunk where none was put")
+                    raise ShardError(
+                        f"{os.path.basename(shard.path)}: its index reads a chunk "
+                        "where none was put"
+                    )
                 continue
             path = source_path(source_of)
             source, info = _open_source(path)
             try:
                 if file_version(info) != version:
-                    raise ShardError(f"{os.path.basename(path)}: changed while it was read: no shard written")
+                    raise ShardError(
+                        f"{os.path.basename(path)}: changed while it was read: no shard written"
+                    )
                 start, _ = _span(source_of, info)
-                if entry != (offset, size) or not _same_ranges(source, start, descriptor, offset, size):
-                    raise ShardError(f"{os.path.basename(shard.path)}: not what its sources hold, read back (a file "
-                                     "system error)")  # fmt: skip
+                if entry != (offset, size) or not _same_ranges(
+                    source, start, descriptor, offset, size
+                ):
+                    raise ShardError(
+                        f"{os.path.basename(shard.path)}: not what its sources hold, "
+                        "read back (a file system error)"
+                    )
             finally:
                 os.close(source)
             offset += size
@@ -258,11 +294,16 @@ def _checked_shard(
 
 
 def _placed_shard(
-    shard: Shard, temporary: str | None, sizes: tuple[int | None, ...], versions: tuple[str | None, ...], linked: int
+    shard: Shard,
+    temporary: str | None,
+    sizes: tuple[int | None, ...],
+    versions: tuple[str | None, ...],
+    linked: int,
 ) -> Packed:
-    """A staged and checked shard put in place: linked where there is none, else (an interrupted run's: no
-    zarr.json reads it, the caller made sure) renamed over it."""
-    if temporary is None:  # no chunk: no shard (an interrupted run's file there says otherwise: it goes)
+    """A staged and checked shard put in place: linked where there is none, else (an interrupted
+    run's: no zarr.json reads it, the caller made sure) renamed over it."""
+    # no chunk: no shard (an interrupted run's file there says otherwise: it goes)
+    if temporary is None:
         Path(shard.path).unlink(missing_ok=True)
         return Packed(sizes, versions, False)
     os.chmod(temporary, 0o666 & ~umask())
@@ -274,8 +315,9 @@ def _placed_shard(
 
 
 def held(shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-    """What each shard in the store holds of its sources: compared a block at a time, one source open at a time;
-    a FileNotFoundError where the shard is missing, a ShardError where its index cannot be read."""
+    """What each shard in the store holds of its sources: compared a block at a time, one source
+    open at a time; a FileNotFoundError where the shard is missing, a ShardError where its index
+    cannot be read."""
     return each({shard.path: partial(_held, shard) for shard in shards})
 
 
@@ -289,7 +331,9 @@ def _held(shard: Shard) -> Held:
         written: list[float | None] = []
         for path, entry in zip(shard.sources, entries, strict=True):
             try:
-                source, source_info = _open_source(source_path(path)) if path is not None else (None, None)
+                source, source_info = (
+                    _open_source(source_path(path)) if path is not None else (None, None)
+                )
             except ShardError:  # gone since it was listed: nothing to compare, nothing to remove
                 source, source_info = None, None
             if source is None or source_info is None:
@@ -299,8 +343,11 @@ def _held(shard: Shard) -> Held:
                 continue
             try:
                 size = source_info.st_size
-                same.append(entry is not None and entry[1] == size and _same_ranges(source, 0, descriptor, entry[0],
-                                                                                     size))  # fmt: skip
+                same.append(
+                    entry is not None
+                    and entry[1] == size
+                    and _same_ranges(source, 0, descriptor, entry[0], size)
+                )
             finally:
                 os.close(source)
             versions.append(file_version(source_info))
@@ -320,7 +367,8 @@ def _index_of(descriptor: int, count: int) -> list[tuple[int, int] | None]:
 
 
 def _same_ranges(left: int, left_offset: int, right: int, right_offset: int, size: int) -> bool:
-    """Whether ``size`` bytes of two files, from these offsets, are the same: `COMPARE_BLOCK` at a time."""
+    """Whether ``size`` bytes of two files, from these offsets, are the same: `COMPARE_BLOCK` at a
+    time."""
     done = 0
     while done < size:
         step = min(COMPARE_BLOCK, size - done)

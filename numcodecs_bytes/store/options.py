@@ -1,4 +1,5 @@
-"""How a store is reached: one frozen value, validated once, that both tools and the command line take."""
+"""How a store is reached: one frozen value, validated once, that both tools and the command line
+take."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 __all__ = ["JOBS", "REQUEST_TIMEOUT", "StoreOptions"]
 
 JOBS = 64
-"""Requests in flight on an object store by default: enough to hide a round trip of tens of milliseconds."""
+"""Requests in flight on an object store by default: enough to hide a round trip of tens of
+milliseconds."""
 REQUEST_TIMEOUT = 60.0
 """Seconds a request to an object store may take, its retries included, by default."""
 
@@ -66,4 +68,6 @@ class StoreOptions:
             if not number or not seconds > 0 or not math.isfinite(seconds):
                 raise ValueError(f"{name} must be a number of seconds above 0, got {seconds!r}")
         if self.storage_options is not None and not isinstance(self.storage_options, Mapping):
-            raise TypeError(f"storage_options must be a mapping, got {type(self.storage_options).__name__}")
+            raise TypeError(
+                f"storage_options must be a mapping, got {type(self.storage_options).__name__}"
+            )

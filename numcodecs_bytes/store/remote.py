@@ -1,4 +1,5 @@
-"""Opening an fsspec URL: the file system fsspec gives for it, as `Files` (S3's own where it is S3)."""
+"""Opening an fsspec URL: the file system fsspec gives for it, as `Files` (S3's own where it is
+S3)."""
 
 from __future__ import annotations
 
@@ -13,29 +14,40 @@ from .s3 import S3Files
 __all__ = ["open_remote"]
 
 
-def open_remote(url: str, options: StoreOptions, deadline: float | None) -> tuple[Files, str, Probe]:
-    """The files at ``url``, its root, and how to ask whether it is a store (one request per question).
+def open_remote(
+    url: str, options: StoreOptions, deadline: float | None
+) -> tuple[Files, str, Probe]:
+    """The files at ``url``, its root, and how to ask whether it is a store (one request per
+    question).
 
-    Raises `problems.NotAStoreError` where fsspec cannot open it (a package not installed, a URL it refuses).
+    Raises `problems.NotAStoreError` where fsspec cannot open it (a package not installed, a URL it
+    refuses).
     """
     fsspec_options = dict(options.storage_options or {})
     if urlsplit(url).scheme in ("s3", "s3a") and "config_kwargs" not in fsspec_options:
-        fsspec_options["config_kwargs"] = {"max_pool_connections": options.jobs}  # botocore's default pool holds 10
+        # botocore's default pool holds 10
+        fsspec_options["config_kwargs"] = {"max_pool_connections": options.jobs}
     try:
         import fsspec
 
         fs, url_root = fsspec.core.url_to_fs(url, **fsspec_options)
     except ImportError as exc:
-        raise NotAStoreError(f"{url}: this URL needs a package that is not installed ({exc})") from None
-    except Exception as exc:  # each file system fails in its own words (a missing zip, a tar that is none)
-        raise NotAStoreError(f"{url}: not a URL fsspec can open ({type(exc).__name__}: {exc})") from None
+        raise NotAStoreError(
+            f"{url}: this URL needs a package that is not installed ({exc})"
+        ) from None
+    # each file system fails in its own words (a missing zip, a tar that is none)
+    except Exception as exc:
+        raise NotAStoreError(
+            f"{url}: not a URL fsspec can open ({type(exc).__name__}: {exc})"
+        ) from None
     root = url_root.rstrip("/")
-    # fsspec shares one instance per URL in a process, with the folder listings it made: a store changed since
-    # (by another writer, or by the caller) must be seen as it is now. A path's invalidation keeps the listings
-    # below it: all go.
+    # fsspec shares one instance per URL in a process, with the folder listings it made: a store
+    # changed since (by another writer, or by the caller) must be seen as it is now. A path's
+    # invalidation keeps the listings below it: all go.
     fs.invalidate_cache()
     protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-    kind = S3Files if "s3" in protocols else FsspecFiles  # s3fs passes If-None-Match and If-Match on
+    # s3fs passes If-None-Match and If-Match on
+    kind = S3Files if "s3" in protocols else FsspecFiles
     files = kind(fs, root, options, deadline)
     probe = Probe(
         is_dir=lambda path: bool(files.ask("isdir", path)),

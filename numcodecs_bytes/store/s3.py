@@ -45,16 +45,17 @@ LISTING_LIMIT = 100 * BATCH
 
 
 class S3Files(FsspecFiles):
-    """S3 through s3fs: conditional writes and removals, the whole store listed at once where that pays."""
+    """S3 through s3fs: conditional writes and removals, the whole store listed at once where that
+    pays."""
 
     def __init__(self, fs: Any, root: str, options: StoreOptions, deadline: float | None) -> None:
         super().__init__(fs, root, options, deadline)
-        # The version (ETag) of each metadata file as the walk listed it, or as read where not listed: what a
-        # replacement or removal holds on.
+        # The version (ETag) of each metadata file as the walk listed it, or as read where not
+        # listed: what a replacement or removal holds on.
         self._versions: dict[str, str] = {}
         self._lease: Lease | None = None  # while this run holds the store's lock
 
-    # -- the walk ----------------------------------------------------------------------------------------------
+    # -- the walk ----------------------------------------------------------------------------------
 
     def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
         whole, unreachable = self._whole_store()
@@ -67,17 +68,21 @@ class S3Files(FsspecFiles):
         return breadth_first(self.root, listed, child_path, left_out, unreachable)
 
     def found(self, listings: dict[str, Listing]) -> list[Folder]:
-        """The folders of one batch of the walk, by path; the versions of their metadata files kept."""
+        """The folders of one batch of the walk, by path; the versions of their metadata files
+        kept."""
         for path, listing in listings.items():
             self._versions.update(
-                (f"{path}/{name}", tag) for name, tag in listing.versions.items() if tag and name in METADATA_NAMES
+                (f"{path}/{name}", tag)
+                for name, tag in listing.versions.items()
+                if tag and name in METADATA_NAMES
             )
         return super().found(listings)
 
     def _whole_store(self) -> tuple[dict[str, Listing] | None, list[tuple[str, str]]]:
-        """Every folder of the store from one listing of all its keys, a page after another, and the paths no key
-        reaches. None where that does not pay, and the walk lists folder by folder: a thousand keys (a page) that
-        name fewer nodes than ``jobs`` (one request each, at once), or more than `LISTING_LIMIT` keys."""
+        """Every folder of the store from one listing of all its keys, a page after another, and the
+        paths no key reaches. None where that does not pay, and the walk lists folder by folder: a
+        thousand keys (a page) that name fewer nodes than ``jobs`` (one request each, at once), or
+        more than `LISTING_LIMIT` keys."""
         bucket, _, key = self.root.partition("/")
         prefix = f"{key}/" if key else ""
         problems: list[tuple[str, str]] = []
@@ -100,14 +105,16 @@ class S3Files(FsspecFiles):
 
         try:
             result: dict[str, Listing] | None = self._sync(self._loop, listing)
-        except Exception:  # whatever stops the whole listing, listing folder by folder reports per folder
+        # whatever stops the whole listing, listing folder by folder reports per folder
+        except Exception:
             return None, []
         return result, problems
 
-    # -- reads -------------------------------------------------------------------------------------------------
+    # -- reads -------------------------------------------------------------------------------------
 
     def ask_s3(self, method: str, **arguments: Any) -> Any:
-        """One S3 API call (s3fs's own, with its retries) in its time: what it answered; what it raised, raised."""
+        """One S3 API call (s3fs's own, with its retries) in its time: what it answered; what it
+        raised, raised."""
         answer = self.run({"": self.fs._call_s3(method, **arguments)})[""]
         if isinstance(answer, Exception):
             raise answer
@@ -120,8 +127,8 @@ class S3Files(FsspecFiles):
         return await self.bytes_of(path)
 
     async def _version(self, path: str, expected: bytes | None) -> str:
-        """The version of ``path`` that was read; for a file not read through this object, its version now,
-        provided it holds ``expected`` (where given)."""
+        """The version of ``path`` that was read; for a file not read through this object, its
+        version now, provided it holds ``expected`` (where given)."""
         version = self._versions.get(path)
         if version is None:
             version = (await self._call("info", path))["ETag"]
@@ -129,7 +136,7 @@ class S3Files(FsspecFiles):
                 raise changed()
         return version
 
-    # -- writes ------------------------------------------------------------------------------------------------
+    # -- writes ------------------------------------------------------------------------------------
 
     async def replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
         """One PUT that holds only while the object is the version read (no second read)."""
@@ -142,11 +149,13 @@ class S3Files(FsspecFiles):
         except OSError as exc:
             if not refused_condition(exc):
                 raise
-            if await self.bytes_of(path) != data:  # a retry refused after the server acted: ours is there
+            # a retry refused after the server acted: ours is there
+            if await self.bytes_of(path) != data:
                 raise changed() from None
 
     async def create_one(self, path: str, data: bytes) -> None:
-        """One PUT that holds only where no object exists; one that holds ``data`` already is no failure."""
+        """One PUT that holds only where no object exists; one that holds ``data`` already is no
+        failure."""
         self.before_write()
         try:
             await self._call("pipe_file", path, data, IfNoneMatch="*")
@@ -156,7 +165,8 @@ class S3Files(FsspecFiles):
             await self.same_or_exists(path, data)
 
     async def remove_one(self, path: str, read: bytes | None, version: str | None = None) -> None:
-        """One DELETE that holds only while the object is the version read (s3fs's rm_file passes no condition)."""
+        """One DELETE that holds only while the object is the version read (s3fs's rm_file passes no
+        condition)."""
         if read is None and version is None:
             await super().remove_one(path, read)
             return
@@ -173,17 +183,22 @@ class S3Files(FsspecFiles):
                 raise changed(": not removed") from None
             raise
 
-    # -- shards ----------------------------------------------------------------------------------------------
+    # -- shards ------------------------------------------------------------------------------------
 
     async def read_source(self, source: str | ByteRange) -> tuple[bytes | None, str | None]:
-        """A chunk object's bytes and its ETag, from one GET (None, None where there is none), or a byte range of
-        an object (``Range``; its version is the object's ETag, asked for apart: `version_of`); a body cut short
-        is asked for again, as s3fs's ``cat_file`` does (its retry loop)."""
+        """A chunk object's bytes and its ETag, from one GET (None, None where there is none), or a
+        byte range of an object (``Range``; its version is the object's ETag, asked for apart:
+        `version_of`); a body cut short is asked for again, as s3fs's ``cat_file`` does (its retry
+        loop)."""
         from s3fs.core import _error_wrapper
 
         path = source_path(source)
         bucket, key, _ = self.fs.split_path(path)
-        ranged = {"Range": f"bytes={source.start}-{source.end - 1}"} if isinstance(source, ByteRange) else {}
+        ranged = (
+            {"Range": f"bytes={source.start}-{source.end - 1}"}
+            if isinstance(source, ByteRange)
+            else {}
+        )
 
         async def get() -> tuple[bytes, str]:
             answer = await self.fs._call_s3("get_object", Bucket=bucket, Key=key, **ranged)
@@ -203,10 +218,12 @@ class S3Files(FsspecFiles):
         return data, tag
 
     async def tail_of(self, path: str, size: int) -> tuple[int, bytes]:
-        """An object's last ``size`` bytes and its size, from one GET of a suffix range (``Content-Range`` says
-        the size)."""
+        """An object's last ``size`` bytes and its size, from one GET of a suffix range
+        (``Content-Range`` says the size)."""
         bucket, key, _ = self.fs.split_path(path)
-        answer = await self.fs._call_s3("get_object", Bucket=bucket, Key=key, Range=f"bytes=-{size}")
+        answer = await self.fs._call_s3(
+            "get_object", Bucket=bucket, Key=key, Range=f"bytes=-{size}"
+        )
         try:
             data = bytes(await answer["Body"].read())
         finally:
@@ -217,53 +234,71 @@ class S3Files(FsspecFiles):
         return total, data
 
     def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
-        """Each object's ETag, from listings of the key range each folder's paths span (a thousand keys a
-        request: an array's chunks in a few requests, not a HEAD each); the rest from HEADs, where the range
-        holds many more keys than were asked for."""
+        """Each object's ETag, from listings of the key range each folder's paths span (a thousand
+        keys a request: an array's chunks in a few requests, not a HEAD each); the rest from HEADs,
+        where the range holds many more keys than were asked for."""
         names: dict[str, list[str]] = {}
         for path in paths:
             folder, name = path.rsplit("/", 1)
             names.setdefault(folder, []).append(name)
-        listed = self.run({folder: self._listed_versions(folder, sorted(found)) for folder, found in names.items()})
+        listed = self.run(
+            {
+                folder: self._listed_versions(folder, sorted(found))
+                for folder, found in names.items()
+            }
+        )
         versions: dict[str, str | Exception | None] = {}
         for folder, result in listed.items():
             for name in names[folder]:
-                versions[f"{folder}/{name}"] = result if isinstance(result, Exception) else result[name]
+                versions[f"{folder}/{name}"] = (
+                    result if isinstance(result, Exception) else result[name]
+                )
         return versions
 
     async def _listed_versions(self, folder: str, names: list[str]) -> dict[str, str | None]:
         bucket, prefix, _ = self.fs.split_path(folder)
         prefix = f"{prefix}/" if prefix else ""
         first, last = names[0], names[-1]
-        # just before the first name (a key listed too early is left out), and at most a page per 100 names
-        start = prefix + first[:-1] + (chr(ord(first[-1]) - 1) if first and first[-1] > "\0" else "")
+        # just before the first name (a key listed too early is left out), and at most a page per
+        # 100 names
+        start = (
+            prefix + first[:-1] + (chr(ord(first[-1]) - 1) if first and first[-1] > "\0" else "")
+        )
         arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "StartAfter": start}
         found: dict[str, str] = {}
         complete = False
         for _ in range(max(1, len(names) // 100)):
             answer = await self.fs._call_s3("list_objects_v2", **arguments)
-            page = {entry["Key"][len(prefix) :]: str(entry["ETag"]) for entry in answer.get("Contents", [])}
+            page = {
+                entry["Key"][len(prefix) :]: str(entry["ETag"])
+                for entry in answer.get("Contents", [])
+            }
             found |= page
             if (page and max(page) >= last) or not answer.get("IsTruncated"):
                 complete = True
                 break
             arguments["ContinuationToken"] = answer["NextContinuationToken"]
-        versions: dict[str, str | None] = {name: found.get(name) for name in names if name in found or complete}
+        versions: dict[str, str | None] = {
+            name: found.get(name) for name in names if name in found or complete
+        }
         rest = [name for name in names if name not in versions]
         heads = await asyncio.gather(*(self.version_of(f"{folder}/{name}") for name in rest))
         return versions | dict(zip(rest, heads, strict=True))
 
     async def write_shard(self, shard: Shard, body: bytes) -> bool:
-        """One PUT where no object exists (a first run: no request before it); where one does (an interrupted
-        run's: no zarr.json reads it, the caller made sure), kept if it holds the shard, else replaced only while
-        it is the version found. The body's MD5 goes with it for S3 to check (``Content-MD5``), and the ETag S3
-        answers is compared with it (where S3 makes it another, as with KMS, the object is read back). False
-        where the object held the shard already."""
+        """One PUT where no object exists (a first run: no request before it); where one does (an
+        interrupted run's: no zarr.json reads it, the caller made sure), kept if it holds the shard,
+        else replaced only while it is the version found. The body's MD5 goes with it for S3 to
+        check (``Content-MD5``), and the ETag S3 answers is compared with it (where S3 makes it
+        another, as with KMS, the object is read back). False where the object held the shard
+        already."""
         bucket, key, _ = self.fs.split_path(shard.path)
         name = key.rsplit("/", 1)[-1]
         if len(body) > _LARGEST_PUT:
-            raise ShardError(f"{name}: {len(body):,} bytes, more than S3 takes in one PUT: "
-                             "a smaller shard_size makes smaller shards")  # fmt: skip
+            raise ShardError(
+                f"{name}: {len(body):,} bytes, more than S3 takes in one PUT: "
+                "a smaller shard_size makes smaller shards"
+            )
         md5 = hashlib.md5(body, usedforsecurity=False)
         tag = f'"{md5.hexdigest()}"'
         condition: dict[str, str] = {"IfNoneMatch": "*"}
@@ -273,14 +308,23 @@ class S3Files(FsspecFiles):
             checksum = base64.b64encode(md5.digest()).decode()
             try:
                 answer = await self.fs._call_s3(
-                    "put_object", Bucket=bucket, Key=key, Body=body, ContentMD5=checksum, **condition
+                    "put_object",
+                    Bucket=bucket,
+                    Key=key,
+                    Body=body,
+                    ContentMD5=checksum,
+                    **condition,
                 )
             except OSError as exc:
                 if not refused_condition(exc):
                     raise
                 if "IfMatch" in condition:
-                    raise ShardError(f"{name}: written by someone else meanwhile: left as it is") from None
-                try:  # an object is there: an interrupted run's, or this PUT's retry found its first try's
+                    raise ShardError(
+                        f"{name}: written by someone else meanwhile: left as it is"
+                    ) from None
+                # an object is there: an interrupted run's, or this PUT's retry found its first
+                # try's
+                try:
                     existing = await self._call("info", shard.path)
                 except FileNotFoundError:
                     continue  # removed meanwhile: try again to create it
@@ -292,13 +336,13 @@ class S3Files(FsspecFiles):
                 raise ShardError(f"{name}: S3 stored other bytes than were sent (read back)")
             return True
 
-    # -- the lock --------------------------------------------------------------------------------------------
+    # -- the lock ----------------------------------------------------------------------------------
 
     @contextmanager
     def lock(self, top: str) -> Iterator[None]:
-        """One run at a time on the store whose topmost node is ``top``: a lock object there (`LOCK_NAME`),
-        created only where none exists, held by renewing it (see `Lease`) and removed at the end. Every write
-        of the run checks first that it still holds it."""
+        """One run at a time on the store whose topmost node is ``top``: a lock object there
+        (`LOCK_NAME`), created only where none exists, held by renewing it (see `Lease`) and removed
+        at the end. Every write of the run checks first that it still holds it."""
         lease = Lease(self, f"{top}/{LOCK_NAME}")
         lease.acquire()
         self._lease = lease
@@ -318,17 +362,26 @@ _LARGEST_PUT = 5 * 2**30
 
 
 def refused_condition(exc: OSError) -> bool:
-    """Whether S3 refused a conditional write or removal (412 Precondition Failed), from the error s3fs raises."""
+    """Whether S3 refused a conditional write or removal (412 Precondition Failed), from the error
+    s3fs raises."""
     response = getattr(exc.__cause__, "response", None)
-    return isinstance(response, dict) and response.get("Error", {}).get("Code") == "PreconditionFailed"
+    return (
+        isinstance(response, dict) and response.get("Error", {}).get("Code") == "PreconditionFailed"
+    )
 
 
-def _add_key(folders: dict[str, Listing], root: str, entry: Mapping[str, Any], problems: list[tuple[str, str]]) -> int:
-    """One key of a whole-store listing added to ``folders`` (by path), its folders with it; 1 if it names a
-    node's metadata file."""
+def _add_key(
+    folders: dict[str, Listing],
+    root: str,
+    entry: Mapping[str, Any],
+    problems: list[tuple[str, str]],
+) -> int:
+    """One key of a whole-store listing added to ``folders`` (by path), its folders with it; 1 if it
+    names a node's metadata file."""
     relative = entry["name"][len(root) + 1 :]
     *names, file = relative.split("/")
-    if "" in names:  # "a//b": no path reaches it (the keys below one such folder come together: one line)
+    # "a//b": no path reaches it (the keys below one such folder come together: one line)
+    if "" in names:
         where = f"{root}/{'/'.join(names[: names.index('') + 1])}"
         if not problems or problems[-1][0] != where:
             problems.append((where, "a folder with an empty name: not visited"))
@@ -346,9 +399,10 @@ def _add_key(folders: dict[str, Listing], root: str, entry: Mapping[str, Any], p
 LOCK_NAME = ".numcodecs-bytes-lock"
 """The lock object of an S3 store, beside its topmost node's metadata, while a run works on it."""
 LEASE = 60.0
-"""Seconds of a run's lease on an S3 store's lock: it renews the lock every quarter of that, and stops writing
-once half of it has passed since its last renewal (a run paused that long may have lost it); another run takes
-over a lock not renewed for 60% of it (or at once, where its run was a process of the same machine that ended)."""
+"""Seconds of a run's lease on an S3 store's lock: it renews the lock every quarter of that, and
+stops writing once half of it has passed since its last renewal (a run paused that long may have
+lost it); another run takes over a lock not renewed for 60% of it (or at once, where its run was a
+process of the same machine that ended)."""
 
 
 def _clock() -> float:
@@ -357,14 +411,15 @@ def _clock() -> float:
 
 
 class Lease:
-    """A run's hold on an S3 store's lock object: created where none exists (``If-None-Match``), renewed and
-    finally removed only while it is the version this run wrote (``If-Match``). One left by a killed run is
-    taken over at once where that run was a process of this machine (it is gone), else once the server's
-    clock says 60% of the lease passed since it was last written.
+    """A run's hold on an S3 store's lock object: created where none exists (``If-None-Match``),
+    renewed and finally removed only while it is the version this run wrote (``If-Match``). One left
+    by a killed run is taken over at once where that run was a process of this machine (it is gone),
+    else once the server's clock says 60% of the lease passed since it was last written.
 
-    A run paused longer than half the lease (a stopped process, a frozen machine) stops at its next write
-    (`problems.StoreBusyError`): another run may hold the lock by then. What remains is the window of one
-    request (a pause between the check and the request it allows), where the writes' own conditions hold.
+    A run paused longer than half the lease (a stopped process, a frozen machine) stops at its next
+    write (`problems.StoreBusyError`): another run may hold the lock by then. What remains is the
+    window of one request (a pause between the check and the request it allows), where the writes'
+    own conditions hold.
     """
 
     def __init__(self, files: S3Files, path: str) -> None:
@@ -377,8 +432,12 @@ class Lease:
         self._renewing: threading.Thread | None = None
 
     def _put(self, **condition: str) -> str:
-        body = json.dumps({"tool": "numcodecs-bytes", "lease_seconds": LEASE, **_this_process()}).encode()
-        answer = self.files.ask_s3("put_object", Bucket=self.bucket, Key=self.key, Body=body, **condition)
+        body = json.dumps(
+            {"tool": "numcodecs-bytes", "lease_seconds": LEASE, **_this_process()}
+        ).encode()
+        answer = self.files.ask_s3(
+            "put_object", Bucket=self.bucket, Key=self.key, Body=body, **condition
+        )
         return str(answer["ETag"])
 
     def acquire(self) -> None:
@@ -391,13 +450,16 @@ class Lease:
                 raise
             self.tag = self._take_over()
         self.renewed = started
-        self._renewing = threading.Thread(target=self._renew, name="numcodecs-bytes-lease", daemon=True)
+        self._renewing = threading.Thread(
+            target=self._renew, name="numcodecs-bytes-lease", daemon=True
+        )
         self._renewing.start()
 
     def _take_over(self) -> str:
-        """The lock object of a run that ended without removing it, made this run's: where that run was a process
-        of this machine that has ended, or where 60% of the lease has passed since it was last renewed (its run,
-        if it still runs, writes nothing more after half: see `check`)."""
+        """The lock object of a run that ended without removing it, made this run's: where that run
+        was a process of this machine that has ended, or where 60% of the lease has passed since it
+        was last renewed (its run, if it still runs, writes nothing more after half: see
+        `check`)."""
         answer = self.files.ask_s3("get_object", Bucket=self.bucket, Key=self.key)
         try:
             body = answer["Body"]
@@ -406,18 +468,26 @@ class Lease:
             answer["Body"].close()
         now = parsedate_to_datetime(answer["ResponseMetadata"]["HTTPHeaders"]["date"])
         age = (now - answer["LastModified"]).total_seconds()
-        lapses = 0.6 * LEASE  # later than its run stops writing (half the lease): a margin for clocks' rates
+        # later than its run stops writing (half the lease): a margin for clocks' rates
+        lapses = 0.6 * LEASE
         if age <= lapses and not _ended_here(holder):
-            where = f" (pid {holder['pid']} on {holder['host']})" if {"pid", "host"} <= set(holder) else ""
+            where = (
+                f" (pid {holder['pid']} on {holder['host']})"
+                if {"pid", "host"} <= set(holder)
+                else ""
+            )
             raise StoreBusyError(
-                f"{self.path}: another numcodecs-bytes run is working on this store{where}: its lock was renewed "
-                f"{max(age, 0):.0f} s ago; where that run has stopped, the lock lapses {lapses - age:.0f} s from now"
+                f"{self.path}: another numcodecs-bytes run is working on this store{where}: its "
+                f"lock was renewed {max(age, 0):.0f} s ago; where that run has stopped, the lock "
+                f"lapses {lapses - age:.0f} s from now"
             )
         try:
             return self._put(IfMatch=str(answer["ETag"]))
         except OSError as exc:
             if refused_condition(exc):
-                raise StoreBusyError(f"{self.path}: another numcodecs-bytes run took this store's lock") from None
+                raise StoreBusyError(
+                    f"{self.path}: another numcodecs-bytes run took this store's lock"
+                ) from None
             raise
 
     def _renew(self) -> None:
@@ -436,9 +506,14 @@ class Lease:
     def check(self) -> None:
         """Raise `problems.StoreBusyError` where this run may no longer hold the lock."""
         if self.lost is None and _clock() - self.renewed > LEASE / 2:
-            self.lost = f"this run's lock was not renewed for {_clock() - self.renewed:.0f} s (the run was paused?)"
+            self.lost = (
+                f"this run's lock was not renewed for {_clock() - self.renewed:.0f} s (the run was "
+                "paused?)"
+            )
         if self.lost is not None:
-            raise StoreBusyError(f"{self.path}: {self.lost}: stopped, nothing more written; run again to finish")
+            raise StoreBusyError(
+                f"{self.path}: {self.lost}: stopped, nothing more written; run again to finish"
+            )
 
     def release(self) -> None:
         """The renewals stopped and the lock object removed, where it is still this run's."""
@@ -446,25 +521,35 @@ class Lease:
         if self._renewing is not None:
             self._renewing.join()
         if self.tag is not None and self.lost is None:
-            with suppress(OSError):  # taken over meanwhile, or the server unreachable: it lapses on its own
-                self.files.ask_s3("delete_object", Bucket=self.bucket, Key=self.key, IfMatch=self.tag)
+            # taken over meanwhile, or the server unreachable: it lapses on its own
+            with suppress(OSError):
+                self.files.ask_s3(
+                    "delete_object", Bucket=self.bucket, Key=self.key, IfMatch=self.tag
+                )
 
 
 def _this_process() -> dict[str, Any]:
-    """What tells this process apart from every other: its machine, that machine's boot, its pid and when it
-    started (a pid is used again by later processes)."""
-    return {"host": socket.gethostname(), "boot": _boot_id(), "pid": os.getpid(), "started": _started(os.getpid())}
+    """What tells this process apart from every other: its machine, that machine's boot, its pid and
+    when it started (a pid is used again by later processes)."""
+    return {
+        "host": socket.gethostname(),
+        "boot": _boot_id(),
+        "pid": os.getpid(),
+        "started": _started(os.getpid()),
+    }
 
 
 def _ended_here(holder: Mapping[str, Any]) -> bool:
-    """Whether the process that wrote a lock object was one of this machine, since its last boot, that has
-    ended (where this cannot be told: False)."""
+    """Whether the process that wrote a lock object was one of this machine, since its last boot,
+    that has ended (where this cannot be told: False)."""
     me = _this_process()
     if not all(holder.get(key) == me[key] and me[key] is not None for key in ("host", "boot")):
         return False
     pid = holder.get("pid")
     return (
-        isinstance(pid, int) and pid != me["pid"] and (_started(pid) is None or _started(pid) != holder.get("started"))
+        isinstance(pid, int)
+        and pid != me["pid"]
+        and (_started(pid) is None or _started(pid) != holder.get("started"))
     )
 
 
@@ -477,8 +562,8 @@ def _boot_id() -> str | None:
 
 
 def _started(pid: int) -> int | None:
-    """When a process of this machine started, in clock ticks since boot; None where there is no such process
-    (or the system does not say)."""
+    """When a process of this machine started, in clock ticks since boot; None where there is no
+    such process (or the system does not say)."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
             return int(handle.read().rpartition(")")[2].split()[19])

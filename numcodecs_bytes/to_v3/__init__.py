@@ -63,4 +63,11 @@ from .report import ConversionReport, NodeResult
 from .rules import UnconvertibleError, v3_encoding
 from .run import convert_store
 
-__all__ = ["V2_METADATA_FILES", "ConversionReport", "NodeResult", "UnconvertibleError", "convert_store", "v3_encoding"]
+__all__ = [
+    "V2_METADATA_FILES",
+    "ConversionReport",
+    "NodeResult",
+    "UnconvertibleError",
+    "convert_store",
+    "v3_encoding",
+]

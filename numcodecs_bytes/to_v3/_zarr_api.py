@@ -15,7 +15,8 @@ __all__ = ["zarr_api"]
 
 @cache
 def zarr_api() -> Any:
-    """zarr-python's v2-to-v3 pieces (imported once), or an ImportError that says what is missing."""
+    """zarr-python's v2-to-v3 pieces (imported once), or an ImportError that says what is
+    missing."""
     try:
         import zarr
         from zarr.api.asynchronous import open_array as open_array_in_loop
@@ -25,7 +26,11 @@ def zarr_api() -> Any:
         from zarr.core.metadata.v2 import ArrayV2Metadata
         from zarr.core.metadata.v3 import ArrayV3Metadata
         from zarr.core.sync import sync as run_in_loop
-        from zarr.metadata.migrate_v3 import _convert_array_metadata, _convert_compressor, _convert_filters
+        from zarr.metadata.migrate_v3 import (
+            _convert_array_metadata,
+            _convert_compressor,
+            _convert_filters,
+        )
     except ImportError as exc:
         raise ImportError(
             f"to-v3 needs zarr-python 3.1.3 or later with its v2-to-v3 converter "

@@ -33,16 +33,23 @@ from ..store.layout import chunk_key, chunk_region
 from ._zarr_api import zarr_api
 from .rules import UnconvertibleError
 
-__all__ = ["check_chunk", "check_fill_value", "check_sharded_chunk", "pipelines_key", "shows_the_mapping"]
+__all__ = [
+    "check_chunk",
+    "check_fill_value",
+    "check_sharded_chunk",
+    "pipelines_key",
+    "shows_the_mapping",
+]
 
 Buffer: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
-"""The bytes of a file as the reads take them: a shard may be a sparse mapping (only what a reader reads)."""
+"""The bytes of a file as the reads take them: a shard may be a sparse mapping (only what a reader
+reads)."""
 
 
 def pipelines_key(zarray: dict[str, Any]) -> str | None:
-    """What decides how an array is read, as v2 and as v3: its whole ``.zarray`` (arrays whose ``.zarray`` says
-    the same are read by the same two pipelines). None for data types holding objects, whose reads depend on
-    the data as well."""
+    """What decides how an array is read, as v2 and as v3: its whole ``.zarray`` (arrays whose
+    ``.zarray`` says the same are read by the same two pipelines). None for data types holding
+    objects, whose reads depend on the data as well."""
     return None if "|O" in json.dumps(zarray.get("dtype")) else json.dumps(zarray, sort_keys=True)
 
 
@@ -67,13 +74,21 @@ def shows_the_mapping(sample: np.ndarray[Any, Any]) -> bool:
 
 
 def check_fill_value(zarray: dict[str, Any], document: dict[str, Any]) -> None:
-    """Read one element of a missing chunk as v2 and as v3; raise `UnconvertibleError` if they differ.
+    """Read one element of a missing chunk as v2 and as v3; raise `UnconvertibleError` if they
+    differ.
 
-    ``zarray`` is the array's v2 metadata as v2 readers take it (a chunk layout found in the store included).
-    Nothing where v2 readers do not agree on it (`_comparable_fill_value`) or the array has no element.
+    ``zarray`` is the array's v2 metadata as v2 readers take it (a chunk layout found in the store
+    included). Nothing where v2 readers do not agree on it (`_comparable_fill_value`) or the array
+    has no element.
     """
     if _comparable_fill_value(zarray) and all(zarray["shape"]):
-        _compare(zarray, document, {}, tuple(slice(0, 1) for _ in zarray["shape"]), "the fill value of a missing chunk")
+        _compare(
+            zarray,
+            document,
+            {},
+            tuple(slice(0, 1) for _ in zarray["shape"]),
+            "the fill value of a missing chunk",
+        )
 
 
 def check_chunk(
@@ -82,8 +97,9 @@ def check_chunk(
     index: tuple[int, ...],
     chunk: bytes | Exception | None,
 ) -> bool:
-    """Read the stored chunk at ``index`` (``chunk``: what reading it gave, None where there is none) as v2 and as
-    v3; raise `UnconvertibleError` if they differ. Whether it was read and shows the mapping."""
+    """Read the stored chunk at ``index`` (``chunk``: what reading it gave, None where there is
+    none) as v2 and as v3; raise `UnconvertibleError` if they differ. Whether it was read and shows
+    the mapping."""
     if isinstance(chunk, Exception):
         raise chunk
     if chunk is None:
@@ -100,22 +116,31 @@ def check_sharded_chunk(
     region: tuple[slice, ...],
     what: str,
 ) -> None:
-    """Read ``region`` (one chunk) through an array's document now and through its new one, each with the files
-    its reader reads (document, files by key: only the ranges a reader reads need be there); raise
-    `UnconvertibleError` if they differ."""
+    """Read ``region`` (one chunk) through an array's document now and through its new one, each
+    with the files its reader reads (document, files by key: only the ranges a reader reads need be
+    there); raise `UnconvertibleError` if they differ."""
     zarr = zarr_api()
     first, second = _read_samples(
-        [({"zarr.json": _json(before[0]), **before[1]}, 3), ({"zarr.json": _json(after[0]), **after[1]}, 3)], region
+        [
+            ({"zarr.json": _json(before[0]), **before[1]}, 3),
+            ({"zarr.json": _json(after[0]), **after[1]}, 3),
+        ],
+        region,
     )
     if isinstance(first, Exception):
-        raise UnconvertibleError(f"reading {what} through its zarr.json fails ({type(first).__name__}: {first})")
+        raise UnconvertibleError(
+            f"reading {what} through its zarr.json fails ({type(first).__name__}: {first})"
+        )
     if isinstance(second, Exception):
         raise UnconvertibleError(
-            f"zarr-python {zarr.version} cannot read {what} through its new shard ({type(second).__name__}: {second})"
+            f"zarr-python {zarr.version} cannot read {what} through its new shard "
+            f"({type(second).__name__}: {second})"
         )
     difference = _difference(first, second)
     if difference is not None:
-        raise UnconvertibleError(f"its new shard reads {what} otherwise than it reads now: {difference}")
+        raise UnconvertibleError(
+            f"its new shard reads {what} otherwise than it reads now: {difference}"
+        )
 
 
 def _compare(
@@ -125,10 +150,13 @@ def _compare(
     region: tuple[slice, ...],
     what: str,
 ) -> np.ndarray[Any, Any]:
-    """``region`` read as v2 and as v3 from the metadata and ``chunks``; what v2 read, where v3 read the same."""
+    """``region`` read as v2 and as v3 from the metadata and ``chunks``; what v2 read, where v3 read
+    the same."""
     zarr = zarr_api()
     v2_files, v3_files = {".zarray": _json(_v2_readable(zarray))}, {"zarr.json": _json(document)}
-    expected, got = _read_samples([({**v2_files, **chunks}, 2), ({**v3_files, **chunks}, 3)], region)
+    expected, got = _read_samples(
+        [({**v2_files, **chunks}, 2), ({**v3_files, **chunks}, 3)], region
+    )
     if isinstance(expected, Exception):
         raise UnconvertibleError(
             f"its conversion cannot be checked: reading {what} as Zarr v2 fails "
@@ -141,16 +169,21 @@ def _compare(
         )
     difference = _difference(expected, got)
     if difference is not None:
-        raise UnconvertibleError(f"the converted metadata reads {what} otherwise than v2: {difference}")
+        raise UnconvertibleError(
+            f"the converted metadata reads {what} otherwise than v2: {difference}"
+        )
     sample: np.ndarray[Any, Any] = expected
     return sample
 
 
 def _comparable_fill_value(zarray: dict[str, Any]) -> bool:
-    """Whether v2 readers agree on what a missing chunk holds: not where the fill value is null (undefined),
-    nor a number for strings (zarr 2 reads the number, zarr 3 its text; v3 gets the empty string)."""
+    """Whether v2 readers agree on what a missing chunk holds: not where the fill value is null
+    (undefined), nor a number for strings (zarr 2 reads the number, zarr 3 its text; v3 gets the
+    empty string)."""
     fill_value = zarray.get("fill_value")
-    return fill_value is not None and not (zarray.get("dtype") == "|O" and not isinstance(fill_value, str))
+    return fill_value is not None and not (
+        zarray.get("dtype") == "|O" and not isinstance(fill_value, str)
+    )
 
 
 def _json(document: dict[str, Any]) -> bytes:
@@ -162,13 +195,18 @@ async def _read_sample(
 ) -> np.ndarray[Any, Any]:
     """``region`` of the array whose metadata and chunks are ``files``, read by zarr-python."""
     zarr = zarr_api()
-    store = zarr.memory_store({key: zarr.prototype.buffer.from_bytes(data) for key, data in files.items()})
+    store = zarr.memory_store(
+        {key: zarr.prototype.buffer.from_bytes(data) for key, data in files.items()}
+    )
     array = await zarr.open_array_async(store=store, mode="r", zarr_format=zarr_format)
     return np.asarray(await array.getitem(region))
 
 
-def _read_samples(reads: Sequence[tuple[Mapping[str, Buffer], int]], region: tuple[slice, ...]) -> list[Any]:
-    """Each read of `_read_sample` (a value, or the exception it raised), in one trip to zarr's event loop."""
+def _read_samples(
+    reads: Sequence[tuple[Mapping[str, Buffer], int]], region: tuple[slice, ...]
+) -> list[Any]:
+    """Each read of `_read_sample` (a value, or the exception it raised), in one trip to zarr's
+    event loop."""
     zarr = zarr_api()
 
     async def all_reads() -> list[Any]:
@@ -181,8 +219,10 @@ def _read_samples(reads: Sequence[tuple[Mapping[str, Buffer], int]], region: tup
         return results
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # e.g. zarr 3.4 on a struct without endian: what it assumes is compared
-        with zarr.config.set({"codecs.bytes": "zarr.codecs.bytes.BytesCodec"}):  # zarr's own codec, whatever is set
+        # e.g. zarr 3.4 on a struct without endian: what it assumes is compared
+        warnings.simplefilter("ignore")
+        # zarr's own codec, whatever is set
+        with zarr.config.set({"codecs.bytes": "zarr.codecs.bytes.BytesCodec"}):
             return list(zarr.sync(all_reads()))
 
 
@@ -193,12 +233,18 @@ def _element_bytes(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 
 def _difference(v2: np.ndarray[Any, Any], v3: np.ndarray[Any, Any]) -> str | None:
-    """How two reads of one sample differ (None if they do not): compared by the bytes of each element."""
+    """How two reads of one sample differ (None if they do not): compared by the bytes of each
+    element."""
     if v2.shape != v3.shape:
         return f"shape {v2.shape} in v2, {v3.shape} in v3"
-    if v2.dtype.kind in "OT" or v3.dtype.kind in "OT":  # strings of any length: compared as Python values
+    # strings of any length: compared as Python values
+    if v2.dtype.kind in "OT" or v3.dtype.kind in "OT":
         left, right = v2.ravel().tolist(), v3.ravel().tolist()
-        differing = [i for i, (a, b) in enumerate(zip(left, right, strict=True)) if type(a) is not type(b) or a != b]
+        differing = [
+            i
+            for i, (a, b) in enumerate(zip(left, right, strict=True))
+            if type(a) is not type(b) or a != b
+        ]
     else:
         if not same_type(v2.dtype, v3.dtype):
             return f"dtype {v2.dtype} in v2, {v3.dtype} in v3"
@@ -207,7 +253,10 @@ def _difference(v2: np.ndarray[Any, Any], v3: np.ndarray[Any, Any]) -> str | Non
         return None
     first = np.unravel_index(differing[0], v2.shape) if v2.ndim else ()
     index = tuple(int(i) for i in first)
-    return f"{len(differing)} of {v2.size} elements differ, first at {index}: v2 reads {v2[index]!r}, v3 {v3[index]!r}"
+    return (
+        f"{len(differing)} of {v2.size} elements differ, first at {index}: v2 reads {v2[index]!r}, "
+        f"v3 {v3[index]!r}"
+    )
 
 
 def _v2_readable(zarray: dict[str, Any]) -> dict[str, Any]:
@@ -221,7 +270,9 @@ def _v2_readable(zarray: dict[str, Any]) -> dict[str, Any]:
     ``vlen-bytes`` array with the fill value 0, and it fills no stored chunk.
     """
     filters = [
-        {**f, "dtype": zarray.get("dtype")} if v2_id(f) in CODEC_IDS and f.get("dtype") is None else f
+        {**f, "dtype": zarray.get("dtype")}
+        if v2_id(f) in CODEC_IDS and f.get("dtype") is None
+        else f
         for f in zarray.get("filters") or ()
     ]
     readable = {**zarray, "filters": filters or None}

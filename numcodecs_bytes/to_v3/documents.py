@@ -1,4 +1,5 @@
-"""``zarr.json`` documents as the run compares and writes them: pure functions of documents and bytes."""
+"""``zarr.json`` documents as the run compares and writes them: pure functions of documents and
+bytes."""
 
 from __future__ import annotations
 
@@ -9,10 +10,18 @@ from typing import Any
 from ..problems import reason
 from .rules import UnconvertibleError
 
-__all__ = ["differences", "encoded", "existing_document", "holds_consolidation", "same_document", "update"]
+__all__ = [
+    "differences",
+    "encoded",
+    "existing_document",
+    "holds_consolidation",
+    "same_document",
+    "update",
+]
 
 IMPLICIT_GROUP: dict[str, Any] = {"zarr_format": 3, "node_type": "group", "attributes": {}}
-"""The document of a folder that leads to nodes without being a group in v2 (zarr 2 reads through it)."""
+"""The document of a folder that leads to nodes without being a group in v2 (zarr 2 reads through
+it)."""
 
 
 def existing_document(existing: bytes | None) -> dict[str, Any] | None:
@@ -33,17 +42,23 @@ def holds_consolidation(existing: bytes | None) -> bool:
 
 
 def same_document(existing: Any, wanted: dict[str, Any]) -> bool:
-    """Whether two zarr.json documents say the same (zarr 3.1.3 writes an absent consolidation as null)."""
+    """Whether two zarr.json documents say the same (zarr 3.1.3 writes an absent consolidation as
+    null)."""
 
     def without_null_consolidation(document: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in document.items() if not (k == "consolidated_metadata" and v is None)}
+        return {
+            k: v for k, v in document.items() if not (k == "consolidated_metadata" and v is None)
+        }
 
-    return isinstance(existing, dict) and without_null_consolidation(existing) == without_null_consolidation(wanted)
+    return isinstance(existing, dict) and without_null_consolidation(
+        existing
+    ) == without_null_consolidation(wanted)
 
 
 def differences(existing: bytes | None, document: dict[str, Any], consolidates: bool) -> str | None:
-    """What differs between a ``zarr.json`` as read (a JSON object) and ``document``: the top-level keys, shapes
-    shown; None where they say the same (but for the consolidation, where ``consolidates``), or it is no object.
+    """What differs between a ``zarr.json`` as read (a JSON object) and ``document``: the top-level
+    keys, shapes shown; None where they say the same (but for the consolidation, where
+    ``consolidates``), or it is no object.
 
     >>> differences(b'{"zarr_format": 3, "node_type": "array", "shape": [6]}',
     ...             {"zarr_format": 3, "node_type": "array", "shape": [3]}, False)
@@ -54,20 +69,30 @@ def differences(existing: bytes | None, document: dict[str, Any], consolidates: 
         return None
     wanted = json.loads(encoded(document))
     if consolidates:
-        found, wanted = {**found, "consolidated_metadata": None}, {**wanted, "consolidated_metadata": None}
+        found, wanted = (
+            {**found, "consolidated_metadata": None},
+            {**wanted, "consolidated_metadata": None},
+        )
     if same_document(found, wanted):
         return None
     if found.get("node_type") != wanted.get("node_type"):
         return f"a {found.get('node_type')} in zarr.json, a {wanted.get('node_type')} in v2"
     keys = [key for key in {**wanted, **found} if found.get(key) != wanted.get(key)]
-    shown = [f"shape {found.get('shape')} in zarr.json, {wanted.get('shape')} in v2" if key == "shape" else key
-             for key in keys]  # fmt: skip
+    shown = [
+        f"shape {found.get('shape')} in zarr.json, {wanted.get('shape')} in v2"
+        if key == "shape"
+        else key
+        for key in keys
+    ]
     return ", ".join(shown)
 
 
-def update(existing: bytes, document: dict[str, Any], consolidates: bool, replaces: bool) -> bytes | None:
-    """None where an existing ``zarr.json`` says ``document`` already; else what replaces it, where only a
-    consolidated group's consolidation differs or the node is to be brought up to date (``replaces``).
+def update(
+    existing: bytes, document: dict[str, Any], consolidates: bool, replaces: bool
+) -> bytes | None:
+    """None where an existing ``zarr.json`` says ``document`` already; else what replaces it, where
+    only a consolidated group's consolidation differs or the node is to be brought up to date
+    (``replaces``).
 
     Raises
     ------
@@ -77,20 +102,27 @@ def update(existing: bytes, document: dict[str, Any], consolidates: bool, replac
     try:
         found = json.loads(existing.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise UnconvertibleError(f"zarr.json exists already and is not JSON ({reason(exc)}): not overwritten") from None
+        raise UnconvertibleError(
+            f"zarr.json exists already and is not JSON ({reason(exc)}): not overwritten"
+        ) from None
     if not isinstance(found, dict):
-        raise UnconvertibleError("zarr.json exists already and is not a JSON object: not overwritten")
+        raise UnconvertibleError(
+            "zarr.json exists already and is not a JSON object: not overwritten"
+        )
     wanted = json.loads(encoded(document))
     if same_document(found, wanted):
         return None
     if not replaces and differences(existing, wanted, consolidates) is not None:
-        raise UnconvertibleError("zarr.json exists already and says something else than its v2 metadata")
+        raise UnconvertibleError(
+            "zarr.json exists already and says something else than its v2 metadata"
+        )
     return encoded(document)
 
 
 def encoded(document: dict[str, Any]) -> bytes:
-    """A document as zarr-python writes it (indented), every node's attributes encoded compactly: attributes
-    of tens of megabytes take as long as ``json.dumps`` in C, not seconds in Python's indenting encoder."""
+    """A document as zarr-python writes it (indented), every node's attributes encoded compactly:
+    attributes of tens of megabytes take as long as ``json.dumps`` in C, not seconds in Python's
+    indenting encoder."""
     attributes: list[str] = []
 
     def marked(node: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +134,10 @@ def encoded(document: dict[str, Any]) -> bytes:
     skeleton = marked(document)
     consolidated = document.get("consolidated_metadata")
     if isinstance(consolidated, dict) and isinstance(consolidated.get("metadata"), dict):
-        metadata = {path: marked(n) if isinstance(n, dict) else n for path, n in consolidated["metadata"].items()}
+        metadata = {
+            path: marked(n) if isinstance(n, dict) else n
+            for path, n in consolidated["metadata"].items()
+        }
         skeleton = {**skeleton, "consolidated_metadata": {**consolidated, "metadata": metadata}}
     text = json.dumps(skeleton, indent=2, allow_nan=True)
     return _MARK.sub(lambda mark: attributes[int(mark.group(1))], text).encode("utf-8")

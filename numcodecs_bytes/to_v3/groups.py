@@ -1,5 +1,5 @@
-"""Groups: which get a ``zarr.json`` and when (deepest first, each once every node below it converted), and
-their consolidated metadata, made by zarr-python from every node below."""
+"""Groups: which get a ``zarr.json`` and when (deepest first, each once every node below it
+converted), and their consolidated metadata, made by zarr-python from every node below."""
 
 from __future__ import annotations
 
@@ -17,13 +17,15 @@ __all__ = ["consolidated", "groups_by_depth"]
 
 
 def groups_by_depth(index: NodeIndex, folder_of: Callable[[str], str]) -> list[list[Node]]:
-    """The groups to write, deepest first, a list per depth; folders without v2 metadata that lead to nodes
-    (``folder_of``: a path's folder) become groups (zarr 2 reads through them)."""
+    """The groups to write, deepest first, a list per depth; folders without v2 metadata that lead
+    to nodes (``folder_of``: a path's folder) become groups (zarr 2 reads through them)."""
     for path in [*index.nodes, *index.failed]:
         for parent in parents(path):
             if parent in index.nodes or parent in index.arrays or parent in index.failed:
                 break
-            index.nodes[parent] = Node(folder_of(parent), parent, "group", IMPLICIT_GROUP, "implicit")
+            index.nodes[parent] = Node(
+                folder_of(parent), parent, "group", IMPLICIT_GROUP, "implicit"
+            )
     groups = [node for node in index.nodes.values() if node.kind == "group"]
     return [
         [node for node in groups if depth(node.path) == level]
@@ -40,19 +42,33 @@ def consolidated(index: NodeIndex, group: Node) -> dict[str, Any]:
     """
     zarr = zarr_api()
     prefix = f"{group.path}/" if group.path else ""
-    below = {path[len(prefix) :]: node for path, node in index.nodes.items() if path.startswith(prefix) and path}
+    below = {
+        path[len(prefix) :]: node
+        for path, node in index.nodes.items()
+        if path.startswith(prefix) and path
+    }
     documents = {"": group.document, **{path: node.document for path, node in below.items()}}
     buffer = zarr.prototype.buffer
-    keys = {f"{path}/zarr.json".lstrip("/"): buffer.from_bytes(encoded(doc)) for path, doc in documents.items()}
+    keys = {
+        f"{path}/zarr.json".lstrip("/"): buffer.from_bytes(encoded(doc))
+        for path, doc in documents.items()
+    }
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "consolidated metadata is not part of the v3 spec": asked for here
+        # "consolidated metadata is not part of the v3 spec": asked for here
+        warnings.simplefilter("ignore")
         try:
-            zarr.consolidate(zarr.memory_store(keys), zarr_format=3)  # a MemoryStore works on the dict given
+            # a MemoryStore works on the dict given
+            zarr.consolidate(zarr.memory_store(keys), zarr_format=3)
         except Exception:
-            unreadable = {path: why for path, doc in documents.items() if (why := _unreadable_by_zarr(doc))}
+            unreadable = {
+                path: why for path, doc in documents.items() if (why := _unreadable_by_zarr(doc))
+            }
             for path, why in unreadable.items():
-                index.fail(f"{prefix}{path}".rstrip("/"), f"zarr-python {zarr.version} cannot read its zarr.json "
-                           f"({why}): it cannot be consolidated")  # fmt: skip
+                index.fail(
+                    f"{prefix}{path}".rstrip("/"),
+                    f"zarr-python {zarr.version} cannot read its zarr.json ({why}): it cannot be "
+                    "consolidated",
+                )
             raise UnconvertibleError(
                 f"not consolidated: zarr-python {zarr.version} cannot read the zarr.json of "
                 f"{len(unreadable) or 'some'} node(s) below it"
@@ -64,7 +80,9 @@ def consolidated(index: NodeIndex, group: Node) -> dict[str, Any]:
 def _unreadable_by_zarr(document: dict[str, Any]) -> str | None:
     """Why zarr-python cannot read a node's document (None where it can)."""
     zarr = zarr_api()
-    parse = zarr.array_v3.from_dict if document.get("node_type") == "array" else zarr.group.from_dict
+    parse = (
+        zarr.array_v3.from_dict if document.get("node_type") == "array" else zarr.group.from_dict
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

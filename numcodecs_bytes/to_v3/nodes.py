@@ -1,6 +1,7 @@
-"""The nodes a run finds, as values (`Node`), and what the run knows of them so far (`NodeIndex`): those
-converted, the arrays (no node below one is part of the hierarchy), the paths that failed, what each
-consolidated metadata lists, and each node's notes. Reading a node from its files is `reading`'s.
+"""The nodes a run finds, as values (`Node`), and what the run knows of them so far (`NodeIndex`):
+those converted, the arrays (no node below one is part of the hierarchy), the paths that failed,
+what each consolidated metadata lists, and each node's notes. Reading a node from its files is
+`reading`'s.
 """
 
 from __future__ import annotations
@@ -29,26 +30,39 @@ class Node(NamedTuple):
     path: str  # relative to the store, "" for the root
     kind: str  # "array" or "group"
     document: dict[str, Any]
-    origin: str = "v2"  # "v2"; "v3": only a zarr.json; "implicit": a folder that leads to nodes; "consolidated":
+    # "v2"; "v3": only a zarr.json; "implicit": a folder that leads to nodes; "consolidated":
     # known only from a .zmetadata (no v2 files of its own)
-    read: Mapping[str, bytes] = {}  # the v2 metadata files read, by name: the digest of what was read
+    origin: str = "v2"
+    # the v2 metadata files read, by name: the digest of what was read
+    digests: Mapping[str, bytes] = {}
     existing: bytes | None = None  # its zarr.json as read, where it has one
-    v2_array: dict[str, Any] | None = None  # a v2 array's metadata as v2 readers take it, for the check
+    # a v2 array's metadata as v2 readers take it, for the check
+    v2_array: dict[str, Any] | None = None
     folded: str | None = None
     consolidates: bool = False  # a group whose consolidated metadata lists the nodes below it
     readers: ReadersNeed | None = None  # where older zarr-python releases read it wrong
-    replaces: bool = False  # its zarr.json is older than its v2 metadata, which a v2 writer changed: brought up to date
-    chunk_names: tuple[str, ...] | None = None  # the files of an array's folder, where chunks may be (None: not listed)
-    shard_zarray: dict[str, Any] | None = None  # an array's v2 metadata as stored: where its chunk files lie
-    conversion: dict[str, Any] | None = None  # an array's v2 metadata converted, unsharded (what its chunks are)
-    removing_v2: bool = False  # a killed run was removing its v2 files (see `store.layout.REMOVING_V2`)
-    retired: Mapping[str, str] = {}  # files a killed run switched the array away from (`store.layout.RETIRED`)
-    leave_out: tuple[str, ...] = ()  # its folder's subfolders that hold chunks: the walk does not enter them
+    # its zarr.json is older than its v2 metadata, which a v2 writer changed: brought up to date
+    replaces: bool = False
+    # the files of an array's folder, where chunks may be (None: not listed)
+    chunk_names: tuple[str, ...] | None = None
+    # an array's v2 metadata as stored: where its chunk files lie
+    shard_zarray: dict[str, Any] | None = None
+    # an array's v2 metadata converted, unsharded (what its chunks are)
+    conversion: dict[str, Any] | None = None
+    # a killed run was removing its v2 files (see `store.layout.REMOVING_V2`)
+    removing_v2: bool = False
+    # files a killed run switched the array away from (`store.layout.RETIRED`)
+    retired: Mapping[str, str] = {}
+    # its folder's subfolders that hold chunks: the walk does not enter them
+    leave_out: tuple[str, ...] = ()
 
     def kept(self) -> Node:
-        """The node as the run keeps it to the end, for the groups and the consolidation: what those need only."""
+        """The node as the run keeps it to the end, for the groups and the consolidation: what those
+        need only."""
         existing = self.existing if self.kind == "group" else None
-        return self._replace(v2_array=None, existing=existing, chunk_names=None, shard_zarray=None, conversion=None)
+        return self._replace(
+            v2_array=None, existing=existing, chunk_names=None, shard_zarray=None, conversion=None
+        )
 
 
 class NodeIndex:
@@ -57,12 +71,17 @@ class NodeIndex:
     def __init__(self, report: ConversionReport) -> None:
         self.report = report
         self.nodes: dict[str, Node] = {}  # every node that converts (or was converted), by path
-        self.arrays: set[str] = set()  # paths of arrays: a node below one is not part of the hierarchy
+        # paths of arrays: a node below one is not part of the hierarchy
+        self.arrays: set[str] = set()
         self.failed: set[str] = set()  # paths that stay as they are
-        self.listed: dict[str, Consolidation] = {}  # what each consolidated group's consolidated metadata lists
-        self.notes: dict[str, list[str]] = {}  # each node's notes, reported once its zarr.json is written
-        self.standing: dict[str, list[str]] = {}  # notes on what holds until the user acts: reported on every run
-        self.unlisted: set[str] = set()  # nodes not found by the walk: their folders' files are not known
+        # what each consolidated group's consolidated metadata lists
+        self.listed: dict[str, Consolidation] = {}
+        # each node's notes, reported once its zarr.json is written
+        self.notes: dict[str, list[str]] = {}
+        # notes on what holds until the user acts: reported on every run
+        self.standing: dict[str, list[str]] = {}
+        # nodes not found by the walk: their folders' files are not known
+        self.unlisted: set[str] = set()
 
     def fail(self, path: str, why: str) -> None:
         self.failed.add("" if path == "." else path)
@@ -72,15 +91,20 @@ class NodeIndex:
         self.notes.setdefault(path, []).append(what)
 
     def unreachable(self, path: str) -> bool:
-        """Whether ``path`` lies in an array, or below a path that failed (not visited, not converted)."""
-        return any(parent in self.arrays or parent in self.failed for parent in parents(path)) or path in self.failed
+        """Whether ``path`` lies in an array, or below a path that failed (not visited, not
+        converted)."""
+        return (
+            any(parent in self.arrays or parent in self.failed for parent in parents(path))
+            or path in self.failed
+        )
 
     def container(self, path: str) -> str | None:
         """The array a node lies in, if it lies in one."""
         return next((parent for parent in parents(path) if parent in self.arrays), None)
 
     def missing_from_walk(self) -> dict[str, tuple[str, Consolidation]]:
-        """The nodes a consolidated metadata lists that the walk did not find, by path: (the group, its listing)."""
+        """The nodes a consolidated metadata lists that the walk did not find, by path: (the group,
+        its listing)."""
         missing: dict[str, tuple[str, Consolidation]] = {}
         for group, listed in self.listed.items():
             for below in listed.entries:
@@ -93,8 +117,8 @@ class NodeIndex:
 
 @dataclass(frozen=True)
 class RunState:
-    """What the rooms of one run share: the store, what the run knows of its nodes (its report with it), and
-    whether it writes (a dry run reads and checks the same, and writes nothing)."""
+    """What the rooms of one run share: the store, what the run knows of its nodes (its report with
+    it), and whether it writes (a dry run reads and checks the same, and writes nothing)."""
 
     store: Store
     index: NodeIndex

@@ -1,4 +1,5 @@
-"""The sharding pass's plan: what becomes of each array, from its documents and the files below its folder.
+"""The sharding pass's plan: what becomes of each array, from its documents and the files below its
+folder.
 
 Pure: documents, names and shard indexes in, a plan out. The array's
 ``zarr.json`` as the store holds it now decides, whichever side wrote it last:
@@ -61,11 +62,16 @@ class ArrayFound(NamedTuple):
     folder: str  # its folder's path in the store
     document: dict[str, Any]  # its zarr.json as the store holds it now
     current: bytes  # those bytes, as this run read or wrote them
-    v2: dict[str, Any] | None = None  # its .zarray as v2 readers take it (the chunk layout found); None: no v2 files
-    conversion: dict[str, Any] | None = None  # its v2 metadata converted, unsharded: what its v2 chunk files are
-    read: Mapping[str, bytes] = {}  # its v2 metadata files as read, by name: their digests (for their removal)
-    removing: bool = False  # a killed run was removing its v2 chunk files (see `store.layout.REMOVING_V2`)
-    retired: Mapping[str, str] = {}  # files a killed run switched away from, to remove: version by relative path
+    # its .zarray as v2 readers take it (the chunk layout found); None: no v2 files
+    v2: dict[str, Any] | None = None
+    # its v2 metadata converted, unsharded: what its v2 chunk files are
+    conversion: dict[str, Any] | None = None
+    # its v2 metadata files as read, by name: their digests (for their removal)
+    digests: Mapping[str, bytes] = {}
+    # a killed run was removing its v2 chunk files (see `store.layout.REMOVING_V2`)
+    removing: bool = False
+    # files a killed run switched away from, to remove: version by relative path
+    retired: Mapping[str, str] = {}
 
 
 class OldShard(NamedTuple):
@@ -82,23 +88,30 @@ class Pack(NamedTuple):
     array: ArrayFound
     layout: ShardLayout  # the new shards
     sharded: dict[str, Any]  # its document once sharded
-    sources: ChunkKeys  # where its sources lie: its chunk files, or (resharding) the shards it has now
+    # where its sources lie: its chunk files, or (resharding) the shards it has now
+    sources: ChunkKeys
     plans: list[ShardPlan]
     shards: list[Shard]
-    old: ShardLayout | None = None  # resharding: its shards now, whose inner chunks are the sources (byte ranges)
+    # resharding: its shards now, whose inner chunks are the sources (byte ranges)
+    old: ShardLayout | None = None
     old_shards: Mapping[str, OldShard] = {}  # resharding: those shards, by key
-    before: Mapping[str, str] = {}  # resharding: each of those shards' version when its index was read, by path
+    # resharding: each of those shards' version when its index was read, by path
+    before: Mapping[str, str] = {}
 
     def retired(self) -> list[str]:
         """The files the array reads until its switch, and no longer after: its sources' files."""
-        files = {source.path if isinstance(source, ByteRange) else source for shard in self.shards
-                 for source in shard.sources if source is not None}  # fmt: skip
+        files = {
+            source.path if isinstance(source, ByteRange) else source
+            for shard in self.shards
+            for source in shard.sources
+            if source is not None
+        }
         return sorted(files | set(self.before))
 
 
 class Clear(NamedTuple):
-    """An array sharded by an earlier run, whose v2 chunk files a removing run removes: ``shards`` hold them as
-    their sources."""
+    """An array sharded by an earlier run, whose v2 chunk files a removing run removes: ``shards``
+    hold them as their sources."""
 
     array: ArrayFound
     shards: list[Shard]
@@ -124,8 +137,8 @@ Plan = Pack | Clear | Finish | Leave
 
 
 def chunk_keys(document: dict[str, Any]) -> ChunkKeys | None:
-    """Where an unsharded v3 array's chunk files lie (v2 keys, or v3's default keys); None for a sharded array,
-    or one whose chunks are not of a regular grid."""
+    """Where an unsharded v3 array's chunk files lie (v2 keys, or v3's default keys); None for a
+    sharded array, or one whose chunks are not of a regular grid."""
     chunks, keys = chunk_shape(document), document.get("chunk_key_encoding")
     if chunks is None or layout_of(document) is not None or not isinstance(keys, dict):
         return None
@@ -134,7 +147,10 @@ def chunk_keys(document: dict[str, Any]) -> ChunkKeys | None:
     if separator is not None:
         return ChunkKeys(shape, tuple(chunks), separator)
     separator = keys.get("configuration", {}).get("separator", "/")
-    sharded = any(isinstance(codec, dict) and codec.get("name") == "sharding_indexed" for codec in document["codecs"])
+    sharded = any(
+        isinstance(codec, dict) and codec.get("name") == "sharding_indexed"
+        for codec in document["codecs"]
+    )
     if keys.get("name") != "default" or separator not in ("/", ".") or sharded:
         return None
     return ChunkKeys(shape, tuple(chunks), separator, "c")
@@ -142,11 +158,14 @@ def chunk_keys(document: dict[str, Any]) -> ChunkKeys | None:
 
 def v2_keys(zarray: dict[str, Any]) -> ChunkKeys:
     """Where a v2 array's chunk files lie (its ``.zarray`` as v2 readers take it)."""
-    return ChunkKeys(tuple(zarray["shape"]), tuple(zarray["chunks"]), zarray.get("dimension_separator") or ".")
+    return ChunkKeys(
+        tuple(zarray["shape"]), tuple(zarray["chunks"]), zarray.get("dimension_separator") or "."
+    )
 
 
 def shard_count(array: ArrayFound, shard_size: int | None, explicit: Sequence[int] | None) -> int:
-    """How many shards packing the array writes at most (0 where nothing is packed): what sizes a round."""
+    """How many shards packing the array writes at most (0 where nothing is packed): what sizes a
+    round."""
     layout = _wanted(array.document, shard_size, explicit)
     if layout is None:
         return 0
@@ -156,9 +175,11 @@ def shard_count(array: ArrayFound, shard_size: int | None, explicit: Sequence[in
     return count
 
 
-def reshard_from(array: ArrayFound, shard_size: int | None, explicit: Sequence[int] | None) -> ShardLayout | None:
-    """The layout of the shards an array has now, where it is to be sharded anew (another shape asked for): its
-    shards' indexes must then be read for `plan`; else None."""
+def reshard_from(
+    array: ArrayFound, shard_size: int | None, explicit: Sequence[int] | None
+) -> ShardLayout | None:
+    """The layout of the shards an array has now, where it is to be sharded anew (another shape
+    asked for): its shards' indexes must then be read for `plan`; else None."""
     old = layout_of(array.document)
     if old is None or array.removing:
         return None
@@ -166,9 +187,11 @@ def reshard_from(array: ArrayFound, shard_size: int | None, explicit: Sequence[i
     return old if wanted is not None and wanted.shape != old.shape else None
 
 
-def _wanted(document: dict[str, Any], shard_size: int | None, explicit: Sequence[int] | None) -> ShardLayout | None:
-    """The layout asked for an array (None where none is, or it cannot be sharded); a ValueError where the shape
-    asked is not a multiple of its chunks."""
+def _wanted(
+    document: dict[str, Any], shard_size: int | None, explicit: Sequence[int] | None
+) -> ShardLayout | None:
+    """The layout asked for an array (None where none is, or it cannot be sharded); a ValueError
+    where the shape asked is not a multiple of its chunks."""
     old = layout_of(document)
     unsharded = inner_document(document) if old is not None else document
     if old is None and chunk_keys(document) is None:
@@ -188,8 +211,8 @@ def plan(
     removing: bool,
     old_shards: Mapping[str, OldShard | Exception] | None = None,
 ) -> Plan:
-    """What becomes of ``array`` (see the module's docstring). ``names``: the files below its folder;
-    ``old_shards``: where it is resharded (`reshard_from`), its shards, by key.
+    """What becomes of ``array`` (see the module's docstring). ``names``: the files below its
+    folder; ``old_shards``: where it is resharded (`reshard_from`), its shards, by key.
 
     Raises
     ------
@@ -207,8 +230,12 @@ def plan(
     keys = chunk_keys(array.document)
     asked = shard_size is not None or explicit is not None
     if keys is None:
-        return Leave(array, "left unsharded: its codecs or chunk keys are none that shards can be made of" if asked
-                     and array.document.get("codecs") else None)  # fmt: skip
+        return Leave(
+            array,
+            "left unsharded: its codecs or chunk keys are none that shards can be made of"
+            if asked and array.document.get("codecs")
+            else None,
+        )
     layout, note = shard_layout(array.document, shard_size, explicit)
     if layout is None:
         return Leave(array, note)
@@ -227,7 +254,8 @@ def _resharded(
     explicit: Sequence[int] | None,
     old_shards: Mapping[str, OldShard | Exception],
 ) -> Plan:
-    """A sharded array in new shards: each inner chunk, a byte range of its shard now, into its new shard."""
+    """A sharded array in new shards: each inner chunk, a byte range of its shard now, into its new
+    shard."""
     unsharded = inner_document(array.document)
     layout, note = shard_layout(unsharded, shard_size, explicit)
     if layout is None:
@@ -245,10 +273,14 @@ def _resharded(
             return Leave(array, None, f"{plan_now.key}: {why}; left in the shards it has")
         for index, entry in zip(plan_now.inner, found.entries, strict=True):
             if index is not None and entry is not None:
-                ranges[index] = ByteRange(f"{array.folder}/{plan_now.key}", entry[0], entry[0] + entry[1])
+                ranges[index] = ByteRange(
+                    f"{array.folder}/{plan_now.key}", entry[0], entry[0] + entry[1]
+                )
     plans = shards_of(shape, layout)
     shards = _shards(array.folder, plans, ranges.get)
-    found_shards = {key: shard for key, shard in old_shards.items() if not isinstance(shard, Exception)}
+    found_shards = {
+        key: shard for key, shard in old_shards.items() if not isinstance(shard, Exception)
+    }
     sharded = sharded_document(unsharded, layout)
     return Pack(array, layout, sharded, sources, plans, shards, old, found_shards)
 
@@ -261,19 +293,29 @@ def _sharded(
     explicit: Sequence[int] | None,
     removing: bool,
 ) -> Plan:
-    """An array sharded already, in the shape asked for (or none asked): its v2 chunk files cleared where the run
-    removes them."""
+    """An array sharded already, in the shape asked for (or none asked): its v2 chunk files cleared
+    where the run removes them."""
     if array.v2 is None or array.conversion is None or not removing:
         return Leave(array)
     keys = v2_keys(array.v2)
     stored = keys.stored(names)
     if not stored:
         return Leave(array)
-    if not holds_chunks_of(array.document, array.conversion) or not (layout.index_at_end and layout.checksum):
-        return Leave(array, None, f"{len(stored):,} v2 chunk files kept: its shards are not made of them (their "
-                                  "inner chunks have another shape or other codecs); remove them once no Zarr v2 "
-                                  "reader needs them")  # fmt: skip
-    shards = _shards(array.folder, shards_of(keys.shape, layout), lambda index: _file(array.folder, stored, index))
+    if not holds_chunks_of(array.document, array.conversion) or not (
+        layout.index_at_end and layout.checksum
+    ):
+        return Leave(
+            array,
+            None,
+            f"{len(stored):,} v2 chunk files kept: its shards are not made of "
+            "them (their inner chunks have another shape or other codecs); "
+            "remove them once no Zarr v2 reader needs them",
+        )
+    shards = _shards(
+        array.folder,
+        shards_of(keys.shape, layout),
+        lambda index: _file(array.folder, stored, index),
+    )
     return Clear(array, [shard for shard in shards if any(shard.sources)])
 
 
@@ -282,7 +324,8 @@ def _file(folder: str, stored: Mapping[tuple[int, ...], str], index: tuple[int, 
 
 
 def _shards(folder: str, plans: list[ShardPlan], source_of: Any) -> list[Shard]:
-    """Each planned shard with its sources (``source_of``: an inner chunk's source by its grid index, or None)."""
+    """Each planned shard with its sources (``source_of``: an inner chunk's source by its grid
+    index, or None)."""
 
     def source(index: tuple[int, ...] | None) -> str | ByteRange | None:
         return None if index is None else source_of(index)
@@ -296,4 +339,8 @@ def _finish(array: ArrayFound, names: list[str]) -> Finish:
         keys = v2_keys(array.v2)
     stored = sorted(keys.stored(names).values()) if keys is not None else []
     folders = sorted({name.split("/")[0] for name in stored if "/" in name})
-    return Finish(array, [f"{array.folder}/{name}" for name in stored], [f"{array.folder}/{f}" for f in folders])
+    return Finish(
+        array,
+        [f"{array.folder}/{name}" for name in stored],
+        [f"{array.folder}/{f}" for f in folders],
+    )

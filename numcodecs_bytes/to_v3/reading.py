@@ -1,8 +1,8 @@
-"""Reading a node: its files as read (or its entry in a consolidated metadata) made a `nodes.Node`, its v3
-document made by the rules (`rules`), with what the walk must not enter (its chunk folders).
+"""Reading a node: its files as read (or its entry in a consolidated metadata) made a `nodes.Node`,
+its v3 document made by the rules (`rules`), with what the walk must not enter (its chunk folders).
 
-What it learns on the way goes into the run's `nodes.NodeIndex`: what each consolidated metadata lists, the
-arrays, each node's notes; nothing here reads or writes a store.
+What it learns on the way goes into the run's `nodes.NodeIndex`: what each consolidated metadata
+lists, the arrays, each node's notes; nothing here reads or writes a store.
 """
 
 from __future__ import annotations
@@ -14,7 +14,13 @@ from ..problems import reason
 from ..store import Folder, digest
 from ..store.layout import REMOVING_V2, RETIRED, chunk_folders, nested_layout
 from ..zarr_versions import release
-from .consolidations import Consolidation, attributes_listed, differs_from_listing, listing_of, v3_listing
+from .consolidations import (
+    Consolidation,
+    attributes_listed,
+    differs_from_listing,
+    listing_of,
+    v3_listing,
+)
 from .documents import encoded, existing_document, holds_consolidation
 from .nodes import Node, NodeIndex
 from .rules import Conversion, UnconvertibleError, array_document, group_document
@@ -29,13 +35,13 @@ class NodeReader:
     def __init__(self, index: NodeIndex, oldest_zarr: tuple[int, ...] | None) -> None:
         self.index, self.oldest_zarr = index, oldest_zarr
 
-    # -- a node from its files ---------------------------------------------------------------------------------
+    # -- a node from its files ---------------------------------------------------------------------
 
     def node(self, folder: Folder, path: str, read: dict[str, bytes | Exception]) -> Node:
-        """The node in ``folder`` and its ``zarr.json`` document, from its files as ``read`` (by name), with the
-        subfolders that hold its chunks (the walk does not enter them). An array that a killed run switched to
-        new shards carries the files it was switching away from (`store.layout.RETIRED`), for the rerun to
-        remove."""
+        """The node in ``folder`` and its ``zarr.json`` document, from its files as ``read`` (by
+        name), with the subfolders that hold its chunks (the walk does not enter them). An array
+        that a killed run switched to new shards carries the files it was switching away from
+        (`store.layout.RETIRED`), for the rerun to remove."""
         node = self._node(folder, path, read)
         retired = read.get(RETIRED)
         if isinstance(retired, Exception):
@@ -45,46 +51,44 @@ class NodeReader:
         return node._replace(retired=_retired(retired))
 
     def _node(self, folder: Folder, path: str, read: dict[str, bytes | Exception]) -> Node:
-
         def parsed(name: str) -> Any:
-            data = read[name]
-            if isinstance(data, Exception):
-                raise data
-            try:
-                return json.loads(data.decode("utf-8-sig"))
-            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-                raise UnconvertibleError(f"{name}: {reason(exc)}") from None
+            return _parsed(name, read[name])
 
-        digests = {name: digest(data) for name, data in read.items()
-                   if name not in ("zarr.json", RETIRED) and isinstance(data, bytes)}  # fmt: skip
+        digests = {
+            name: digest(data)
+            for name, data in read.items()
+            if name not in ("zarr.json", RETIRED) and isinstance(data, bytes)
+        }
         existing = read.get("zarr.json")
         if isinstance(existing, Exception):
             raise existing
         if ".zmetadata" in read:
             self.index.listed[path] = listing_of(parsed(".zmetadata"))
         if ".zarray" not in read and ".zgroup" not in read:
-            if existing is None and ".zmetadata" in read:  # zarr 2's open_consolidated opens it as a group,
-                # with the attributes its .zattrs or, where there is none, its .zmetadata gives
-                zattrs = parsed(".zattrs") if ".zattrs" in read else parsed(".zmetadata")["metadata"].get(".zattrs")
+            if existing is None and ".zmetadata" in read:
+                # zarr 2's open_consolidated opens it as a group, with the attributes its .zattrs
+                # or, where there is none, its .zmetadata gives
+                zattrs = (
+                    parsed(".zattrs")
+                    if ".zattrs" in read
+                    else parsed(".zmetadata")["metadata"].get(".zattrs")
+                )
                 if not isinstance(zattrs, dict):
                     zattrs = {}
                 node = self.converted(folder, path, None, zattrs, digests, None, origin="implicit")
                 return node._replace(consolidates=True)
             if existing is None:
                 raise UnconvertibleError("no .zarray, .zgroup, zarr.json or .zmetadata")
-            document = parsed("zarr.json")  # its v2 files removed by an earlier run: it stays as it is
-            if not isinstance(document, dict) or document.get("zarr_format") != 3:
-                raise UnconvertibleError("zarr.json is not Zarr v3 metadata, and there is no v2 metadata")
-            kind = "array" if document.get("node_type") == "array" else "group"
-            leave_out = tuple(folder.subfolders) if kind == "array" else ()  # a Zarr v3 array holds chunks only
-            if kind == "array" and REMOVING_V2 in read:
-                node = self._being_removed(folder, path, document, parsed(REMOVING_V2), digests, existing)
-                return node._replace(leave_out=leave_out)
+            # its v2 files removed by an earlier run: it stays as it is
+            document = parsed("zarr.json")
+            node, note = v3_node(folder, path, document, read.get(REMOVING_V2), digests, existing)
+            self._note(path, note)
             consolidated = document.get("consolidated_metadata")
-            if kind == "group" and isinstance(consolidated, dict):
+            if node.kind == "group" and isinstance(consolidated, dict):
                 self.index.listed.setdefault(path, v3_listing(consolidated))
-            return Node(folder.path, path, kind, document, "v3", digests, existing,
-                        consolidates=path in self.index.listed, leave_out=leave_out)  # fmt: skip
+            if node.removing_v2:
+                return node
+            return node._replace(consolidates=path in self.index.listed)
         zattrs = parsed(".zattrs") if ".zattrs" in read else self._attributes_listed(path)
         if not isinstance(zattrs, dict):
             raise UnconvertibleError(f".zattrs must be an object, got {type(zattrs).__name__}")
@@ -98,47 +102,27 @@ class NodeReader:
         self._compare_with_listing(path, zarray, zattrs)
         v2_array = self.as_stored(folder, path, zarray)
         leave_out = tuple(chunk_folders(folder.subfolders, folder.files, zarray))
-        return self.converted(folder, path, v2_array, zattrs, digests, existing)._replace(leave_out=leave_out)
+        return self.converted(folder, path, v2_array, zattrs, digests, existing)._replace(
+            leave_out=leave_out
+        )
+
+    def _note(self, path: str, note: str | None) -> None:
+        if note is not None:
+            self.index.note(path, note)
 
     def _attributes_listed(self, path: str) -> dict[str, Any]:
         attributes, note = attributes_listed(self.index.listed, path)
-        if note is not None:
-            self.index.note(path, note)
+        self._note(path, note)
         return attributes
 
     def _compare_with_listing(self, path: str, zarray: Any, zattrs: dict[str, Any]) -> None:
-        note = differs_from_listing(self.index.listed, path, zarray, zattrs)
-        if note is not None:
-            self.index.note(path, note)
+        self._note(path, differs_from_listing(self.index.listed, path, zarray, zattrs))
 
     def as_stored(self, folder: Folder, path: str, metadata: Any) -> dict[str, Any]:
         """A ``.zarray`` with the chunk layout the store shows where it says none (`as_stored`)."""
         zarray, note = as_stored(folder, metadata)
-        if note is not None:
-            self.index.note(path, note)
+        self._note(path, note)
         return zarray
-
-    def _being_removed(
-        self,
-        folder: Folder,
-        path: str,
-        document: dict[str, Any],
-        kept: Any,
-        read: dict[str, bytes],
-        existing: bytes | None,
-    ) -> Node:
-        """An array sharded by a run that was killed while it removed its v2 files: finished where its zarr.json
-        is a sharding of the array kept aside; else it stays as it is (the file kept aside, reported)."""
-        if not isinstance(kept, dict) or not isinstance(kept.get("unsharded"), dict):
-            raise UnconvertibleError(f"{REMOVING_V2} is not what to-v3 keeps there: left as it is")
-        zarray = self.as_stored(folder, path, kept.get("zarray"))
-        if not holds_chunks_of(document, kept["unsharded"]):
-            raise UnconvertibleError(
-                f"its zarr.json is not a sharding of the array in {REMOVING_V2}, which a killed to-v3 run kept there "
-                "while it removed the chunk files: left as it is"
-            )
-        return Node(folder.path, path, "array", document, "v3", read, existing, shard_zarray=zarray,
-                    conversion=kept["unsharded"], chunk_names=folder.files, removing_v2=True)  # fmt: skip
 
     def converted(
         self,
@@ -146,25 +130,34 @@ class NodeReader:
         path: str,
         zarray: dict[str, Any] | None,
         zattrs: dict[str, Any],
-        read: dict[str, bytes],
+        digests: dict[str, bytes],
         existing: bytes | None,
         origin: str = "v2",
     ) -> Node:
-        """A v2 node (``zarray`` None: a group) made a v3 node by the rules (`converted`), its notes kept."""
+        """A v2 node (``zarray`` None: a group) made a v3 node by the rules (`converted`), its notes
+        kept."""
         listed = path not in self.index.unlisted
-        node, notes = converted(folder, path, zarray, zattrs, read, existing, origin, self.oldest_zarr, listed)
+        node, notes = converted(
+            folder, path, zarray, zattrs, digests, existing, origin, self.oldest_zarr, listed
+        )
         for note in notes:
             self.index.note(path, note)
         return node
 
-    def from_consolidation(self, folder: Folder, path: str, group: str, listed: Consolidation) -> Node | None:
-        """A node known only from its entry in a consolidated metadata (its own files are gone): converted from a
-        v2 entry; a v3 entry is left out of the consolidation with a note. None where there is no node to write."""
+    def from_consolidation(
+        self, folder: Folder, path: str, group: str, listed: Consolidation
+    ) -> Node | None:
+        """A node known only from its entry in a consolidated metadata (its own files are gone):
+        converted from a v2 entry; a v3 entry is left out of the consolidation with a note. None
+        where there is no node to write."""
         below = path[len(group) :].strip("/") if group else path
         entry = listed.entries[below]
         self.index.unlisted.add(path)
         if listed.zarr_format == 3:
-            self.index.note(group, f"{below}: in the consolidated metadata, but its zarr.json is gone: left out of it")
+            self.index.note(
+                group,
+                f"{below}: in the consolidated metadata, but its zarr.json is gone: left out of it",
+            )
             return None
         zattrs, zarray = entry.get(".zattrs", {}), entry.get(".zarray")
         if not isinstance(zattrs, dict):
@@ -176,14 +169,19 @@ class NodeReader:
         except Exception as exc:
             self.index.fail(path, reason(exc))
             return None
-        self.index.note(path, "known only from .zmetadata (its own v2 files are gone): converted from its entry there")
+        self.index.note(
+            path,
+            "known only from .zmetadata (its own v2 files are gone): converted "
+            "from its entry there",
+        )
         if node.kind == "array":
             self.index.arrays.add(path)
         return node
 
 
 def as_stored(folder: Folder, metadata: Any) -> tuple[dict[str, Any], str | None]:
-    """A ``.zarray`` with the chunk layout the store shows where it says none, and a note where it needed one."""
+    """A ``.zarray`` with the chunk layout the store shows where it says none, and a note where it
+    needed one."""
     if not isinstance(metadata, dict) or not isinstance(metadata.get("shape"), list):
         raise UnconvertibleError(".zarray is not Zarr v2 array metadata")
     zarray: dict[str, Any] = metadata
@@ -196,13 +194,85 @@ def as_stored(folder: Folder, metadata: Any) -> tuple[dict[str, Any], str | None
     if not nested:
         return zarray, None
     return {**zarray, "dimension_separator": "/"}, (
-        "its .zarray names no dimension_separator, but its chunks lie in nested folders (0/0), as zarr before 2.8 "
-        "wrote them: converted with the separator '/'"
+        "its .zarray names no dimension_separator, but its chunks lie in nested folders (0/0), as "
+        "zarr before 2.8 wrote them: converted with the separator '/'"
     )
 
 
+def v3_node(
+    folder: Folder,
+    path: str,
+    document: Any,
+    kept: bytes | Exception | None,
+    digests: dict[str, bytes],
+    existing: bytes,
+) -> tuple[Node, str | None]:
+    """A node whose v2 files an earlier run removed, as its ``zarr.json`` ``document`` says, and a
+    note; ``kept``: the file a run killed while it removed an array's v2 files kept aside
+    (`store.layout.REMOVING_V2`), or None. The walk does not enter an array's folders: a Zarr v3
+    array holds chunks only."""
+    if not isinstance(document, dict) or document.get("zarr_format") != 3:
+        raise UnconvertibleError("zarr.json is not Zarr v3 metadata, and there is no v2 metadata")
+    if document.get("node_type") != "array":
+        return Node(folder.path, path, "group", document, "v3", digests, existing), None
+    leave_out = tuple(folder.subfolders)
+    if kept is None:
+        node = Node(folder.path, path, "array", document, "v3", digests, existing)
+        return node._replace(leave_out=leave_out), None
+    node, note = _being_removed(
+        folder, path, document, _parsed(REMOVING_V2, kept), digests, existing
+    )
+    return node._replace(leave_out=leave_out), note
+
+
+def _being_removed(
+    folder: Folder,
+    path: str,
+    document: dict[str, Any],
+    kept: Any,
+    digests: dict[str, bytes],
+    existing: bytes | None,
+) -> tuple[Node, str | None]:
+    """An array sharded by a run that was killed while it removed its v2 files: finished where
+    its zarr.json is a sharding of the array kept aside; else it stays as it is (the file kept
+    aside, reported)."""
+    if not isinstance(kept, dict) or not isinstance(kept.get("unsharded"), dict):
+        raise UnconvertibleError(f"{REMOVING_V2} is not what to-v3 keeps there: left as it is")
+    zarray, note = as_stored(folder, kept.get("zarray"))
+    if not holds_chunks_of(document, kept["unsharded"]):
+        raise UnconvertibleError(
+            f"its zarr.json is not a sharding of the array in {REMOVING_V2}, which a killed "
+            "to-v3 run kept there while it removed the chunk files: left as it is"
+        )
+    node = Node(
+        folder.path,
+        path,
+        "array",
+        document,
+        "v3",
+        digests,
+        existing,
+        shard_zarray=zarray,
+        conversion=kept["unsharded"],
+        chunk_names=folder.files,
+        removing_v2=True,
+    )
+    return node, note
+
+
+def _parsed(name: str, data: bytes | Exception) -> Any:
+    """A file's JSON, or an `UnconvertibleError` naming it."""
+    if isinstance(data, Exception):
+        raise data
+    try:
+        return json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise UnconvertibleError(f"{name}: {reason(exc)}") from None
+
+
 def _retired(data: bytes) -> dict[str, str]:
-    """The files a killed run switched an array away from, as it wrote them down (`store.layout.RETIRED`)."""
+    """The files a killed run switched an array away from, as it wrote them down
+    (`store.layout.RETIRED`)."""
     try:
         files = json.loads(data)["files"]
     except (ValueError, KeyError, TypeError):
@@ -217,22 +287,24 @@ def converted(
     path: str,
     zarray: dict[str, Any] | None,
     zattrs: dict[str, Any],
-    read: dict[str, bytes],
+    digests: dict[str, bytes],
     existing: bytes | None,
     origin: str,
     oldest_zarr: tuple[int, ...] | None,
     listed: bool,
 ) -> tuple[Node, tuple[str, ...]]:
     """A v2 node (``zarray`` None: a group) made a v3 node by the rules, and what to tell of it; an
-    `UnconvertibleError` where ``oldest_zarr`` would read it wrong. ``listed``: the walk listed its folder (its
-    chunk files are known)."""
-    conversion: Conversion = group_document(zattrs) if zarray is None else array_document(zarray, zattrs)
+    `UnconvertibleError` where ``oldest_zarr`` would read it wrong. ``listed``: the walk listed its
+    folder (its chunk files are known)."""
+    conversion: Conversion = (
+        group_document(zattrs) if zarray is None else array_document(zarray, zattrs)
+    )
     readers = conversion.readers
     if readers is not None and oldest_zarr is not None and oldest_zarr < readers.since:
         oldest = release(oldest_zarr)
         raise UnconvertibleError(
-            f"zarr-python {oldest} would read it wrong ({readers.why}); left as v2 for readers on zarr-python "
-            f"{oldest} (oldest_zarr); {release(readers.since)} and later read it right"
+            f"zarr-python {oldest} would read it wrong ({readers.why}); left as v2 for readers on "
+            f"zarr-python {oldest} (oldest_zarr); {release(readers.since)} and later read it right"
         )
     node = Node(
         folder.path,
@@ -240,11 +312,11 @@ def converted(
         "group" if zarray is None else "array",
         conversion.document,
         origin,
-        read,
+        digests,
         existing,
         zarray,
         conversion.folded,
-        consolidates=".zmetadata" in read or holds_consolidation(existing),
+        consolidates=".zmetadata" in digests or holds_consolidation(existing),
         readers=readers,
         chunk_names=folder.files if zarray is not None and listed else None,
         shard_zarray=zarray,
@@ -252,5 +324,6 @@ def converted(
     )
     found = existing_document(existing) if zarray is not None else None
     if found is not None and is_sharding_of(found, json.loads(encoded(conversion.document))):
-        node = node._replace(document=found, v2_array=None)  # an earlier run's sharding of it: shards checked
+        # an earlier run's sharding of it: shards checked
+        node = node._replace(document=found, v2_array=None)
     return node, conversion.notes

@@ -1,4 +1,5 @@
-"""Removing what Zarr v2 readers read: the v2 metadata of converted nodes, and the chunk files of sharded arrays.
+"""Removing what Zarr v2 readers read: the v2 metadata of converted nodes, and the chunk files of
+sharded arrays.
 
 Each file goes only if it is still what this run read (metadata: its digest;
 a chunk file: the version packed or compared), so a writer's change since is
@@ -37,16 +38,18 @@ __all__ = ["Removals"]
 
 
 class Removals:
-    """The removals of one run: v2 files, and what arrays switched to new shards read before (or, in a dry run,
-    the list of the v2 metadata files)."""
+    """The removals of one run: v2 files, and what arrays switched to new shards read before (or, in
+    a dry run, the list of the v2 metadata files)."""
 
     def __init__(self, state: RunState) -> None:
-        self.store, self.index, self.report, self.dry_run = state.store, state.index, state.report, state.dry_run
+        self.store, self.index = state.store, state.index
+        self.report, self.dry_run = state.report, state.dry_run
         self.removed: set[str] = set()  # the nodes whose v2 metadata this run removed
 
     def metadata(self, nodes: Iterable[tuple[str, str, Mapping[str, bytes]]]) -> set[str]:
-        """The v2 metadata files of these nodes (path, folder, the digests of their files as read), each only if
-        it still holds what was read; ``.zmetadata`` last. The nodes where one was not removed."""
+        """The v2 metadata files of these nodes (path, folder, the digests of their files as read),
+        each only if it still holds what was read; ``.zmetadata`` last. The nodes where one was not
+        removed."""
         nodes = list(nodes)
         failed = set()
         for last in (False, True):
@@ -56,9 +59,13 @@ class Removals:
                 for name, read in files.items()
                 if (name == ".zmetadata") == last
             }
-            problems = {} if self.dry_run else self.store.files.remove(
-                Removal(path, read) for path, (_, _, read) in removals.items()
-            )  # fmt: skip
+            problems = (
+                {}
+                if self.dry_run
+                else self.store.files.remove(
+                    Removal(path, read) for path, (_, _, read) in removals.items()
+                )
+            )
             for path, (node, relative, _) in removals.items():
                 if path in problems:
                     self.report.failures.append((relative, reason(problems[path])))
@@ -69,48 +76,66 @@ class Removals:
         return failed
 
     def arrays(self, arrays: list[tuple[ArrayFound, dict[str, Any], list[Removal]]]) -> None:
-        """Sharded arrays' v2 files: for each (the array, the document its chunk files are chunks of, their
-        removals), its v2 metadata kept aside, removed, then its chunk files, then what was kept aside."""
-        aside = {f"{array.folder}/{REMOVING_V2}": encoded({"zarray": array.v2, "unsharded": chunks_of})
-                 for array, chunks_of, _ in arrays}  # fmt: skip
+        """Sharded arrays' v2 files: for each (the array, the document its chunk files are chunks
+        of, their removals), its v2 metadata kept aside, removed, then its chunk files, then what
+        was kept aside."""
+        aside = {
+            f"{array.folder}/{REMOVING_V2}": encoded({"zarray": array.v2, "unsharded": chunks_of})
+            for array, chunks_of, _ in arrays
+        }
         not_kept = self.store.files.create(aside)
         going = []
         for array, _, removals in arrays:
             problem = not_kept.get(f"{array.folder}/{REMOVING_V2}")
             if problem is not None:
-                self.index.fail(array.path, f"{REMOVING_V2}: {reason(problem)}; its v2 files are kept")
+                self.index.fail(
+                    array.path, f"{REMOVING_V2}: {reason(problem)}; its v2 files are kept"
+                )
             else:
                 going.append((array, removals))
-        kept = self.metadata((array.path, array.folder, array.read) for array, _ in going)
+        kept = self.metadata((array.path, array.folder, array.digests) for array, _ in going)
         done = [(array, removals) for array, removals in going if array.path not in kept]
         self._remove([removal for _, removals in done for removal in removals])
-        self.store.files.tidy(folder for array, removals in done for folder in _chunk_folders(array.folder, removals))
-        self._remove([Removal(path, digest(data)) for path, data in aside.items() if path not in not_kept])
+        self.store.files.tidy(
+            folder for array, removals in done for folder in _chunk_folders(array.folder, removals)
+        )
+        self._remove(
+            [Removal(path, digest(data)) for path, data in aside.items() if path not in not_kept]
+        )
 
     def finish(self, finish: Finish) -> None:
-        """What a killed run left of removing an array's chunk files (each as it is now: no v2 reader sees them),
-        then the v2 metadata it kept aside."""
+        """What a killed run left of removing an array's chunk files (each as it is now: no v2
+        reader sees them), then the v2 metadata it kept aside."""
         if self.dry_run:
             return
         found = self.store.files.versions(finish.chunks)
-        self._remove([Removal(path, None, version) for path, version in found.items() if isinstance(version, str)])
+        self._remove([Removal(p, None, v) for p, v in found.items() if isinstance(v, str)])
         self.store.files.tidy(finish.folders)
         self._remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)])
         self.report.finished_removals.append(finish.array.path)
 
     def mark(self, retiring: Mapping[str, Mapping[str, str]]) -> set[str]:
-        """Beside each array (by folder), the files it is about to stop reading, with their versions, written down
-        (`RETIRED`); the folders where that was written (the others are reported, and must not switch)."""
-        marks = {f"{folder}/{RETIRED}": encoded({"files": {path[len(folder) + 1 :]: version
-                 for path, version in files.items()}}) for folder, files in retiring.items()}  # fmt: skip
+        """Beside each array (by folder), the files it is about to stop reading, with their
+        versions, written down (`RETIRED`); the folders where that was written (the others are
+        reported, and must not switch)."""
+        marks = {
+            f"{folder}/{RETIRED}": encoded(
+                {"files": {path[len(folder) + 1 :]: version for path, version in files.items()}}
+            )
+            for folder, files in retiring.items()
+        }
         failed = self.store.files.create(marks)
         for path, problem in failed.items():
-            self.index.fail(self.store.relative(path.removesuffix(f"/{RETIRED}")), f"{RETIRED}: {reason(problem)}")
+            self.index.fail(
+                self.store.relative(path.removesuffix(f"/{RETIRED}")),
+                f"{RETIRED}: {reason(problem)}",
+            )
         return {path.removesuffix(f"/{RETIRED}") for path in marks if path not in failed}
 
     def retire(self, arrays: list[ArrayFound]) -> None:
-        """What each array was switched away from (`ArrayFound.retired`, by a killed run, or just now), removed,
-        each file only while it is the version written down; then what wrote it down."""
+        """What each array was switched away from (`ArrayFound.retired`, by a killed run, or just
+        now), removed, each file only while it is the version written down; then what wrote it
+        down."""
         removals, folders = [], []
         for array in arrays:
             paths = {f"{array.folder}/{name}": version for name, version in array.retired.items()}
@@ -118,12 +143,15 @@ class Removals:
             folders += _chunk_folders(array.folder, paths)
         self._remove(removals, counted=False)
         self.store.files.tidy(folders)
-        self._remove([Removal(f"{array.folder}/{RETIRED}", None) for array in arrays], counted=False)
+        self._remove(
+            [Removal(f"{array.folder}/{RETIRED}", None) for array in arrays], counted=False
+        )
 
     def consolidations(self, groups: Collection[str]) -> None:
-        """The ``.zmetadata`` of these groups (which keep their v2 metadata: a node below them does) made to list
-        only the nodes that are still v2: an entry of a node whose v2 files are gone would read its chunks as
-        missing, without an error, in v2 readers that open the store through it."""
+        """The ``.zmetadata`` of these groups (which keep their v2 metadata: a node below them does)
+        made to list only the nodes that are still v2: an entry of a node whose v2 files are gone
+        would read its chunks as missing, without an error, in v2 readers that open the store
+        through it."""
         folders = {self.store.path(group): group for group in groups}
         read = self.store.files.read(f"{folder}/.zmetadata" for folder in folders)
         replacements = []
@@ -143,29 +171,36 @@ class Removals:
             self.report.failures.append((self.store.relative(path), reason(problem)))
 
     def _remove(self, removals: list[Removal], counted: bool = True) -> None:
-        """Files removed; the chunk files among them counted (where ``counted``), the failures reported."""
+        """Files removed; the chunk files among them counted (where ``counted``), the failures
+        reported."""
         if self.dry_run:
             return
         failures = self.store.files.remove(removals)
         if counted:
             self.report.chunks_removed += sum(
-                removal.path not in failures and not removal.path.endswith(REMOVING_V2) for removal in removals
+                removal.path not in failures and not removal.path.endswith(REMOVING_V2)
+                for removal in removals
             )
         for path, exc in failures.items():
             self.report.failures.append((self.store.relative(path), reason(exc)))
 
 
 def _chunk_folders(folder: str, removals: Iterable[Removal] | Mapping[str, object]) -> list[str]:
-    """The folders below an array's that its files (removals, or paths) lay in (``0/0``, ``c/0/0`` keys):
-    emptied, they go too."""
+    """The folders below an array's that its files (removals, or paths) lay in (``0/0``, ``c/0/0``
+    keys): emptied, they go too."""
     paths = [r.path if isinstance(r, Removal) else r for r in removals]
-    return sorted({f"{folder}/{path[len(folder) + 1 :].split('/')[0]}" for path in paths
-                   if "/" in path[len(folder) + 1 :]})  # fmt: skip
+    return sorted(
+        {
+            f"{folder}/{path[len(folder) + 1 :].split('/')[0]}"
+            for path in paths
+            if "/" in path[len(folder) + 1 :]
+        }
+    )
 
 
 def _without(data: bytes, group: str, removed: set[str]) -> bytes | None:
-    """A ``.zmetadata`` (as read) without the entries of the nodes in ``removed`` (by path in the store); None
-    where it lists none of them, or is not consolidated metadata."""
+    """A ``.zmetadata`` (as read) without the entries of the nodes in ``removed`` (by path in the
+    store); None where it lists none of them, or is not consolidated metadata."""
     try:
         document = json.loads(data)
         metadata = document["metadata"]
@@ -174,8 +209,13 @@ def _without(data: bytes, group: str, removed: set[str]) -> bytes | None:
     if not isinstance(metadata, dict):
         return None
     prefix = f"{group}/" if group else ""
-    kept = {key: value for key, value in metadata.items()
-            if f"{prefix}{key.rpartition('/')[0]}".rstrip("/") not in removed}  # fmt: skip
+    kept = {
+        key: value
+        for key, value in metadata.items()
+        if f"{prefix}{key.rpartition('/')[0]}".rstrip("/") not in removed
+    }
     if len(kept) == len(metadata):
         return None
-    return json.dumps({**document, "metadata": kept}, indent=4, sort_keys=True, ensure_ascii=True).encode()
+    return json.dumps(
+        {**document, "metadata": kept}, indent=4, sort_keys=True, ensure_ascii=True
+    ).encode()

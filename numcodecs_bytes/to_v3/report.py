@@ -16,11 +16,14 @@ class NodeResult:
 
     path: str  # relative to the store, "" for the root
     kind: str  # "array" or "group"
-    action: str  # "written"; "kept": its zarr.json said this already; "updated": its consolidated metadata
+    # "written"; "kept": its zarr.json said this already; "updated": its consolidated metadata
+    action: str
     folded: str | None = None  # e.g. "filters[0] 'bytes' (endian big)", where the filter was folded
     implicit: bool = False  # a folder without v2 metadata that leads to nodes: made a group
-    document: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # its zarr.json
-    v3_only: bool = False  # a node with no v2 metadata: Zarr v3 already (written so, or converted and removed)
+    # its zarr.json
+    document: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    # a node with no v2 metadata: Zarr v3 already (written so, or converted and removed)
+    v3_only: bool = False
 
 
 @dataclass
@@ -30,19 +33,26 @@ class ConversionReport:
     converted: list[NodeResult] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (node or file, reason)
     removed: list[str] = field(default_factory=list)  # v2 metadata files removed
-    notes: list[tuple[str, str]] = field(default_factory=list)  # (node, zarr's warning or what was assumed)
-    readers: list[tuple[str, ReadersNeed]] = field(default_factory=list)  # arrays older zarr-python reads wrong
-    consolidated: bool = False  # the root's zarr.json holds every node's metadata (written, updated or kept)
+    # (node, zarr's warning or what was assumed)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+    # arrays older zarr-python reads wrong
+    readers: list[tuple[str, ReadersNeed]] = field(default_factory=list)
+    # the root's zarr.json holds every node's metadata (written, updated or kept)
+    consolidated: bool = False
     leftovers_removed: list[str] = field(default_factory=list)  # temporary files of killed runs
-    sharded: list[str] = field(default_factory=list)  # arrays whose zarr.json reads their shards (new ones)
-    resharded: list[str] = field(default_factory=list)  # those of them sharded before, in other shards
+    # arrays whose zarr.json reads their shards (new ones)
+    sharded: list[str] = field(default_factory=list)
+    # those of them sharded before, in other shards
+    resharded: list[str] = field(default_factory=list)
     shards: int = 0  # the shards of the arrays sharded (written, or found whole: a killed run's)
     shards_to_write: int = 0  # in a dry run: shard files the run would write
     chunks_packed: int = 0  # chunks those shards hold
     shard_bytes: int = 0  # the bytes of those chunks
-    kept_chunk_bytes: int = 0  # of those, the bytes of v2 chunk files kept beside their shards (for v2 readers)
+    # of those, the bytes of v2 chunk files kept beside their shards (for v2 readers)
+    kept_chunk_bytes: int = 0
     chunks_removed: int = 0  # v2 chunk files removed, their shards holding them
-    finished_removals: list[str] = field(default_factory=list)  # arrays whose v2 files a killed run was removing
+    # arrays whose v2 files a killed run was removing
+    finished_removals: list[str] = field(default_factory=list)
 
     @property
     def written(self) -> list[NodeResult]:

@@ -63,7 +63,8 @@ __all__ = [
 
 _NATIVE: Endian = "little" if sys.byteorder == "little" else "big"
 _STRING_CODECS = {"vlen-utf8", "vlen-bytes"}
-"""Object codecs whose chunks are those of a Zarr v3 string (bytes) array with that codec as serializer."""
+"""Object codecs whose chunks are those of a Zarr v3 string (bytes) array with that codec as
+serializer."""
 
 
 class UnconvertibleError(Problem):
@@ -83,7 +84,8 @@ class Conversion:
 
     document: dict[str, Any]
     notes: tuple[str, ...] = ()  # zarr's warnings and what was assumed
-    folded: str | None = None  # e.g. "filters[0] 'bytes' (endian big)", where this codec's filter was folded
+    # e.g. "filters[0] 'bytes' (endian big)", where this codec's filter was folded
+    folded: str | None = None
     readers: ReadersNeed | None = None  # where older zarr-python releases read it wrong
 
 
@@ -112,8 +114,10 @@ def array_document(zarray: Any, zattrs: Mapping[str, Any]) -> Conversion:
     ...           "order": "C", "compressor": None, "filters": [{"id": "bytes", "endian": "big"}]}
     >>> conversion = array_document(zarray, {"_ARRAY_DIMENSIONS": ["time"], "units": "K"})
     >>> document = conversion.document
-    >>> document["codecs"], document["dimension_names"], document["attributes"]
-    ([{'name': 'bytes', 'configuration': {'endian': 'big'}}], ['time'], {'units': 'K', '_FillValue': -1})
+    >>> document["codecs"]
+    [{'name': 'bytes', 'configuration': {'endian': 'big'}}]
+    >>> document["dimension_names"], document["attributes"]
+    (['time'], {'units': 'K', '_FillValue': -1})
     >>> conversion.folded
     "filters[0] 'bytes' (endian big)"
     """
@@ -122,7 +126,9 @@ def array_document(zarray: Any, zattrs: Mapping[str, Any]) -> Conversion:
     attributes, dimension_names, xarray_notes = xarray_conventions(zarray, zattrs)
     if _string_codec(zarray) is not None:
         document, string_notes = _string_array(zarray)
-        return Conversion(_with_attributes(document, attributes, dimension_names), (*string_notes, *xarray_notes))
+        return Conversion(
+            _with_attributes(document, attributes, dimension_names), (*string_notes, *xarray_notes)
+        )
     source, fold = _folded(zarray)
     _check_integer_fill_value(source)
     zarr = zarr_api()
@@ -132,38 +138,51 @@ def array_document(zarray: Any, zattrs: Mapping[str, Any]) -> Conversion:
         if source.get("fill_value") is None:
             source = {**source, "fill_value": _default_fill_value(source)}
             assumed.append(_null_fill_note(source["fill_value"]))
-        document = _document(zarr.convert_array(zarr.array_v2.from_dict({**source, "attributes": {}})))
+        document = _document(
+            zarr.convert_array(zarr.array_v2.from_dict({**source, "attributes": {}}))
+        )
     readers = None
     if isinstance(source["dtype"], list):
         # zarr's converter takes the byte order from the data type, which has none for structs.
         endian, readers = _struct_endian(source["dtype"])
         document = _with_serializer(document, v3_entry(CODEC_ID, endian))
     elif fold is not None and _serializer_endian(document) != fold.endian:
-        raise UnconvertibleError(f"zarr-python {zarr.version} maps data type {source['dtype']!r} without byte order")
+        raise UnconvertibleError(
+            f"zarr-python {zarr.version} maps data type {source['dtype']!r} without byte order"
+        )
     swapped = _serializer_endian(document)
     if source["filters"] and swapped not in (None, _NATIVE):
         readers = _filters_before_a_swap(swapped)
         document = _filters_in_native_order(document)
     document = _with_attributes(document, attributes, dimension_names)
-    return Conversion(document, (*notes, *assumed, *xarray_notes), None if fold is None else fold.description, readers)
+    return Conversion(
+        document,
+        (*notes, *assumed, *xarray_notes),
+        None if fold is None else fold.description,
+        readers,
+    )
 
 
 @contextmanager
 def _zarr_converting(warned: list[str]) -> Iterator[None]:
-    """zarr-python at work on a conversion: what it warns added to ``warned`` (each once); what it raises, an
-    `UnconvertibleError` in its words."""
+    """zarr-python at work on a conversion: what it warns added to ``warned`` (each once); what it
+    raises, an `UnconvertibleError` in its words."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             yield
         except (ValueError, TypeError, KeyError, NotImplementedError, OverflowError) as exc:
-            raise UnconvertibleError(f"zarr-python {zarr_api().version} cannot convert it: {exc}") from None
+            raise UnconvertibleError(
+                f"zarr-python {zarr_api().version} cannot convert it: {exc}"
+            ) from None
         finally:
             warned += sorted({str(warning.message) for warning in caught})
 
 
 def _document(metadata: Any) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(metadata.to_buffer_dict(zarr_api().prototype)["zarr.json"].to_bytes())
+    document: dict[str, Any] = json.loads(
+        metadata.to_buffer_dict(zarr_api().prototype)["zarr.json"].to_bytes()
+    )
     return document
 
 
@@ -183,7 +202,7 @@ def _with_attributes(
     return with_attributes
 
 
-# -- this codec's filter -------------------------------------------------------------------------------------
+# -- this codec's filter ---------------------------------------------------------------------------
 
 
 class _FoldedFilter(NamedTuple):
@@ -206,15 +225,19 @@ def _folded(zarray: dict[str, Any]) -> tuple[dict[str, Any], _FoldedFilter | Non
     except (TypeError, ValueError) as exc:
         raise UnconvertibleError(f"filters[{position}]: {exc}") from None
     if codec.dtype is not None and codec.dtype != dtype:
-        # zarr views what the filter decodes as the array's dtype: in another byte order, other values.
+        # zarr views what the filter decodes as the array's dtype: in another byte order, other
+        # values.
         other = " in the other byte order" if same_type(codec.dtype, dtype) else ""
         raise UnconvertibleError(
-            f"filters[{position}] has dtype {codec.dtype.str if codec.dtype.fields is None else codec.dtype}, "
-            f"but the array's dtype is {dtype.str if dtype.fields is None else dtype}{other}: v2 readers view "
-            "the decoded values as the array's dtype"
+            f"filters[{position}] has dtype "
+            f"{codec.dtype.str if codec.dtype.fields is None else codec.dtype}, but the array's "
+            f"dtype is {dtype.str if dtype.fields is None else dtype}{other}: v2 readers view the "
+            "decoded values as the array's dtype"
         )
     if codec.endian is None and ordered:
-        raise UnconvertibleError(f"filters[{position}] has no endian, which data type {dtype} needs")
+        raise UnconvertibleError(
+            f"filters[{position}] has no endian, which data type {dtype} needs"
+        )
     stored = dtype if codec.endian is None else dtype.newbyteorder(ENDIANS[codec.endian])
     fold = _FoldedFilter(
         f"filters[{position}] {filters[position]['id']!r} (endian {codec.endian or 'none'})",
@@ -230,44 +253,49 @@ def _folded(zarray: dict[str, Any]) -> tuple[dict[str, Any], _FoldedFilter | Non
 
 
 def position_of_this_codec(filter_ids: list[Any]) -> int | None:
-    """Where this codec is among v2 filters (by id): None if not there; only the last filter folds."""
+    """Where this codec is among v2 filters (by id): None if not there; only the last filter
+    folds."""
     ours = [i for i, codec_id in enumerate(filter_ids) if codec_id in CODEC_IDS]
     if ours and ours != [len(filter_ids) - 1]:
         raise UnconvertibleError(
-            f"filters[{ours[0]}] is the bytes codec but not the last filter: the filters after it work on "
-            "swapped values, which no Zarr v3 codec chain expresses"
+            f"filters[{ours[0]}] is the bytes codec but not the last filter: the filters after it "
+            "work on swapped values, which no Zarr v3 codec chain expresses"
         )
     return ours[0] if ours else None
 
 
 def _filters_before_a_swap(endian: Any) -> ReadersNeed:
-    """What zarr-python before 3.4 does with filters before a bytes codec in the other byte order."""
+    """What zarr-python before 3.4 does with filters before a bytes codec in the other byte
+    order."""
     zarr = zarr_api()
     if not zarr_has(FILTERS_GET_NATIVE_ARRAYS):
         raise UnconvertibleError(
-            f"zarr-python {zarr.version} hands the filters before the bytes codec its {endian} endian "
-            f"data as it is stored, which they would read as native (zarr-python "
+            f"zarr-python {zarr.version} hands the filters before the bytes codec its {endian} "
+            "endian data as it is stored, which they would read as native (zarr-python "
             f"{release(FILTERS_GET_NATIVE_ARRAYS)} reads it right)"
         )
     return ReadersNeed(
         FILTERS_GET_NATIVE_ARRAYS,
-        f"zarr-python before {release(FILTERS_GET_NATIVE_ARRAYS)} hands its filters (Delta, Quantize, ...) the "
-        f"{endian} endian data as stored, which they read as native: wrong values, no error",
+        f"zarr-python before {release(FILTERS_GET_NATIVE_ARRAYS)} hands its filters (Delta, "
+        f"Quantize, ...) the {endian} endian data as stored, which they read as native: wrong "
+        "values, no error",
     )
 
 
 _DTYPE_KEYS = ("dtype", "astype", "encode_dtype", "decode_dtype")
-"""numcodecs filters' settings that name a data type (Delta, Quantize, FixedScaleOffset, Categorize, AsType)."""
+"""numcodecs filters' settings that name a data type (Delta, Quantize, FixedScaleOffset, Categorize,
+AsType)."""
 
 
 def _filters_in_native_order(document: dict[str, Any]) -> dict[str, Any]:
-    """The filters before the serializer with the data types they name in native byte order: zarr-python 3.4
-    hands them native arrays (a Delta or Quantize of ``>f8`` views a native array as big endian: wrong values,
-    no error), where zarr's mapping keeps the v2 spelling.
+    """The filters before the serializer with the data types they name in native byte order:
+    zarr-python 3.4 hands them native arrays (a Delta or Quantize of ``>f8`` views a native array as
+    big endian: wrong values, no error), where zarr's mapping keeps the v2 spelling.
 
-    >>> document = {"codecs": [{"name": "numcodecs.quantize", "configuration": {"digits": 3, "dtype": ">f8"}},
-    ...                        {"name": "bytes", "configuration": {"endian": "big"}}]}
-    >>> _filters_in_native_order(document)["codecs"][0]["configuration"]["dtype"] == np.dtype("=f8").str
+    >>> quantize = {"name": "numcodecs.quantize", "configuration": {"digits": 3, "dtype": ">f8"}}
+    >>> document = {"codecs": [quantize, {"name": "bytes", "configuration": {"endian": "big"}}]}
+    >>> native = _filters_in_native_order(document)
+    >>> native["codecs"][0]["configuration"]["dtype"] == np.dtype("=f8").str
     True
     """
     codecs = []
@@ -276,14 +304,20 @@ def _filters_in_native_order(document: dict[str, Any]) -> dict[str, Any]:
         before_serializer = before_serializer and v3_name(codec) != CODEC_ID
         settings = codec.get("configuration") if isinstance(codec, dict) else None
         if before_serializer and isinstance(settings, dict):
-            codec = {**codec, "configuration": {key: _native_dtype(value) if key in _DTYPE_KEYS else value
-                                                for key, value in settings.items()}}  # fmt: skip
+            codec = {
+                **codec,
+                "configuration": {
+                    key: _native_dtype(value) if key in _DTYPE_KEYS else value
+                    for key, value in settings.items()
+                },
+            }
         codecs.append(codec)
     return {**document, "codecs": codecs}
 
 
 def _native_dtype(value: Any) -> Any:
-    """A data type's spelling in native byte order (``>f8`` -> ``<f8`` here); anything else as it is."""
+    """A data type's spelling in native byte order (``>f8`` -> ``<f8`` here); anything else as it
+    is."""
     try:
         dtype = np.dtype(value) if isinstance(value, str) else None
     except TypeError:
@@ -303,13 +337,15 @@ def _serializer_endian(document: dict[str, Any]) -> Any:
     return None
 
 
-def _with_serializer(document: dict[str, Any], serializer: dict[str, Any], name: str = CODEC_ID) -> dict[str, Any]:
+def _with_serializer(
+    document: dict[str, Any], serializer: dict[str, Any], name: str = CODEC_ID
+) -> dict[str, Any]:
     """``document`` with its serializer (the codec named ``name``) replaced by ``serializer``."""
     codecs = [serializer if v3_name(codec) == name else codec for codec in document["codecs"]]
     return {**document, "codecs": codecs}
 
 
-# -- structs -------------------------------------------------------------------------------------------------
+# -- structs ---------------------------------------------------------------------------------------
 
 
 def _field_orders(dtype: np.dtype[Any]) -> set[Endian]:
@@ -324,11 +360,13 @@ def _field_orders(dtype: np.dtype[Any]) -> set[Endian]:
 
 
 def _struct_endian(v2_dtype: Any) -> tuple[Endian | None, ReadersNeed | None]:
-    """The serializer's endian for a v2 struct data type (its fields' one byte order), and what readers need."""
+    """The serializer's endian for a v2 struct data type (its fields' one byte order), and what
+    readers need."""
     orders = _field_orders(dtype_from_json(v2_dtype))
     if len(orders) > 1:
         raise UnconvertibleError(
-            f"the fields of data type {v2_dtype!r} are in both byte orders: a Zarr v3 bytes codec has one endian"
+            f"the fields of data type {v2_dtype!r} are in both byte orders: a Zarr v3 bytes codec "
+            "has one endian"
         )
     endian = next(iter(orders), None)
     if endian in (None, _NATIVE):
@@ -336,29 +374,38 @@ def _struct_endian(v2_dtype: Any) -> tuple[Endian | None, ReadersNeed | None]:
     since = release(STRUCT_FIELDS_BY_ENDIAN)
     if not zarr_has(STRUCT_FIELDS_BY_ENDIAN):
         raise UnconvertibleError(
-            f"zarr-python {zarr_api().version} reads struct fields in native order, but data type {v2_dtype!r} "
-            f"is {endian} endian (zarr-python {since} reads it right)"
+            f"zarr-python {zarr_api().version} reads struct fields in native order, but data type "
+            f"{v2_dtype!r} is {endian} endian (zarr-python {since} reads it right)"
         )
     why = f"zarr-python before {since} reads struct fields in native order: wrong values, no error"
     return endian, ReadersNeed(STRUCT_FIELDS_BY_ENDIAN, why)
 
 
-# -- fill values ---------------------------------------------------------------------------------------------
+# -- fill values -----------------------------------------------------------------------------------
 
 
 def _check_integer_fill_value(source: dict[str, Any]) -> None:
-    """An integer type's fill value is a whole number in its range (numpy < 2 wraps the others silently)."""
+    """An integer type's fill value is a whole number in its range (numpy < 2 wraps the others
+    silently)."""
     fill_value, spelled = source.get("fill_value"), source.get("dtype")
-    if not isinstance(spelled, str) or isinstance(fill_value, bool) or not isinstance(fill_value, int | float):
+    if (
+        not isinstance(spelled, str)
+        or isinstance(fill_value, bool)
+        or not isinstance(fill_value, int | float)
+    ):
         return
     dtype = np.dtype(spelled)
     if dtype.kind not in "iuMm":
         return
     limits = np.iinfo(dtype if dtype.kind in "iu" else np.int64)
-    if not math.isfinite(fill_value) or fill_value != int(fill_value) or not limits.min <= fill_value <= limits.max:
+    if (
+        not math.isfinite(fill_value)
+        or fill_value != int(fill_value)
+        or not limits.min <= fill_value <= limits.max
+    ):
         raise UnconvertibleError(
-            f"fill_value {fill_value!r} is not a whole number in the range of data type {dtype.str} "
-            f"({limits.min}..{limits.max})"
+            f"fill_value {fill_value!r} is not a whole number in the range of data type "
+            f"{dtype.str} ({limits.min}..{limits.max})"
         )
 
 
@@ -370,16 +417,17 @@ def _default_fill_value(source: dict[str, Any]) -> Any:
 
 def _null_fill_note(written: Any) -> str:
     return (
-        f"fill_value null (v2 leaves missing chunks undefined): Zarr v3 needs one, so {json.dumps(written)} "
-        "(the data type's default) is written"
+        "fill_value null (v2 leaves missing chunks undefined): Zarr v3 needs one, so "
+        f"{json.dumps(written)} (the data type's default) is written"
     )
 
 
-# -- strings of any length -----------------------------------------------------------------------------------
+# -- strings of any length -------------------------------------------------------------------------
 
 
 def _string_codec(zarray: dict[str, Any]) -> str | None:
-    """The object codec of an array of strings (``vlen-utf8``, ``vlen-bytes``), None for any other array."""
+    """The object codec of an array of strings (``vlen-utf8``, ``vlen-bytes``), None for any other
+    array."""
     filters = zarray.get("filters")
     if zarray.get("dtype") != "|O" or not isinstance(filters, list) or not filters:
         return None
@@ -388,7 +436,8 @@ def _string_codec(zarray: dict[str, Any]) -> str | None:
 
 
 def _string_array(zarray: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The document of an object array of strings: its object codec as the serializer, no chunk changed.
+    """The document of an object array of strings: its object codec as the serializer, no chunk
+    changed.
 
     zarr 2 puts the object codec first among the filters and applies it first
     on write: the chunk is the codec's bytes, then the compressor's. That is a
@@ -399,7 +448,8 @@ def _string_array(zarray: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     codec = _string_codec(zarray)
     if len(zarray["filters"]) > 1:
         raise UnconvertibleError(
-            f"filters after the object codec {codec!r} work on its bytes, which no Zarr v3 codec chain expresses"
+            f"filters after the object codec {codec!r} work on its bytes, which no Zarr v3 codec "
+            "chain expresses"
         )
     notes: list[str] = []
     assumed: list[str] = []
@@ -409,25 +459,30 @@ def _string_array(zarray: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         fill_value = ""
     elif not isinstance(fill_value, str):
         assumed.append(
-            f"fill_value {json.dumps(fill_value)} is no string (zarr 2 gave every data type the fill value 0): "
-            'Zarr v3 needs one, so "" is written'
+            f"fill_value {json.dumps(fill_value)} is no string (zarr 2 gave every data type the "
+            'fill value 0): Zarr v3 needs one, so "" is written'
         )
         fill_value = ""
     with _zarr_converting(notes):
         data_type = zarr.array_v2.from_dict({**zarray, "fill_value": None, "attributes": {}}).dtype
-        # The rest of the mapping does not depend on the data type: zarr's, for a stand-in of one byte.
+        # The rest of the mapping does not depend on the data type: zarr's, for a stand-in of one
+        # byte.
         stand_in = {**zarray, "dtype": "|u1", "filters": None, "fill_value": 0, "attributes": {}}
         document = _document(zarr.convert_array(zarr.array_v2.from_dict(stand_in)))
         document["data_type"] = data_type.to_json(zarr_format=3)
         # v2 writes the fill value of bytes in base64
         scalar = (
-            base64.standard_b64decode(fill_value) if document["data_type"] == "variable_length_bytes" else fill_value
+            base64.standard_b64decode(fill_value)
+            if document["data_type"] == "variable_length_bytes"
+            else fill_value
         )
-        document["fill_value"] = data_type.to_json_scalar(data_type.cast_scalar(scalar), zarr_format=3)
+        document["fill_value"] = data_type.to_json_scalar(
+            data_type.cast_scalar(scalar), zarr_format=3
+        )
     return _with_serializer(document, {"name": codec}), [*notes, *assumed]
 
 
-# -- xarray's encodings, for a dataset written again ---------------------------------------------------------
+# -- xarray's encodings, for a dataset written again -----------------------------------------------
 
 
 def v3_encoding(encoding: Mapping[str, Any]) -> dict[str, Any]:
@@ -472,8 +527,12 @@ def v3_encoding(encoding: Mapping[str, Any]) -> dict[str, Any]:
     >>> import numcodecs, numpy as np
     >>> from numcodecs_bytes import BytesCodec
     >>> from numcodecs_bytes.to_v3 import v3_encoding
-    >>> encoding = {"dtype": np.dtype("<f8"), "chunks": (4,), "compressors": (numcodecs.GZip(level=5),),
-    ...             "filters": (BytesCodec(endian="big", dtype="<f8"),)}
+    >>> encoding = {
+    ...     "dtype": np.dtype("<f8"),
+    ...     "chunks": (4,),
+    ...     "compressors": (numcodecs.GZip(level=5),),
+    ...     "filters": (BytesCodec(endian="big", dtype="<f8"),),
+    ... }
     >>> v3 = v3_encoding(encoding)
     >>> v3["serializer"], v3["filters"], v3["compressors"], v3["chunks"]
     (BytesCodec(endian='big'), None, (GzipCodec(level=5),), (4,))
@@ -488,5 +547,7 @@ def v3_encoding(encoding: Mapping[str, Any]) -> dict[str, Any]:
     v3["filters"] = tuple(zarr.convert_filters(tuple(filters))) or None
     if encoding.get("compressors"):
         data_type = zarr.data_type(np.dtype(encoding["dtype"]))
-        v3["compressors"] = tuple(zarr.convert_compressor(c, data_type) for c in encoding["compressors"])
+        v3["compressors"] = tuple(
+            zarr.convert_compressor(c, data_type) for c in encoding["compressors"]
+        )
     return v3

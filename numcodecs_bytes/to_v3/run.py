@@ -126,18 +126,24 @@ def convert_store(
     oldest = None if oldest_zarr is None else version_numbers(oldest_zarr)
     if oldest is not None and not oldest:
         raise ValueError(f"oldest_zarr must be a version such as '3.1', got {oldest_zarr!r}")
-    if shard_size is not None and (isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1):
-        raise ValueError(f"shard_size must be a whole number of bytes, 1 or more, got {shard_size!r}")
+    if shard_size is not None and (
+        isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1
+    ):
+        raise ValueError(
+            f"shard_size must be a whole number of bytes, 1 or more, got {shard_size!r}"
+        )
     store = open_store(location, store_options)
     shapes = _shard_shapes(store, shard_shapes or {})
-    options = _Options(dry_run, remove_v2_metadata, verify, oldest, on_node, shard_size is not None or bool(shapes))
+    options = _Options(
+        dry_run, remove_v2_metadata, verify, oldest, on_node, shard_size is not None or bool(shapes)
+    )
     with store.locked(dry_run):
         walk = store.walk(dry_run=dry_run, on_progress=on_progress)
         run = _Run(store, walk, options)
         for batch in walk:
             run.take(batch)
-        run.take_what_consolidations_list()
-        run.write_groups()
+        run.take_nodes_the_walk_missed()
+        write_groups(run.state, run.switch)
         removing = remove_v2_metadata and not run.report.failures
         pack = _packer(store, client, location, store_options)
         run.shard(ShardOptions(shard_size, shapes, pack, on_shards), removing)
@@ -147,23 +153,31 @@ def convert_store(
 
 
 def _shard_shapes(store: Store, shapes: Mapping[str, Sequence[int]]) -> dict[str, Sequence[int]]:
-    """``shard_shapes`` by the path of each array as the run names it (``/sub/a``, ``sub/a/`` and ``./sub/a``
-    are ``sub/a``); a ValueError where one names no array of the store (checked before the run writes)."""
+    """``shard_shapes`` by the path of each array as the run names it (``/sub/a``, ``sub/a/`` and
+    ``./sub/a`` are ``sub/a``); a ValueError where one names no array of the store (checked before
+    the run writes)."""
     by_path = {}
     for key, shape in shapes.items():
-        path = "/".join(part for part in str(key).replace("\\", "/").split("/") if part not in ("", "."))
+        path = "/".join(
+            part for part in str(key).replace("\\", "/").split("/") if part not in ("", ".")
+        )
         by_path[path] = shape
     files = [f"{store.path(path)}/{name}" for path in by_path for name in (".zarray", "zarr.json")]
     read = store.files.read(files)
     for path in by_path:
-        zarray, document = read[f"{store.path(path)}/.zarray"], read[f"{store.path(path)}/zarr.json"]
+        zarray, document = (
+            read[f"{store.path(path)}/.zarray"],
+            read[f"{store.path(path)}/zarr.json"],
+        )
         found = existing_document(document) if isinstance(document, bytes) else None
         if not isinstance(zarray, bytes) and (found is None or found.get("node_type") != "array"):
             raise ValueError(f"shard_shapes names {path or '.'!r}, which is no array of the store")
     return by_path
 
 
-def _packer(store: Store, client: Any, location: str | os.PathLike[str], options: StoreOptions | None) -> Packer:
+def _packer(
+    store: Store, client: Any, location: str | os.PathLike[str], options: StoreOptions | None
+) -> Packer:
     """What packs the shards: the store itself, or tasks on ``client``'s dask cluster."""
     if client is None:
         return store.files.pack
@@ -184,7 +198,8 @@ class _Options(NamedTuple):
 
 
 class _Run:
-    """One run of `convert_store` over a store: it takes the walk's batches, and writes what they convert to."""
+    """One run of `convert_store` over a store: it takes the walk's batches, and writes what they
+    convert to."""
 
     def __init__(self, store: Store, walk: Walk, options: _Options) -> None:
         self.store, self.walk, self.options = store, walk, options
@@ -195,9 +210,10 @@ class _Run:
         self.sampler = Sampler(store.files, self.index)
         self.switch = Switch(self.state, options.on_node)
         self.removal = Removals(self.state)
-        self.to_shard: dict[str, ArrayFound] = {}  # the arrays the sharding pass takes, as this run left them
+        # the arrays the sharding pass takes, as this run left them
+        self.to_shard: dict[str, ArrayFound] = {}
 
-    # -- nodes, a batch at a time -------------------------------------------------------------------------------
+    # -- nodes, a batch at a time ------------------------------------------------------------------
 
     def take(self, batch: StoreBatch) -> None:
         """The nodes of one batch of the walk: converted, checked and (arrays) written."""
@@ -212,23 +228,32 @@ class _Run:
             container = self.index.container(path)
             if container is not None:
                 self.index.arrays.add(path)
-                self.index.fail(path, f"a node inside the array {container or '.'}: Zarr v3 arrays hold no nodes; "
-                                      "left as v2")  # fmt: skip
+                self.index.fail(
+                    path,
+                    f"a node inside the array {container or '.'}: Zarr v3 arrays "
+                    "hold no nodes; left as v2",
+                )
                 continue
             found.append((folder, path))
         self.take_nodes(found)
 
     def take_nodes(self, found: list[tuple[Folder, str]], walked: bool = True) -> None:
-        """``found`` nodes (folder, path): their files read, their documents made, arrays checked and written."""
-        present = {folder.path: [name for name in READ if name in folder.files] for folder, _ in found}
-        read = self.store.files.read(f"{folder.path}/{name}" for folder, _ in found for name in present[folder.path])
+        """``found`` nodes (folder, path): their files read, their documents made, arrays checked
+        and written."""
+        present = {
+            folder.path: [name for name in READ if name in folder.files] for folder, _ in found
+        }
+        read = self.store.files.read(
+            f"{folder.path}/{name}" for folder, _ in found for name in present[folder.path]
+        )
         walk = self.walk if walked else None
         built: list[Node] = []
         for folder, path in found:
             files = {name: read[f"{folder.path}/{name}"] for name in present[folder.path]}
             try:
                 node = self.reader.node(folder, path, files)
-            except Exception as exc:  # one node's problem, whatever it is, is reported; the rest converts
+            # one node's problem, whatever it is, is reported; the rest converts
+            except Exception as exc:
                 self.index.fail(path, reason(exc))
                 if ".zarray" in folder.files:
                     self.index.arrays.add(path)
@@ -253,31 +278,25 @@ class _Run:
             if node.path not in self.index.failed:
                 self.index.nodes[node.path] = node.kept()
                 if self._sharding_takes(node):
-                    self.to_shard[node.path] = ArrayFound(
-                        node.path,
-                        node.folder,
-                        node.document,
-                        self.switch.current[node.path],
-                        node.shard_zarray,
-                        node.conversion,
-                        {name: read for name, read in node.read.items() if name in V2_METADATA_FILES},
-                        node.removing_v2,
-                        node.retired,
-                    )
+                    self.to_shard[node.path] = _found(node, self.switch.current[node.path])
 
     def _sharding_takes(self, node: Node) -> bool:
-        """Whether the sharding pass takes an array: where shards are asked for, where a killed run was removing
-        its v2 files, and where a removing run finds it sharded with its v2 files kept."""
+        """Whether the sharding pass takes an array: where shards are asked for, where a killed run
+        was removing its v2 files, and where a removing run finds it sharded with its v2 files
+        kept."""
         if self.options.sharding or node.removing_v2 or node.retired:
             return True
         return (
-            self.options.remove_v2_metadata and node.shard_zarray is not None and layout_of(node.document) is not None
+            self.options.remove_v2_metadata
+            and node.shard_zarray is not None
+            and layout_of(node.document) is not None
         )
 
-    def take_what_consolidations_list(self) -> None:
-        """Nodes a consolidated metadata lists that the walk did not find: read from their own files where they
-        have them (a listing that missed them), else converted from the v2 entry (v2 readers reach them through
-        ``.zmetadata`` alone) or left out of a v3 consolidation (their ``zarr.json`` is gone)."""
+    def take_nodes_the_walk_missed(self) -> None:
+        """Nodes a consolidated metadata lists that the walk did not find: read from their own files
+        where they have them (a listing that missed them), else converted from the v2 entry (v2
+        readers reach them through ``.zmetadata`` alone) or left out of a v3 consolidation (their
+        ``zarr.json`` is gone)."""
         missing = self.index.missing_from_walk()
         paths = list(missing)
         folders = {path: self.store.path(path) for path in paths}
@@ -285,64 +304,97 @@ class _Run:
         found: list[tuple[Folder, str]] = []
         for path in paths:
             results = {name: read[f"{folders[path]}/{name}"] for name in READ}
-            present = [name for name, data in results.items() if not isinstance(data, FileNotFoundError)]
+            present = [
+                name for name, data in results.items() if not isinstance(data, FileNotFoundError)
+            ]
             problem = next((data for data in results.values() if isinstance(data, Exception)), None)
-            if set(present) & set(NODE_FILES):  # its own node: the walk's listing missed it (a .zattrs alone
-                # makes no node: zarr reads such a node through its .zmetadata entry)
+            if set(present) & set(NODE_FILES):
+                # its own node: the walk's listing missed it (a .zattrs alone makes no node: zarr
+                # reads such a node through its .zmetadata entry)
                 found.append((Folder(folders[path], (), tuple(sorted(present))), path))
                 self.index.unlisted.add(path)
             elif problem is not None and not isinstance(problem, FileNotFoundError):
                 self.index.fail(path, reason(problem))
             else:
-                node = self.reader.from_consolidation(Folder(folders[path], (), ()), path, *missing[path])
+                node = self.reader.from_consolidation(
+                    Folder(folders[path], (), ()), path, *missing[path]
+                )
                 if node is not None and node.kind == "array":
                     self._write_arrays([node])
                 elif node is not None:
                     self.index.nodes[path] = node
         self.take_nodes(found, walked=False)
 
-    # -- groups, and the consolidation -----------------------------------------------------------------------
-
-    def write_groups(self) -> None:
-        """Every group's ``zarr.json`` (`write_groups`)."""
-        write_groups(self.state, self.switch)
-
-    # -- writing ---------------------------------------------------------------------------------------------
+    # -- writing -----------------------------------------------------------------------------------
 
     def shard(self, options: ShardOptions, removing: bool) -> None:
         """The sharding pass (`shard_pass`) over the arrays it takes."""
         if self.to_shard:
-            ShardPass(self.state, options, self.switch, self.removal, removing).run(list(self.to_shard.values()))
+            ShardPass(self.state, options, self.switch, self.removal, removing).run(
+                list(self.to_shard.values())
+            )
 
     def remove_v2_metadata(self) -> None:
-        """The v2 metadata of every node whose v2 files are still there, where nothing below it keeps its own (it
-        could not be converted or sharded): arrays, then groups, ``.zmetadata`` last. A group that keeps its v2
-        metadata then has its ``.zmetadata`` list only the nodes that are still v2."""
-        index, removed = self.index, self.removal.removed
-        keeping = index.failed | {parent for path in index.failed for parent in parents(path)}
-        going = [node for path, node in index.nodes.items() if path not in removed | keeping and node.read]
-        going.sort(key=lambda node: node.kind == "group")  # the arrays first: v2 readers find every group to the end
-        self.removal.metadata((node.path, node.folder, node.read) for node in going)
-        self.removal.consolidations(
-            [path for path in keeping if path in index.nodes and ".zmetadata" in index.nodes[path].read]
-        )
+        """The v2 metadata of every node whose v2 files are still there, where nothing below it
+        keeps its own (it could not be converted or sharded): arrays, then groups, ``.zmetadata``
+        last. A group that keeps its v2 metadata then has its ``.zmetadata`` list only the nodes
+        that are still v2."""
+        going, keeping = _v2_metadata_going(self.index, self.removal.removed)
+        self.removal.metadata((node.path, node.folder, node.digests) for node in going)
+        self.removal.consolidations(keeping)
+
+
+def _v2_metadata_going(index: NodeIndex, removed: set[str]) -> tuple[list[Node], list[str]]:
+    """The nodes whose v2 metadata goes (arrays first: v2 readers find every group to the end), and
+    the groups that keep a ``.zmetadata`` (a node below them keeps its v2 metadata)."""
+    keeping = index.failed | {parent for path in index.failed for parent in parents(path)}
+    going = [n for path, n in index.nodes.items() if path not in removed | keeping and n.digests]
+    going.sort(key=lambda node: node.kind == "group")
+    nodes = index.nodes
+    consolidating = [p for p in keeping if p in nodes and ".zmetadata" in nodes[p].digests]
+    return going, consolidating
+
+
+def _found(node: Node, current: bytes) -> ArrayFound:
+    """An array as the metadata run leaves it (``current``: its zarr.json as written or read), for
+    the sharding pass."""
+    v2_metadata = {name: d for name, d in node.digests.items() if name in V2_METADATA_FILES}
+    return ArrayFound(
+        node.path,
+        node.folder,
+        node.document,
+        current,
+        node.shard_zarray,
+        node.conversion,
+        v2_metadata,
+        node.removing_v2,
+        node.retired,
+    )
 
 
 def write_groups(state: RunState, switch: Switch) -> None:
-    """Every group's ``zarr.json``, deepest first (a batch per depth), each only once everything below it
-    converted; the root last."""
+    """Every group's ``zarr.json``, deepest first (a batch per depth), each only once everything
+    below it converted; the root last."""
     index, report = state.index, state.report
     blocked = {parent for path in index.failed for parent in parents(path)}
     for groups in groups_by_depth(index, state.store.path):
         writes = []
         for node in groups:
             if node.path in blocked:
-                below = sum(path.startswith(f"{node.path}/") or not node.path for path in index.failed)
+                below = sum(
+                    path.startswith(f"{node.path}/") or not node.path for path in index.failed
+                )
                 if node.origin == "v2" and node.existing is None:
-                    index.fail(node.path, f"left as Zarr v2: {below} path(s) below it could not be converted")
+                    index.fail(
+                        node.path,
+                        f"left as Zarr v2: {below} path(s) below it could not be converted",
+                    )
                 elif node.origin == "v2":
-                    index.fail(node.path, f"its zarr.json is left as it is: {below} path(s) below it could not "
-                                          "be converted")  # fmt: skip
+                    index.fail(
+                        node.path,
+                        f"its zarr.json is left as it is: {below} path(s) below "
+                        "it could not be converted",
+                    )
                 continue
             document = node.document
             if node.consolidates:
@@ -367,7 +419,9 @@ def settled_by_times(store: Store, index: NodeIndex, nodes: list[Node]) -> list[
     if not disagreeing:
         return nodes
     timed = [node for node in nodes if node.path in disagreeing]
-    times = store.files.modified(f"{node.folder}/{name}" for node in timed for name in files_to_time(node))
+    times = store.files.modified(
+        f"{node.folder}/{name}" for node in timed for name in files_to_time(node)
+    )
     kept = []
     for node in nodes:
         if node.path not in disagreeing:

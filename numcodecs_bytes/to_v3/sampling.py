@@ -1,4 +1,5 @@
-"""The check over a store: which chunks of which arrays are read, and in what rounds (`check` reads each one).
+"""The check over a store: which chunks of which arrays are read, and in what rounds (`check` reads
+each one).
 
 Each array's fill value is compared, then its stored chunks, chunk 0 first,
 until one shows the mapping right (`check.shows_the_mapping`) or every stored
@@ -59,7 +60,9 @@ class Sampler:
                 failed.add(node.path)
                 continue
             indices = chunk_indices(node.v2_array, node.chunk_names)
-            pending[node.path] = _Checking(node.folder, node.v2_array, node.document, pipelines, indices)
+            pending[node.path] = _Checking(
+                node.folder, node.v2_array, node.document, pipelines, indices
+            )
         size = 1
         while pending:
             taken: dict[str, int] = {}
@@ -73,7 +76,8 @@ class Sampler:
                 if taken[group] > size:
                     continue
                 more = list(islice(checking.indices, size))
-                if not more:  # every stored chunk compared, none could show a mapping: each value was compared
+                # every stored chunk compared, none could show a mapping: each value was compared
+                if not more:
                     del pending[path]
                 samples += [(path, index) for index in more]
             for start in range(0, len(samples), self.files.concurrency):
@@ -81,14 +85,20 @@ class Sampler:
             size *= 2
         return [node for node in arrays if node.path not in failed]
 
-    def _sample(self, pending: dict[str, _Checking], samples: list[tuple[str, tuple[int, ...]]]) -> set[str]:
-        """Read and compare ``samples`` (path, chunk index) of the ``pending`` arrays; those that show the mapping,
-        or fail, leave ``pending``. The paths that failed."""
+    def _sample(
+        self, pending: dict[str, _Checking], samples: list[tuple[str, tuple[int, ...]]]
+    ) -> set[str]:
+        """Read and compare ``samples`` (path, chunk index) of the ``pending`` arrays; those that
+        show the mapping, or fail, leave ``pending``. The paths that failed."""
         wanted = [
-            (path, index) for path, index in samples if path in pending and pending[path].pipelines not in self.proven
+            (path, index)
+            for path, index in samples
+            if path in pending and pending[path].pipelines not in self.proven
         ]
-        files = {(path, index): f"{pending[path].folder}/{chunk_key(pending[path].zarray, index)}"
-                 for path, index in wanted}  # fmt: skip
+        files = {
+            (path, index): f"{pending[path].folder}/{chunk_key(pending[path].zarray, index)}"
+            for path, index in wanted
+        }
         chunks = self.files.read_data(files.values())
         failed: set[str] = set()
         for path, index in wanted:
@@ -96,7 +106,9 @@ class Sampler:
                 continue
             checking = pending[path]
             try:
-                shown = check_chunk(checking.zarray, checking.document, index, chunks[files[path, index]])
+                shown = check_chunk(
+                    checking.zarray, checking.document, index, chunks[files[path, index]]
+                )
             except Exception as exc:
                 self.index.fail(path, reason(exc))
                 failed.add(path)

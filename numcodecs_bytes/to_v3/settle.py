@@ -1,4 +1,5 @@
-"""A node whose ``zarr.json`` and v2 metadata disagree, settled by which was written last: a rule on times.
+"""A node whose ``zarr.json`` and v2 metadata disagree, settled by which was written last: a rule on
+times.
 
 Either side may be written after a conversion that kept the v2 metadata: a
 v3 writer (xarray, zarr) changes ``zarr.json``, a v2 writer its
@@ -22,8 +23,8 @@ __all__ = ["Settled", "disagreement", "files_to_time", "settle"]
 
 
 class Settled(NamedTuple):
-    """What becomes of a node whose two sides disagree: the node to go on with (None: it fails), and what to
-    tell (a note once, a standing note on every run until the user acts, or the failure)."""
+    """What becomes of a node whose two sides disagree: the node to go on with (None: it fails), and
+    what to tell (a note once, a standing note on every run until the user acts, or the failure)."""
 
     node: Node | None
     note: str | None = None
@@ -32,17 +33,17 @@ class Settled(NamedTuple):
 
 
 def disagreement(node: Node) -> str | None:
-    """What differs between a v2 node's ``zarr.json`` (from an earlier run) and its v2 metadata converted now;
-    None where they agree, or the node has no ``zarr.json``."""
+    """What differs between a v2 node's ``zarr.json`` (from an earlier run) and its v2 metadata
+    converted now; None where they agree, or the node has no ``zarr.json``."""
     if node.existing is None or node.origin != "v2":
         return None
     return differences(node.existing, node.document, node.consolidates)
 
 
 def files_to_time(node: Node) -> list[str]:
-    """The files whose times settle a disagreement: ``zarr.json`` first, then its v2 metadata files (not a
-    ``.zmetadata``, which consolidates others)."""
-    return ["zarr.json", *(name for name in node.read if name != ".zmetadata")]
+    """The files whose times settle a disagreement: ``zarr.json`` first, then its v2 metadata files
+    (not a ``.zmetadata``, which consolidates others)."""
+    return ["zarr.json", *(name for name in node.digests if name != ".zmetadata")]
 
 
 def settle(node: Node, differing: str, times: Mapping[str, float | Exception]) -> Settled:
@@ -55,18 +56,30 @@ def settle(node: Node, differing: str, times: Mapping[str, float | Exception]) -
         document = existing_document(node.existing) or {}
         kind = "array" if document.get("node_type") == "array" else "group"
         kept = node._replace(kind=kind, document=document, v2_array=None, folded=None, readers=None)
-        return Settled(kept, standing=(
-            f"{what}: zarr.json was written after them (through Zarr v3, since the conversion) and is kept; v2 "
-            "readers see the node as it was before (removing the v2 metadata ends that)"
-        ))  # fmt: skip
+        return Settled(
+            kept,
+            standing=(
+                f"{what}: zarr.json was written after them (through Zarr v3, since the conversion) "
+                "and is kept; v2 readers see the node as it was before (removing the v2 metadata "
+                "ends that)"
+            ),
+        )
     if len(known) == len(v2) + 1 and isinstance(v3, float) and v3 < max(known[1:]):
-        return Settled(node._replace(replaces=True), note=(
-            f"{what}: they were written after zarr.json (by a v2 writer, since the conversion): zarr.json is "
-            "brought up to date from them"
-        ))  # fmt: skip
+        return Settled(
+            node._replace(replaces=True),
+            note=(
+                f"{what}: they were written after zarr.json (by a v2 writer, since the "
+                "conversion): zarr.json is brought up to date from them"
+            ),
+        )
     problem = next((t for t in (v3, *v2) if isinstance(t, Exception)), None)
-    why = f"their times cannot be read ({reason(problem)})" if problem else "their times do not tell"
-    return Settled(None, failure=(
-        f"{what}, and {why} which was written last: both left as they are; see which holds the data as it is now "
-        "before removing either"
-    ))  # fmt: skip
+    why = (
+        f"their times cannot be read ({reason(problem)})" if problem else "their times do not tell"
+    )
+    return Settled(
+        None,
+        failure=(
+            f"{what}, and {why} which was written last: both left as they are; see which holds the "
+            "data as it is now before removing either"
+        ),
+    )

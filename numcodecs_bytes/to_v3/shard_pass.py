@@ -1,5 +1,5 @@
-"""The sharding pass of a run: the arrays to shard (or shard anew) taken a round at a time, each round planned,
-packed, checked, switched to its new shards, and cleared of what it read before.
+"""The sharding pass of a run: the arrays to shard (or shard anew) taken a round at a time, each
+round planned, packed, checked, switched to its new shards, and cleared of what it read before.
 
 A round holds whole arrays, up to about `ROUND` shards (one array of more is
 a round of its own): on disk, a round's shards are at most beside the files
@@ -25,7 +25,7 @@ they replace. Each round:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from ..problems import reason
@@ -38,15 +38,16 @@ from .plan import ArrayFound, Clear, Finish, Leave, Pack, Plan, plan, reshard_fr
 from .removal import Removals
 from .report import ConversionReport
 from .sharding import ShardLayout
-from .shards_now import read_shards
+from .shards_now import ShardsNow, read_shards
 from .switch import Switch
 from .verify import packed_right, unchanged
 
 __all__ = ["ROUND", "Packer", "ShardOptions", "ShardPass"]
 
 ROUND = 1000
-"""Shards a round packs at most before its arrays switch and (removing) their files go: what bounds the disk space
-a run holds beside the files its shards replace (one array of more is a round of its own)."""
+"""Shards a round packs at most before its arrays switch and (removing) their files go: what bounds
+the disk space a run holds beside the files its shards replace (one array of more is a round of its
+own)."""
 
 Packer = Callable[[list[Shard], Callable[[int, int], None]], dict[str, Packed | Exception]]
 """What packs shards: the store's own `Files.pack`, or tasks on a dask cluster."""
@@ -55,7 +56,8 @@ Packer = Callable[[list[Shard], Callable[[int, int], None]], dict[str, Packed | 
 class ShardOptions(NamedTuple):
     """What a run asks of sharding."""
 
-    size: int | None  # bytes of uncompressed data a shard holds at most (see `sharding.shard_shape`)
+    # bytes of uncompressed data a shard holds at most (see `sharding.shard_shape`)
+    size: int | None
     shapes: Mapping[str, Sequence[int]]  # a shard shape for some arrays, by path
     pack: Packer
     on_shards: Callable[[int, int, int], None] | None  # (shards done, shards to do, bytes packed)
@@ -65,10 +67,17 @@ class ShardPass:
     """The sharding pass of one run (see the module's docstring)."""
 
     def __init__(
-        self, state: RunState, options: ShardOptions, switch: Switch, removals: Removals, removing: bool
+        self,
+        state: RunState,
+        options: ShardOptions,
+        switch: Switch,
+        removals: Removals,
+        removing: bool,
     ) -> None:
-        self.store, self.index, self.report, self.dry_run = state.store, state.index, state.report, state.dry_run
-        self.options, self.switch, self.removals, self.removing = options, switch, removals, removing
+        self.store, self.index = state.store, state.index
+        self.report, self.dry_run = state.report, state.dry_run
+        self.options, self.switch = options, switch
+        self.removals, self.removing = removals, removing
         self.current = switch.current
         self.done = self.total = self.packed_bytes = 0
 
@@ -79,7 +88,11 @@ class ShardPass:
         round_: list[ArrayFound] = []
         for array in arrays:
             round_.append(array)
-            if sum(counts[a.path] for a in round_) >= ROUND or len(round_) >= ROUND or array is arrays[-1]:
+            if (
+                sum(counts[a.path] for a in round_) >= ROUND
+                or len(round_) >= ROUND
+                or array is arrays[-1]
+            ):
                 self._round(round_)
                 round_ = []
         if not self.dry_run:
@@ -89,11 +102,18 @@ class ShardPass:
         return shard_count(array, self.options.size, self.options.shapes.get(array.path))
 
     def _round(self, arrays: list[ArrayFound]) -> None:
-        arrays = arrays if self.dry_run else _still_read(self.store, self.index, self.current, arrays)
-        if not self.dry_run:  # what killed runs switched away from, first: the arrays read their new files
+        arrays = (
+            arrays if self.dry_run else _still_read(self.store, self.index, self.current, arrays)
+        )
+        # what killed runs switched away from, first: the arrays read their new files
+        if not self.dry_run:
             self.removals.retire([array for array in arrays if array.retired])
         listed = self.store.files.files_below(array.folder for array in arrays)
-        names = {array.folder: found for array in arrays if not isinstance(found := listed[array.folder], Exception)}
+        names = {
+            array.folder: found
+            for array in arrays
+            if not isinstance(found := listed[array.folder], Exception)
+        }
         resharded = [
             (array.folder, tuple(array.document["shape"]), old, names[array.folder])
             for array in arrays
@@ -102,23 +122,12 @@ class ShardPass:
         shards_now = read_shards(self.store, resharded)
         packs: list[Pack] = []
         clears: list[Clear] = []
-        for array in arrays:
-            found = listed[array.folder]
-            if isinstance(found, Exception):
-                self.index.fail(array.path, f"its files could not be listed: {reason(found)}")
-                continue
-            versions, old_shards = shards_now.get(array.folder, ({}, None))
-            try:
-                chosen = plan(array, found, self.options.size, self.options.shapes.get(array.path), self.removing,
-                              old_shards)  # fmt: skip
-            except Exception as exc:
-                self.index.fail(array.path, reason(exc))
-                continue
-            if isinstance(chosen, Pack) and chosen.old is not None:
-                chosen = chosen._replace(before={path: v for path, v in versions.items() if v is not None})
+        for chosen in _plans(self.index, arrays, listed, shards_now, self.options, self.removing):
             self._take(chosen, packs, clears)
         if self.dry_run:
-            self.report.shards_to_write += sum(any(shard.sources) for pack in packs for shard in pack.shards)
+            self.report.shards_to_write += sum(
+                any(shard.sources) for pack in packs for shard in pack.shards
+            )
             return
         clear(self.store, self.index, self.removals, clears)
         self._pack(packs, names)
@@ -139,7 +148,7 @@ class ShardPass:
             if found.problem is not None:
                 self.index.fail(found.array.path, found.problem)
 
-    # -- packing -------------------------------------------------------------------------------------------------
+    # -- packing -----------------------------------------------------------------------------------
 
     def _pack(self, packs: list[Pack], names: Mapping[str, list[str]]) -> None:
         if not packs:
@@ -147,43 +156,45 @@ class ShardPass:
         _clear_new_keys(self.store, packs, names)
         self._packed(0, 0)  # the rate counts from here
         packed = self.options.pack([shard for pack in packs for shard in pack.shards], self._packed)
-        checked = []
-        for pack in packs:
-            why = packed_right(self.store, pack, packed)
-            if why is not None:
-                self.index.fail(pack.array.path, why)
-            else:
-                checked.append(pack)
-        # Right before the switch: the sources are the versions packed, and no other came meanwhile.
-        versions = self.store.files.versions(path for pack in checked for path in pack.retired())
-        listed = self.store.files.files_below(pack.array.folder for pack in checked)
-        good = []
-        for pack in checked:
-            why = unchanged(pack, packed, versions, listed[pack.array.folder])
-            if why is not None:
-                self.index.fail(pack.array.path, why)
-            else:
-                good.append(pack)
-        # What the arrays read before and no longer read once switched (the shards they were sharded in; chunk
-        # files no v2 reader reads): written down first, for a killed run's rerun.
+        good, versions = _checked(self.store, self.index, packs, packed)
+        # What the arrays read before and no longer read once switched (the shards they were sharded
+        # in; chunk files no v2 reader reads): written down first, for a killed run's rerun.
         marks = {
-            pack.array.folder: {path: v for path in pack.retired() if isinstance(v := versions.get(path), str)}
+            pack.array.folder: {
+                path: v for path in pack.retired() if isinstance(v := versions.get(path), str)
+            }
             for pack in good
             if pack.old is not None or pack.array.v2 is None
         }
         marked = self.removals.mark(marks)
-        switching = [pack for pack in good if pack.array.folder not in marks or pack.array.folder in marked]
+        switching = [
+            pack for pack in good if pack.array.folder not in marks or pack.array.folder in marked
+        ]
         switched = self.switch.arrays(switching)
         done = [pack for pack in good if pack.array.path in switched]
         for pack in done:
             _count_packed(self.report, pack, packed, self.removing)
-        retiring = [pack.array._replace(retired={path[len(pack.array.folder) + 1 :]: version for path, version in
-                    marks[pack.array.folder].items()}) for pack in done if pack.array.folder in marks]  # fmt: skip
-        going = [pack for pack in done if self.removing and pack.array.v2 is not None and pack.old is None]
+        retiring = [
+            pack.array._replace(
+                retired={
+                    path[len(pack.array.folder) + 1 :]: version
+                    for path, version in marks[pack.array.folder].items()
+                }
+            )
+            for pack in done
+            if pack.array.folder in marks
+        ]
+        going = [
+            pack
+            for pack in done
+            if self.removing and pack.array.v2 is not None and pack.old is None
+        ]
         if going or retiring:
             self.switch.consolidations()  # before anything it lists goes
         self.removals.retire(retiring)
-        self.removals.arrays([(pack.array, pack.array.document, _removals(pack, packed)) for pack in going])
+        self.removals.arrays(
+            [(pack.array, pack.array.document, _removals(pack, packed)) for pack in going]
+        )
 
     def _packed(self, shards: int, nbytes: int) -> None:
         self.done += shards
@@ -192,21 +203,78 @@ class ShardPass:
             self.options.on_shards(self.done, self.total, self.packed_bytes)
 
 
+def _plans(
+    index: NodeIndex,
+    arrays: list[ArrayFound],
+    listed: Mapping[str, list[str] | Exception],
+    shards_now: Mapping[str, ShardsNow],
+    options: ShardOptions,
+    removing: bool,
+) -> Iterator[Plan]:
+    """Each array's plan from the files listed below it and its shards' indexes read now; an array
+    that cannot be planned fails."""
+    for array in arrays:
+        found = listed[array.folder]
+        if isinstance(found, Exception):
+            index.fail(array.path, f"its files could not be listed: {reason(found)}")
+            continue
+        versions, old_shards = shards_now.get(array.folder, ({}, None))
+        shape = options.shapes.get(array.path)
+        try:
+            chosen = plan(array, found, options.size, shape, removing, old_shards)
+        except Exception as exc:
+            index.fail(array.path, reason(exc))
+            continue
+        if isinstance(chosen, Pack) and chosen.old is not None:
+            chosen = chosen._replace(
+                before={path: v for path, v in versions.items() if v is not None}
+            )
+        yield chosen
+
+
+def _checked(
+    store: Store, index: NodeIndex, packs: list[Pack], packed: Mapping[str, Packed | Exception]
+) -> tuple[list[Pack], Mapping[str, str | Exception | None]]:
+    """The packs whose shards read back right and whose sources are, right before the switch, the
+    versions packed with no other come meanwhile; the others fail. With the sources' versions."""
+    checked = []
+    for pack in packs:
+        why = packed_right(store, pack, packed)
+        if why is not None:
+            index.fail(pack.array.path, why)
+        else:
+            checked.append(pack)
+    versions = store.files.versions(path for pack in checked for path in pack.retired())
+    listed = store.files.files_below(pack.array.folder for pack in checked)
+    good = []
+    for pack in checked:
+        why = unchanged(pack, packed, versions, listed[pack.array.folder])
+        if why is not None:
+            index.fail(pack.array.path, why)
+        else:
+            good.append(pack)
+    return good, versions
+
+
 def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Removal]:
     """The removals of an array's chunk files, each only while it is the version packed."""
     removals = []
     for shard in pack.shards:
         result = packed[shard.path]
         assert isinstance(result, Packed)
-        removals += [Removal(source_path(source), None, version) for source, version in zip(shard.sources,
-                     result.versions, strict=True) if source is not None and version is not None]  # fmt: skip
+        removals += [
+            Removal(source_path(source), None, version)
+            for source, version in zip(shard.sources, result.versions, strict=True)
+            if source is not None and version is not None
+        ]
     return removals
 
 
 def _still_read(
     store: Store, index: NodeIndex, current: Mapping[str, bytes], arrays: list[ArrayFound]
 ) -> list[ArrayFound]:
-    """The arrays whose ``zarr.json`` is still what this run read or wrote (re-read now); the others fail."""
+    """The arrays whose ``zarr.json`` is still what this run read or wrote (re-read now); the others
+    fail."""
     read = store.files.read(f"{array.folder}/zarr.json" for array in arrays)
     kept = []
     for array in arrays:
@@ -214,16 +282,19 @@ def _still_read(
         if isinstance(now, Exception) and not isinstance(now, FileNotFoundError):
             index.fail(array.path, f"zarr.json: {reason(now)}")
         elif now != current[array.path]:
-            index.fail(array.path, "its zarr.json changed since this run read it (another writer): left as it is; "
-                                   "run again to shard it")  # fmt: skip
+            index.fail(
+                array.path,
+                "its zarr.json changed since this run read it (another writer): "
+                "left as it is; run again to shard it",
+            )
         else:
             kept.append(array)
     return kept
 
 
 def _clear_new_keys(store: Store, packs: list[Pack], names: Mapping[str, list[str]]) -> None:
-    """What killed runs left where the new shards go (no zarr.json reads it: the arrays read other keys), and
-    their temporary files."""
+    """What killed runs left where the new shards go (no zarr.json reads it: the arrays read other
+    keys), and their temporary files."""
     store.files.tidy(f"{pack.array.folder}/c" for pack in packs)
     leftovers = []
     for pack in packs:
@@ -231,13 +302,16 @@ def _clear_new_keys(store: Store, packs: list[Pack], names: Mapping[str, list[st
         keys = ChunkKeys(pack.sources.shape, pack.layout.shape, pack.layout.separator, "c")
         leftovers += [f"{folder}/{name}" for name in keys.stored(names.get(folder, ())).values()]
     found = store.files.versions(leftovers)
-    store.files.remove(Removal(path, None, version) for path, version in found.items() if isinstance(version, str))
+    store.files.remove(
+        Removal(path, None, version) for path, version in found.items() if isinstance(version, str)
+    )
 
 
 def _count_packed(
     report: ConversionReport, pack: Pack, packed: Mapping[str, Packed | Exception], removing: bool
 ) -> None:
-    """An array switched to its new shards, counted in the report (with a note where chunk files were links)."""
+    """An array switched to its new shards, counted in the report (with a note where chunk files
+    were links)."""
     results = [result for shard in pack.shards if isinstance(result := packed[shard.path], Packed)]
     if pack.old is not None:
         report.resharded.append(pack.array.path)
@@ -249,6 +323,14 @@ def _count_packed(
         report.kept_chunk_bytes += packed_bytes
     linked = sum(result.linked for result in results)
     if linked:
-        gone = "the links go with the chunk files, their targets stay" if removing else "the links stay"
-        report.notes.append((pack.array.path or ".", f"{linked:,} chunk files are symbolic links: packed from "
-                                                     f"their targets; {gone}"))  # fmt: skip
+        gone = (
+            "the links go with the chunk files, their targets stay"
+            if removing
+            else "the links stay"
+        )
+        report.notes.append(
+            (
+                pack.array.path or ".",
+                f"{linked:,} chunk files are symbolic links: packed from their targets; {gone}",
+            )
+        )

@@ -1,4 +1,5 @@
-"""Sharding on conversion, the rules: which arrays get shards, of what shape, and the document that says so.
+"""Sharding on conversion, the rules: which arrays get shards, of what shape, and the document that
+says so.
 
 Pure: metadata in, documents out. An unsharded v3 array whose chunks lie
 under Zarr v2 keys (a converted array: its v2 chunk files) has those chunks,
@@ -51,10 +52,12 @@ INDEX_CODECS = ({"name": "bytes", "configuration": {"endian": "little"}}, {"name
 """The index codecs of every shard written: what zarr-python writes by default."""
 
 
-def shard_shape(shape: Sequence[int], chunks: Sequence[int], itemsize: int, shard_size: int) -> tuple[int, ...]:
-    """The shard shape for an array of ``shape`` in ``chunks`` of ``itemsize``-byte elements: as many whole
-    chunks as fit in ``shard_size`` bytes of uncompressed data (at least one), from the last axis to the first,
-    never more along an axis than the array has."""
+def shard_shape(
+    shape: Sequence[int], chunks: Sequence[int], itemsize: int, shard_size: int
+) -> tuple[int, ...]:
+    """The shard shape for an array of ``shape`` in ``chunks`` of ``itemsize``-byte elements: as
+    many whole chunks as fit in ``shard_size`` bytes of uncompressed data (at least one), from the
+    last axis to the first, never more along an axis than the array has."""
     grid = [-(-extent // size) for extent, size in zip(shape, chunks, strict=True)]
     fit = max(1, shard_size // max(1, math.prod(chunks) * itemsize))
     counts = [1] * len(chunks)
@@ -65,7 +68,8 @@ def shard_shape(shape: Sequence[int], chunks: Sequence[int], itemsize: int, shar
 
 
 class ShardLayout(NamedTuple):
-    """How one array is sharded: its shards, their keys (v3's default encoding) and where their index lies."""
+    """How one array is sharded: its shards, their keys (v3's default encoding) and where their
+    index lies."""
 
     shape: tuple[int, ...]  # the shard shape (the chunk grid of the sharded array)
     inner: tuple[int, ...]  # the inner chunk shape (the chunks it had unsharded)
@@ -94,8 +98,9 @@ def chunk_shape(document: dict[str, Any]) -> list[int] | None:
 
 
 def v2_separator(document: dict[str, Any]) -> str | None:
-    """The separator of an unsharded v3 array whose chunks lie under Zarr v2 keys (``0.1``, ``0/1``): those are
-    files that shards can be made of, and no shard key (``c/0/1``) is one of them. None for any other array."""
+    """The separator of an unsharded v3 array whose chunks lie under Zarr v2 keys (``0.1``,
+    ``0/1``): those are files that shards can be made of, and no shard key (``c/0/1``) is one of
+    them. None for any other array."""
     keys, codecs = document.get("chunk_key_encoding"), document.get("codecs")
     sharded = not isinstance(codecs, list) or any(
         not isinstance(codec, dict) or codec.get("name") == "sharding_indexed" for codec in codecs
@@ -109,7 +114,8 @@ def v2_separator(document: dict[str, Any]) -> str | None:
 def shard_layout(
     document: dict[str, Any], shard_size: int | None, explicit: Sequence[int] | None = None
 ) -> tuple[ShardLayout | None, str | None]:
-    """How an unsharded v3 array is sharded (None where it is not), and a note where that needs telling.
+    """How an unsharded v3 array is sharded (None where it is not), and a note where that needs
+    telling.
 
     Arrays of one chunk (0-d ones too) and of no element stay as they are;
     so do those whose elements have no fixed size (strings of any length),
@@ -122,12 +128,17 @@ def shard_layout(
         return None, None
     itemsize = _itemsize(document)
     if itemsize is None:
-        return None, "left unsharded: its elements have no fixed size, so no shard size says how many fit"
+        return (
+            None,
+            "left unsharded: its elements have no fixed size, so no shard size says how many fit",
+        )
     if not all(shape) or math.prod(-(-e // c) for e, c in zip(shape, chunks, strict=True)) <= 1:
         return None, None
     if explicit is not None:
         wanted = tuple(int(n) for n in explicit)
-        if len(wanted) != len(chunks) or any(n < c or n % c for n, c in zip(wanted, chunks, strict=True)):
+        if len(wanted) != len(chunks) or any(
+            n < c or n % c for n, c in zip(wanted, chunks, strict=True)
+        ):
             raise UnconvertibleError(
                 f"shard shape {list(wanted)} is not a multiple of its chunks {chunks} on every axis"
             )
@@ -139,15 +150,15 @@ def shard_layout(
 
 
 TOO_SMALL = (
-    "left unsharded: each of its chunks holds more than shard_size of data, and a shard holds whole chunks (a "
-    "shard of one chunk is that chunk and an index: no fewer files)"
+    "left unsharded: each of its chunks holds more than shard_size of data, and a shard holds "
+    "whole chunks (a shard of one chunk is that chunk and an index: no fewer files)"
 )
 """Why an array whose chunks are larger than the shard size asked for stays unsharded."""
 
 
 def _itemsize(document: dict[str, Any]) -> int | None:
-    """The bytes of one element, uncompressed, from a v3 document's data type (as zarr-python reads it); None
-    where elements have no fixed size."""
+    """The bytes of one element, uncompressed, from a v3 document's data type (as zarr-python reads
+    it); None where elements have no fixed size."""
     from ._zarr_api import zarr_api
 
     native = zarr_api().array_v3.from_dict(dict(document)).dtype.to_native_dtype()
@@ -155,8 +166,8 @@ def _itemsize(document: dict[str, Any]) -> int | None:
 
 
 def sharded_document(document: dict[str, Any], layout: ShardLayout) -> dict[str, Any]:
-    """An array's unsharded document, sharded: its chunks the inner chunks, its codecs theirs (the index at the end,
-    with its checksum), under v3's default keys with the layout's separator."""
+    """An array's unsharded document, sharded: its chunks the inner chunks, its codecs theirs (the
+    index at the end, with its checksum), under v3's default keys with the layout's separator."""
     sharding = {
         "name": "sharding_indexed",
         "configuration": {
@@ -167,16 +178,22 @@ def sharded_document(document: dict[str, Any], layout: ShardLayout) -> dict[str,
         },
     }
     sharded = dict(document)
-    sharded["chunk_grid"] = {"name": "regular", "configuration": {"chunk_shape": list(layout.shape)}}
-    sharded["chunk_key_encoding"] = {"name": "default", "configuration": {"separator": layout.separator}}
+    sharded["chunk_grid"] = {
+        "name": "regular",
+        "configuration": {"chunk_shape": list(layout.shape)},
+    }
+    sharded["chunk_key_encoding"] = {
+        "name": "default",
+        "configuration": {"separator": layout.separator},
+    }
     sharded["codecs"] = [sharding]
     return sharded
 
 
 def layout_of(document: dict[str, Any]) -> ShardLayout | None:
     """The layout of an array sharded as this tool, zarr-python and tensorstore shard arrays: one
-    ``sharding_indexed`` codec, its index at the end or the start, read by ``bytes`` (little endian) with or
-    without ``crc32c``, under v3's default keys; None for any other document."""
+    ``sharding_indexed`` codec, its index at the end or the start, read by ``bytes`` (little endian)
+    with or without ``crc32c``, under v3's default keys; None for any other document."""
     codecs, keys = document.get("codecs"), document.get("chunk_key_encoding")
     if not (isinstance(codecs, list) and len(codecs) == 1 and isinstance(codecs[0], dict)):
         return None
@@ -186,7 +203,9 @@ def layout_of(document: dict[str, Any]) -> ShardLayout | None:
     grid, inner = chunk_shape(document), configuration.get("chunk_shape")
     index_codecs = configuration.get("index_codecs", list(INDEX_CODECS))
     location = configuration.get("index_location", "end")
-    separator = keys.get("configuration", {}).get("separator", "/") if isinstance(keys, dict) else None
+    separator = (
+        keys.get("configuration", {}).get("separator", "/") if isinstance(keys, dict) else None
+    )
     if (
         grid is None
         or not isinstance(inner, list)
@@ -198,30 +217,38 @@ def layout_of(document: dict[str, Any]) -> ShardLayout | None:
     ):
         return None
     inner_shape = tuple(int(n) for n in inner)
-    if len(inner_shape) != len(grid) or any(c < 1 or s % c for s, c in zip(grid, inner_shape, strict=True)):
+    if len(inner_shape) != len(grid) or any(
+        c < 1 or s % c for s, c in zip(grid, inner_shape, strict=True)
+    ):
         return None
-    return ShardLayout(tuple(grid), inner_shape, separator, location == "end", len(index_codecs) == 2)
+    return ShardLayout(
+        tuple(grid), inner_shape, separator, location == "end", len(index_codecs) == 2
+    )
 
 
 def inner_document(sharded: dict[str, Any]) -> dict[str, Any]:
-    """A sharded array's document as if its inner chunks were its chunks (unsharded, under the same keys): what
-    says how large its chunks are, and what a new sharding of it starts from."""
+    """A sharded array's document as if its inner chunks were its chunks (unsharded, under the same
+    keys): what says how large its chunks are, and what a new sharding of it starts from."""
     configuration = sharded["codecs"][0]["configuration"]
     unsharded = dict(sharded)
-    unsharded["chunk_grid"] = {"name": "regular", "configuration": {"chunk_shape": list(configuration["chunk_shape"])}}
+    unsharded["chunk_grid"] = {
+        "name": "regular",
+        "configuration": {"chunk_shape": list(configuration["chunk_shape"])},
+    }
     unsharded["codecs"] = configuration.get("codecs", [{"name": "bytes"}])
     return unsharded
 
 
 def other_separator(separator: str) -> str:
-    """The separator of the keys a new sharding writes: never the one of the keys an array reads now, so that both
-    live side by side until the switch."""
+    """The separator of the keys a new sharding writes: never the one of the keys an array reads
+    now, so that both live side by side until the switch."""
     return "." if separator == "/" else "/"
 
 
 def holds_chunks_of(sharded: dict[str, Any], unsharded: dict[str, Any]) -> bool:
-    """Whether a sharded array's inner chunks are an unsharded array's chunks, byte for byte: the same data type,
-    chunk shape and codecs (then each of its chunk files is an inner chunk as it is)."""
+    """Whether a sharded array's inner chunks are an unsharded array's chunks, byte for byte: the
+    same data type, chunk shape and codecs (then each of its chunk files is an inner chunk as it
+    is)."""
     layout = layout_of(sharded)
     return (
         layout is not None
@@ -232,13 +259,19 @@ def holds_chunks_of(sharded: dict[str, Any], unsharded: dict[str, Any]) -> bool:
 
 
 def is_sharding_of(sharded: dict[str, Any], document: dict[str, Any]) -> bool:
-    """Whether ``sharded`` is ``document`` as `sharded_document` shards it (an earlier run's, unchanged since)."""
+    """Whether ``sharded`` is ``document`` as `sharded_document` shards it (an earlier run's,
+    unchanged since)."""
     layout = layout_of(sharded)
-    return layout is not None and sharded_document(document, layout) == sharded and holds_chunks_of(sharded, document)
+    return (
+        layout is not None
+        and sharded_document(document, layout) == sharded
+        and holds_chunks_of(sharded, document)
+    )
 
 
 class ShardPlan(NamedTuple):
-    """One shard of an array: its key, and the grid index of each inner chunk (None: past the array's edge)."""
+    """One shard of an array: its key, and the grid index of each inner chunk (None: past the
+    array's edge)."""
 
     key: str  # below the array's folder, e.g. "c/0/1"
     inner: tuple[tuple[int, ...] | None, ...]  # in C order of the inner grid

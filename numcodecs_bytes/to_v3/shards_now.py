@@ -19,13 +19,15 @@ from .sharding import ShardLayout
 __all__ = ["ShardsNow", "read_shards"]
 
 ShardsNow = tuple[dict[str, str | None], dict[str, OldShard | Exception]]
-"""An array's shards now: each one's version by path, and what each holds, by key below the array's folder."""
+"""An array's shards now: each one's version by path, and what each holds, by key below the array's
+folder."""
 
 
 def read_shards(
     store: Store, arrays: Iterable[tuple[str, tuple[int, ...], ShardLayout, list[str]]]
 ) -> dict[str, ShardsNow]:
-    """For each array (its folder, shape, layout now, and the files below its folder), its shards now, by folder."""
+    """For each array (its folder, shape, layout now, and the files below its folder), its shards
+    now, by folder."""
     wanted = {
         folder: {
             f"{folder}/{key}": key
@@ -36,10 +38,18 @@ def read_shards(
     layouts = {folder: layout for folder, _, layout, _ in arrays}
     paths = [path for shards in wanted.values() for path in shards]
     versions = store.files.versions(paths)
-    at_end = {path: layouts[folder].index_size for folder, shards in wanted.items() for path in shards
-              if layouts[folder].index_at_end}  # fmt: skip
-    at_start = [ByteRange(path, 0, layouts[folder].index_size) for folder, shards in wanted.items() for path in shards
-                if not layouts[folder].index_at_end]  # fmt: skip
+    at_end = {
+        path: layouts[folder].index_size
+        for folder, shards in wanted.items()
+        for path in shards
+        if layouts[folder].index_at_end
+    }
+    at_start = [
+        ByteRange(path, 0, layouts[folder].index_size)
+        for folder, shards in wanted.items()
+        for path in shards
+        if not layouts[folder].index_at_end
+    ]
     tails = store.files.tails(at_end)
     heads = store.files.read_ranges(at_start)
     found: dict[str, ShardsNow] = {}
@@ -50,17 +60,24 @@ def read_shards(
         for path, key in shards.items():
             version = versions.get(path)
             if isinstance(version, Exception) or version is None:
-                read[key] = version if isinstance(version, Exception) else FileNotFoundError(f"{key}: gone")
+                read[key] = (
+                    version if isinstance(version, Exception) else FileNotFoundError(f"{key}: gone")
+                )
                 continue
             shard_versions[path] = version
             read[key] = _shard(
-                layout, tails.get(path) if layout.index_at_end else heads.get(ByteRange(path, 0, layout.index_size))
+                layout,
+                tails.get(path)
+                if layout.index_at_end
+                else heads.get(ByteRange(path, 0, layout.index_size)),
             )
         found[folder] = (shard_versions, read)
     return found
 
 
-def _shard(layout: ShardLayout, read: tuple[int, bytes] | bytes | Exception | None) -> OldShard | Exception:
+def _shard(
+    layout: ShardLayout, read: tuple[int, bytes] | bytes | Exception | None
+) -> OldShard | Exception:
     """One shard from its index as read (with its size, where at its end)."""
     if read is None or isinstance(read, Exception):
         return read if isinstance(read, Exception) else OSError("not read")
@@ -70,5 +87,7 @@ def _shard(layout: ShardLayout, read: tuple[int, bytes] | bytes | Exception | No
     except ShardError as exc:
         return ShardError(reason(exc))
     if not layout.index_at_end:  # no size was read: the bytes its index reaches
-        size = max([layout.index_size, *(offset + nbytes for offset, nbytes in filter(None, entries))])
+        size = max(
+            [layout.index_size, *(offset + nbytes for offset, nbytes in filter(None, entries))]
+        )
     return OldShard(size, index, entries)

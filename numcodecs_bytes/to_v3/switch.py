@@ -1,6 +1,6 @@
-"""The one writer of a run's ``zarr.json`` files, and of each node's outcome in the report: the documents the
-metadata pass converts (`Switch.documents`), the arrays switched to new shards (`Switch.arrays`), and the
-consolidated metadata above them (`Switch.consolidations`).
+"""The one writer of a run's ``zarr.json`` files, and of each node's outcome in the report: the
+documents the metadata pass converts (`Switch.documents`), the arrays switched to new shards
+(`Switch.arrays`), and the consolidated metadata above them (`Switch.consolidations`).
 
 A ``zarr.json`` is created only where none exists, and replaced only while
 it holds what this run read or wrote (`store.Replacement`): an array whose
@@ -29,14 +29,21 @@ class Switch:
     """The writer of one run's ``zarr.json`` files (see the module's docstring)."""
 
     def __init__(self, state: RunState, on_node: Callable[[NodeResult], None] | None) -> None:
-        self.store, self.index, self.report, self.dry_run = state.store, state.index, state.report, state.dry_run
+        self.store, self.index, self.report, self.dry_run = (
+            state.store,
+            state.index,
+            state.report,
+            state.dry_run,
+        )
         self.on_node = on_node
-        self.current: dict[str, bytes] = {}  # each node's zarr.json as this run left it (written or found), by path
-        self.stale: set[str] = set()  # the groups whose consolidated metadata lists an array as it was
+        # each node's zarr.json as this run left it (written or found), by path
+        self.current: dict[str, bytes] = {}
+        # the groups whose consolidated metadata lists an array as it was
+        self.stale: set[str] = set()
 
     def documents(self, writes: list[tuple[Node, dict[str, Any]]]) -> set[str]:
-        """Each node's ``zarr.json`` in one batch (created; never over another, but a consolidated group's
-        consolidation, or one brought up to date); the paths of the nodes not written."""
+        """Each node's ``zarr.json`` in one batch (created; never over another, but a consolidated
+        group's consolidation, or one brought up to date); the paths of the nodes not written."""
         actions: dict[str, str] = {}
         failures: dict[str, Exception] = {}
         creates: dict[str, bytes] = {}
@@ -66,10 +73,17 @@ class Switch:
         return set(failures)
 
     def _written(self, node: Node, document: dict[str, Any], action: str) -> None:
-        """A node's outcome: kept as this run left it, reported with its notes (those of a node written anew;
-        the standing ones always), told to the caller."""
-        result = NodeResult(node.path, node.kind, action, node.folded, node.origin == "implicit", document,
-                            v3_only=node.origin == "v3")  # fmt: skip
+        """A node's outcome: kept as this run left it, reported with its notes (those of a node
+        written anew; the standing ones always), told to the caller."""
+        result = NodeResult(
+            node.path,
+            node.kind,
+            action,
+            node.folded,
+            node.origin == "implicit",
+            document,
+            v3_only=node.origin == "v3",
+        )
         self.current[node.path] = encoded(document) if action != "kept" else node.existing or b""
         self.report.converted.append(result)
         where = node.path or "."
@@ -83,9 +97,14 @@ class Switch:
             self.on_node(result)
 
     def arrays(self, packs: list[Pack]) -> set[str]:
-        """Each array's ``zarr.json`` replaced by its sharded document; the paths switched (the others fail)."""
+        """Each array's ``zarr.json`` replaced by its sharded document; the paths switched (the
+        others fail)."""
         failed = self.store.files.replace(
-            Replacement(f"{pack.array.folder}/zarr.json", encoded(pack.sharded), self.current[pack.array.path])
+            Replacement(
+                f"{pack.array.folder}/zarr.json",
+                encoded(pack.sharded),
+                self.current[pack.array.path],
+            )
             for pack in packs
         )
         switched = set()
@@ -104,9 +123,11 @@ class Switch:
         return switched
 
     def consolidations(self) -> None:
-        """The consolidated metadata of every group above an array switched since the last call brought up to
-        date, the deepest first (a group's consolidated metadata holds those below it)."""
-        written: dict[str, tuple[str, bytes]] = {}  # by the path of its zarr.json: the group, its new bytes
+        """The consolidated metadata of every group above an array switched since the last call
+        brought up to date, the deepest first (a group's consolidated metadata holds those below
+        it)."""
+        # by the path of its zarr.json: the group, its new bytes
+        written: dict[str, tuple[str, bytes]] = {}
         for group in sorted(self.stale, key=lambda path: -path.count("/")):
             node = self.index.nodes[group]
             try:
@@ -118,7 +139,8 @@ class Switch:
                 written[f"{node.folder}/zarr.json"] = (group, data)
         self.stale.clear()
         failed = self.store.files.replace(
-            Replacement(target, data, self.current[group]) for target, (group, data) in written.items()
+            Replacement(target, data, self.current[group])
+            for target, (group, data) in written.items()
         )
         for target, (group, data) in written.items():
             if target in failed:

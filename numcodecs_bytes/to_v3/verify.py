@@ -32,8 +32,9 @@ __all__ = ["packed_right", "unchanged"]
 
 
 def packed_right(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) -> str | None:
-    """Why the array cannot switch to the shards packed for it (None: it can): a shard not made, a chunk file of
-    the wrong size, or a chunk read otherwise through its new shard than through what the array reads now."""
+    """Why the array cannot switch to the shards packed for it (None: it can): a shard not made, a
+    chunk file of the wrong size, or a chunk read otherwise through its new shard than through what
+    the array reads now."""
     folder = pack.array.folder
     for shard in pack.shards:
         result = packed[shard.path]
@@ -51,11 +52,15 @@ def packed_right(store: Store, pack: Pack, packed: Mapping[str, Packed | Excepti
 
 
 def unchanged(
-    pack: Pack, packed: Mapping[str, Packed | Exception], versions: Mapping[str, Any], names: list[str] | Exception
+    pack: Pack,
+    packed: Mapping[str, Packed | Exception],
+    versions: Mapping[str, Any],
+    names: list[str] | Exception,
 ) -> str | None:
     """Why the array cannot switch because what it was packed from changed since (None: it did not):
-    ``versions``, each source file's version now; ``names``, the files below its folder now. A source file that
-    was not packed and is there now was written meanwhile, where there was none (a region of fill values)."""
+    ``versions``, each source file's version now; ``names``, the files below its folder now. A
+    source file that was not packed and is there now was written meanwhile, where there was none (a
+    region of fill values)."""
     for shard in pack.shards:
         result = packed[shard.path]
         assert isinstance(result, Packed)
@@ -68,15 +73,20 @@ def unchanged(
     if isinstance(names, Exception):
         return f"its files could not be listed again: {reason(names)}; {_left(pack)}"
     known = set(pack.retired())
-    new = sorted(name for name in pack.sources.stored(names).values() if f"{pack.array.folder}/{name}" not in known)
+    new = sorted(
+        name
+        for name in pack.sources.stored(names).values()
+        if f"{pack.array.folder}/{name}" not in known
+    )
     if new:
         return f"{new[0]}: written by someone else while its shards were made: {_left(pack)}"
     return None
 
 
 def _sample(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) -> str | None:
-    """The first stored chunk read through the new document and through the document the array has now: each
-    side's bytes read from the store as a reader reads them (an index and that chunk's range: not whole shards)."""
+    """The first stored chunk read through the new document and through the document the array has
+    now: each side's bytes read from the store as a reader reads them (an index and that chunk's
+    range: not whole shards)."""
     for plan, shard in zip(pack.plans, pack.shards, strict=True):
         result = packed[shard.path]
         assert isinstance(result, Packed)
@@ -89,7 +99,11 @@ def _sample(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) 
         size, total = result.sizes[stored[0]] or 0, sum(size or 0 for size in result.sizes)
         footer = INDEX_ENTRY * len(result.sizes) + 4
         chunk = source if isinstance(source, ByteRange) else ByteRange(source, 0, size)
-        wanted = [chunk, ByteRange(shard.path, start, start + size), ByteRange(shard.path, total, total + footer)]
+        wanted = [
+            chunk,
+            ByteRange(shard.path, start, start + size),
+            ByteRange(shard.path, total, total + footer),
+        ]
         read = store.files.read_ranges(wanted)
         with _Sparse() as sparse:
             try:
@@ -110,8 +124,8 @@ def _sample(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) 
 
 
 def _before(pack: Pack, source: str | ByteRange, data: bytes, sparse: _Sparse) -> dict[str, Buffer]:
-    """The files a reader of the array now reads for one chunk: its chunk file, or its shard now (its index and
-    that chunk's range)."""
+    """The files a reader of the array now reads for one chunk: its chunk file, or its shard now
+    (its index and that chunk's range)."""
     key = _relative(pack, source)
     if not isinstance(source, ByteRange):
         return {key: data}
@@ -122,9 +136,9 @@ def _before(pack: Pack, source: str | ByteRange, data: bytes, sparse: _Sparse) -
 
 
 class _Sparse:
-    """Shards as a reader sees them, in mappings whose pages hold nothing until written: memory for what is read,
-    whatever a shard's size; unmapped at the end (unless a view of one is still held, by an error's traceback: it
-    goes with the view)."""
+    """Shards as a reader sees them, in mappings whose pages hold nothing until written: memory for
+    what is read, whatever a shard's size; unmapped at the end (unless a view of one is still held,
+    by an error's traceback: it goes with the view)."""
 
     def __init__(self) -> None:
         self.maps: list[mmap.mmap] = []
@@ -147,7 +161,10 @@ class _Sparse:
 
 def _region(pack: Pack, index: tuple[int, ...]) -> tuple[slice, ...]:
     shape = pack.array.document["shape"]
-    return tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(index, pack.layout.inner, shape, strict=True))
+    return tuple(
+        slice(i * c, min((i + 1) * c, n))
+        for i, c, n in zip(index, pack.layout.inner, shape, strict=True)
+    )
 
 
 def _relative(pack: Pack, source: str | ByteRange) -> str:
@@ -155,7 +172,10 @@ def _relative(pack: Pack, source: str | ByteRange) -> str:
 
 
 def _written_meanwhile(pack: Pack, source: str | ByteRange) -> str:
-    return f"{_relative(pack, source)}: written by someone else while its shards were made: {_left(pack)}"
+    return (
+        f"{_relative(pack, source)}: written by someone else while its shards were made: "
+        f"{_left(pack)}"
+    )
 
 
 def _left(pack: Pack) -> str:
@@ -170,7 +190,8 @@ def _present(data: bytes | Exception) -> bytes:
 
 
 def _fixed_chunk_size(sharded: dict[str, Any]) -> int | None:
-    """An inner chunk's stored size where the codecs make every chunk the same size (no compressor); else None."""
+    """An inner chunk's stored size where the codecs make every chunk the same size (no compressor);
+    else None."""
     configuration = sharded["codecs"][0]["configuration"]
     names = [codec.get("name") for codec in configuration["codecs"]]
     if any(name not in ("bytes", "transpose") for name in names):

@@ -1,4 +1,5 @@
-"""xarray's conventions in Zarr v2 and in Zarr v3: the rules that make a converted array open in xarray as before.
+"""xarray's conventions in Zarr v2 and in Zarr v3: the rules that make a converted array open in
+xarray as before.
 
 xarray reads an array's dimensions from ``_ARRAY_DIMENSIONS`` (or NCZarr's
 ``dimrefs``) on v2, from ``dimension_names`` on v3; it masks with zarr's fill
@@ -21,24 +22,30 @@ import numpy as np
 __all__ = ["NCZARR_ARRAY", "XARRAY_DIMENSIONS", "xarray_conventions", "xarray_fill_value"]
 
 XARRAY_DIMENSIONS = "_ARRAY_DIMENSIONS"
-"""The attribute in which xarray keeps an array's dimension names in Zarr v2 (v3 has ``dimension_names``)."""
+"""The attribute in which xarray keeps an array's dimension names in Zarr v2 (v3 has
+``dimension_names``)."""
 
 NCZARR_ARRAY = "_NCZARR_ARRAY"
-"""The key of a ``.zarray`` in which NCZarr (netCDF-C before 4.8.2, or ``noxarray``) names an array's dimensions
-(``dimrefs``, full paths), which xarray reads on v2 where there is no ``_ARRAY_DIMENSIONS``."""
+"""The key of a ``.zarray`` in which NCZarr (netCDF-C before 4.8.2, or ``noxarray``) names an
+array's dimensions (``dimrefs``, full paths), which xarray reads on v2 where there is no
+``_ARRAY_DIMENSIONS``."""
 
 
 def _xarray_dimensions(zarray: dict[str, Any], zattrs: Mapping[str, Any]) -> tuple[Any, str] | None:
-    """The dimension names xarray reads for a v2 array, and where from; None where xarray reads none (not its array).
+    """The dimension names xarray reads for a v2 array, and where from; None where xarray reads none
+    (not its array).
 
-    ``_ARRAY_DIMENSIONS``, else the basenames of NCZarr's ``dimrefs`` in the ``.zarray``, as xarray reads them.
+    ``_ARRAY_DIMENSIONS``, else the basenames of NCZarr's ``dimrefs`` in the ``.zarray``, as xarray
+    reads them.
     """
     if XARRAY_DIMENSIONS in zattrs:
         return zattrs[XARRAY_DIMENSIONS], XARRAY_DIMENSIONS
     nczarr = zarray.get(NCZARR_ARRAY)
     references = nczarr.get("dimrefs") if isinstance(nczarr, dict) else None
     if isinstance(references, list) and all(isinstance(reference, str) for reference in references):
-        return [posixpath.basename(reference) for reference in references], f"{NCZARR_ARRAY} dimrefs"
+        return [
+            posixpath.basename(reference) for reference in references
+        ], f"{NCZARR_ARRAY} dimrefs"
     return None
 
 
@@ -63,31 +70,42 @@ def xarray_conventions(
     names, source = found
     shape = zarray.get("shape")
     rank = len(shape) if isinstance(shape, list) else None
-    if not (isinstance(names, list) and len(names) == rank and all(isinstance(name, str) for name in names)):
+    if not (
+        isinstance(names, list)
+        and len(names) == rank
+        and all(isinstance(name, str) for name in names)
+    ):
         return (
             zattrs,
             None,
             [
-                f"{source} {json.dumps(names)} is not a list of {rank} names (one per axis): kept as an "
-                "attribute, and no dimension_names (xarray opens no v3 array without them)"
+                f"{source} {json.dumps(names)} is not a list of {rank} names (one per axis): kept "
+                "as an attribute, and no dimension_names (xarray opens no v3 array without them)"
             ],
         )
     hidden = [key for key in zattrs if key != XARRAY_DIMENSIONS and key.lower().startswith("_nc")]
-    attributes = {key: value for key, value in zattrs.items() if key != XARRAY_DIMENSIONS and key not in hidden}
+    attributes = {
+        key: value
+        for key, value in zattrs.items()
+        if key != XARRAY_DIMENSIONS and key not in hidden
+    }
     notes = []
     if source != XARRAY_DIMENSIONS:
-        notes.append(f"dimension_names from NCZarr's {source} in .zarray, as xarray reads them on v2")
+        notes.append(
+            f"dimension_names from NCZarr's {source} in .zarray, as xarray reads them on v2"
+        )
     if hidden:
         notes.append(
-            f"attributes {', '.join(hidden)} dropped: NCZarr's own, which xarray hides on v2 and would show on v3"
+            f"attributes {', '.join(hidden)} dropped: NCZarr's own, which xarray hides on v2 and "
+            "would show on v3"
         )
     fill_note = _xarray_mask(zarray, attributes)
     return attributes, names, [*notes, *([fill_note] if fill_note else [])]
 
 
 def _xarray_mask(zarray: dict[str, Any], attributes: dict[str, Any]) -> str | None:
-    """Sets ``attributes["_FillValue"]`` to what xarray masked with on v2, as it reads it on v3; a note where that
-    is not the attribute as it was, or where v3 cannot say it.
+    """Sets ``attributes["_FillValue"]`` to what xarray masked with on v2, as it reads it on v3; a
+    note where that is not the attribute as it was, or where v3 cannot say it.
 
     On v2 xarray masks with zarr's fill value, or with the ``_FillValue``
     attribute as it is where the fill value is null (a null attribute masks
@@ -102,19 +120,32 @@ def _xarray_mask(zarray: dict[str, Any], attributes: dict[str, Any]) -> str | No
     try:
         attributes["_FillValue"] = xarray_fill_value(mask, dtype)
     except ValueError as exc:
-        masked = f"the fill value {json.dumps(mask)}" if fill_value is not None else f"_FillValue {json.dumps(mask)}"
-        return f"no _FillValue attribute: {exc}; xarray masked elements equal to {masked} on v2, and does not in v3"
-    if present and fill_value is not None and not _masks_alike(before, attributes["_FillValue"], dtype):
+        masked = (
+            f"the fill value {json.dumps(mask)}"
+            if fill_value is not None
+            else f"_FillValue {json.dumps(mask)}"
+        )
         return (
-            f"its _FillValue attribute {json.dumps(before)} is replaced by {json.dumps(attributes['_FillValue'])}: "
-            f"xarray masked with the fill value {json.dumps(fill_value)} on v2 (it ignores the attribute where the "
-            "array has a fill value), and masks with the attribute alone on v3"
+            f"no _FillValue attribute: {exc}; xarray masked elements equal to {masked} on v2, and "
+            "does not in v3"
+        )
+    if (
+        present
+        and fill_value is not None
+        and not _masks_alike(before, attributes["_FillValue"], dtype)
+    ):
+        return (
+            f"its _FillValue attribute {json.dumps(before)} is replaced by "
+            f"{json.dumps(attributes['_FillValue'])}: xarray masked with the fill value "
+            f"{json.dumps(fill_value)} on v2 (it ignores the attribute where the array has a fill "
+            "value), and masks with the attribute alone on v3"
         )
     return None
 
 
 def _masks_alike(attribute: Any, encoded: Any, v2_dtype: Any) -> bool:
-    """Whether a ``_FillValue`` attribute as it was says the value ``encoded`` says (only spelled otherwise)."""
+    """Whether a ``_FillValue`` attribute as it was says the value ``encoded`` says (only spelled
+    otherwise)."""
     try:
         return bool(xarray_fill_value(attribute, v2_dtype) == encoded)
     except ValueError:
@@ -128,8 +159,10 @@ def xarray_fill_value(fill_value: Any, v2_dtype: Any) -> Any:
     float64, complex numbers as two of those: what xarray reads back on v3 as
     the value it masked with on v2.
 
-    >>> xarray_fill_value("NaN", "<f4"), xarray_fill_value(-9999, "<i2"), xarray_fill_value([1.0, "NaN"], "<c8")
-    ('AAAAAAAA+H8=', -9999, ['AAAAAAAA8D8=', 'AAAAAAAA+H8='])
+    >>> xarray_fill_value("NaN", "<f4"), xarray_fill_value(-9999, "<i2")
+    ('AAAAAAAA+H8=', -9999)
+    >>> xarray_fill_value([1.0, "NaN"], "<c8")
+    ['AAAAAAAA8D8=', 'AAAAAAAA+H8=']
 
     Raises
     ------
@@ -151,7 +184,10 @@ def xarray_fill_value(fill_value: Any, v2_dtype: Any) -> Any:
         parts = [_float64_base64(part) for part in fill_value]
         encoded = None if None in parts else parts
     if encoded is None:
-        raise ValueError(f"xarray reads no v3 _FillValue for data type {v2_dtype!r} with fill value {fill_value!r}")
+        raise ValueError(
+            f"xarray reads no v3 _FillValue for data type {v2_dtype!r} with fill value "
+            f"{fill_value!r}"
+        )
     return encoded
 
 
@@ -160,12 +196,16 @@ _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
 def _float64_base64(value: Any) -> str | None:
-    """A v2 float fill value (a number, or "NaN", "Infinity", "-Infinity") as xarray spells it in v3; None for
-    anything else."""
+    """A v2 float fill value (a number, or "NaN", "Infinity", "-Infinity") as xarray spells it in
+    v3; None for anything else."""
     if isinstance(value, str):
         number = _FLOAT_WORDS.get(value)
     elif isinstance(value, int | float) and not isinstance(value, bool):
         number = float(value)
     else:
         number = None
-    return None if number is None else base64.standard_b64encode(struct.pack("<d", number)).decode("ascii")
+    return (
+        None
+        if number is None
+        else base64.standard_b64encode(struct.pack("<d", number)).decode("ascii")
+    )

@@ -1,4 +1,5 @@
-"""What the command line prints of the library's messages: the flag where a message names a parameter."""
+"""What the command line prints of the library's messages: the flag where a message names a
+parameter."""
 
 from __future__ import annotations
 
@@ -14,19 +15,28 @@ from numcodecs_bytes.cli.output import FLAGS, shown
     ("message", "printed"),
     [
         ("no answer within 60 s (request_timeout)", "no answer within 60 s (--request-timeout)"),
-        ("no answer before the time limit (run_timeout)", "no answer before the time limit (--run-timeout)"),
-        ("reading chunk 0 fails (x); verify=False converts without the check", "reading chunk 0 fails (x); --no-verify "
-         "converts without the check"),
-        ("left as v2 for readers on zarr-python 3.1 (oldest_zarr)", "left as v2 for readers on zarr-python 3.1 "
-         "(--oldest-zarr)"),
+        (
+            "no answer before the time limit (run_timeout)",
+            "no answer before the time limit (--run-timeout)",
+        ),
+        (
+            "reading chunk 0 fails (x); verify=False converts without the check",
+            "reading chunk 0 fails (x); --no-verify converts without the check",
+        ),
+        (
+            "left as v2 for readers on zarr-python 3.1 (oldest_zarr)",
+            "left as v2 for readers on zarr-python 3.1 (--oldest-zarr)",
+        ),
         ("a name like my_request_timeout_x stays", "a name like my_request_timeout_x stays"),
     ],
-)  # fmt: skip
+)
 def test_a_parameter_a_message_names_is_printed_as_its_flag(message: str, printed: str) -> None:
     assert shown(message) == printed
 
 
-def test_every_flag_a_message_may_name_is_one_the_command_line_takes(capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_flag_a_message_may_name_is_one_the_command_line_takes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Each flag a message may print is in the --help of a store command (as a user finds it)."""
     taken = set()
     for command in ("migrate", "to-v3", "reshard"):

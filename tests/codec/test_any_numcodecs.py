@@ -1,4 +1,5 @@
-"""Zarr v3 arrays: the codec through zarr-any-numcodecs, and reading stores written by zarr-python."""
+"""Zarr v3 arrays: the codec through zarr-any-numcodecs, and reading stores written by zarr-
+python."""
 
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as
 
 needs_any_numcodecs = pytest.mark.skipif(
     not has_module("zarr_any_numcodecs"),
-    reason="zarr-any-numcodecs is not installed (the interop extra has it on Python 3.11: it needs numcodecs < 0.17)",
+    reason="zarr-any-numcodecs is not installed (the interop extra has it on Python 3.11: it needs "
+    "numcodecs < 0.17)",
 )
 
-# zarr-any-numcodecs passes out= to decode, so a codec without dtype works there; its config warns all the same
-# (the warning is for Zarr v2 filters, which get no out).
+# zarr-any-numcodecs passes out= to decode, so a codec without dtype works there; its config warns
+# all the same (the warning is for Zarr v2 filters, which get no out).
 pytestmark = pytest.mark.filterwarnings("ignore:BytesCodec.*has no dtype:UserWarning")
 
 NUMERIC = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -33,7 +35,9 @@ SHAPE, CHUNKS = (5, 7), (2, 3)  # edge chunks on both axes
 
 
 def values(dtype: str) -> np.ndarray[Any, Any]:
-    base: np.ndarray[Any, Any] = np.arange(np.prod(SHAPE)).reshape(SHAPE) * 2_654_435_761 % 100_003 - 50_000
+    base: np.ndarray[Any, Any] = (
+        np.arange(np.prod(SHAPE)).reshape(SHAPE) * 2_654_435_761 % 100_003 - 50_000
+    )
     if dtype == "bool":
         return np.asarray(base % 3 == 0)
     if dtype.startswith("complex"):
@@ -41,7 +45,11 @@ def values(dtype: str) -> np.ndarray[Any, Any]:
     if dtype.startswith("float"):
         return (base / 7).astype(dtype)
     info = np.iinfo(dtype)
-    return (base % min(int(info.max) + 1, 1 << 62)).astype(dtype) if dtype.startswith("uint") else base.astype(dtype)
+    return (
+        (base % min(int(info.max) + 1, 1 << 62)).astype(dtype)
+        if dtype.startswith("uint")
+        else base.astype(dtype)
+    )
 
 
 def chunk_files(path: Path) -> dict[str, bytes]:
@@ -63,19 +71,28 @@ def test_adapter_chunks_are_byte_identical_to_zarr_native(
 
     data = values(dtype)
     ours = BytesCodec(endian=endian, dtype=data.dtype if with_dtype else None)  # type: ignore[arg-type]
-    common: dict[str, Any] = dict(shape=SHAPE, chunks=CHUNKS, dtype=data.dtype, compressors=None, fill_value=0)
+    common: dict[str, Any] = dict(
+        shape=SHAPE, chunks=CHUNKS, dtype=data.dtype, compressors=None, fill_value=0
+    )
     common["config"] = {"write_empty_chunks": True}  # compare all 9 chunks, fill-valued ones too
     adapted = zarr.create_array(
-        store=str(tmp_path / "ours.zarr"), serializer=any_numcodecs.AnyNumcodecsArrayBytesCodec(ours), **common
+        store=str(tmp_path / "ours.zarr"),
+        serializer=any_numcodecs.AnyNumcodecsArrayBytesCodec(ours),
+        **common,
     )
-    native = zarr.create_array(store=str(tmp_path / "native.zarr"), serializer=ZarrBytesCodec(endian=endian), **common)
+    native = zarr.create_array(
+        store=str(tmp_path / "native.zarr"), serializer=ZarrBytesCodec(endian=endian), **common
+    )
     adapted[...] = data
     native[...] = data
 
     reopened = zarr.open_array(str(tmp_path / "ours.zarr"), mode="r")
     assert np.array_equal(reopened[...], data)
     assert np.array_equal(reopened[1:4, 2:6], data[1:4, 2:6])
-    ours_files, native_files = chunk_files(tmp_path / "ours.zarr"), chunk_files(tmp_path / "native.zarr")
+    ours_files, native_files = (
+        chunk_files(tmp_path / "ours.zarr"),
+        chunk_files(tmp_path / "native.zarr"),
+    )
     assert ours_files.keys() == native_files.keys() and len(ours_files) == 9
     assert ours_files == native_files
     codecs = json.loads((tmp_path / "ours.zarr" / "zarr.json").read_text())["codecs"]
@@ -84,7 +101,9 @@ def test_adapter_chunks_are_byte_identical_to_zarr_native(
 
 @pytest.mark.parametrize("dtype", NUMERIC)
 @pytest.mark.parametrize("endian", ["little", "big"])
-def test_from_v3_decodes_a_store_written_by_zarr_python(tmp_path: Path, dtype: str, endian: str) -> None:
+def test_from_v3_decodes_a_store_written_by_zarr_python(
+    tmp_path: Path, dtype: str, endian: str
+) -> None:
     data = values(dtype)
     store = tmp_path / "native.zarr"
     z = zarr.create_array(
@@ -99,7 +118,9 @@ def test_from_v3_decodes_a_store_written_by_zarr_python(tmp_path: Path, dtype: s
     )
     z[...] = data
     metadata = json.loads((store / "zarr.json").read_text())
-    (entry,) = [c for c in metadata["codecs"] if (c if isinstance(c, str) else c["name"]) == "bytes"]
+    (entry,) = [
+        c for c in metadata["codecs"] if (c if isinstance(c, str) else c["name"]) == "bytes"
+    ]
     codec = BytesCodec.from_v3(entry, dtype=metadata["data_type"])
 
     expected = zarr.open_array(str(store), mode="r")[...]
@@ -119,7 +140,8 @@ FAMILY_SAMPLES = {
     "S5": np.array([b"", b"abcde", b"\x00\x01"], dtype="S5"),
     "V3": np.frombuffer(bytes(range(9)), dtype="V3"),
     "struct": np.array(
-        [(1, 1.5, b"ab"), (2, -0.0, b""), (65535, np.inf, b"z")], [("a", "<u2"), ("b", "<f4"), ("c", "S2")]
+        [(1, 1.5, b"ab"), (2, -0.0, b""), (65535, np.inf, b"z")],
+        [("a", "<u2"), ("b", "<f4"), ("c", "S2")],
     ),
 }
 
@@ -130,15 +152,21 @@ def test_from_v3_takes_the_data_type_object_of_zarr_json(tmp_path: Path, name: s
     endian = "big"
     store = tmp_path / "a.zarr"
     z = zarr.create_array(
-        store=str(store), shape=data.shape, chunks=data.shape, dtype=data.dtype, compressors=None,
-        serializer=ZarrBytesCodec(endian=endian), config={"write_empty_chunks": True},
-    )  # fmt: skip
+        store=str(store),
+        shape=data.shape,
+        chunks=data.shape,
+        dtype=data.dtype,
+        compressors=None,
+        serializer=ZarrBytesCodec(endian=endian),
+        config={"write_empty_chunks": True},
+    )
     z[...] = data
     metadata = json.loads((store / "zarr.json").read_text())
     assert isinstance(metadata["data_type"], dict)  # the object form, not a name
     entry = metadata["codecs"][0]
     if name == "struct" and not ZARR_SWAPS_STRUCT_FIELDS:
-        # zarr-python before 3.3 (fixed by PR #4142) drops the endian a multi-byte struct requires: refused
+        # zarr-python before 3.3 (fixed by PR #4142) drops the endian a multi-byte struct requires:
+        # refused
         assert entry == {"name": "bytes"}
         with pytest.raises(ValueError, match="endian is required for data type struct"):
             BytesCodec.from_v3(entry, dtype=metadata["data_type"])
@@ -150,12 +178,15 @@ def test_from_v3_takes_the_data_type_object_of_zarr_json(tmp_path: Path, name: s
     codec = BytesCodec.from_v3(entry, dtype=metadata["data_type"])
     assert codec.dtype == data.dtype
     decoded = codec.decode((store / "c" / "0").read_bytes())
-    assert decoded.tobytes() == zarr.open_array(str(store), mode="r")[...].tobytes() == data.tobytes()
+    assert (
+        decoded.tobytes() == zarr.open_array(str(store), mode="r")[...].tobytes() == data.tobytes()
+    )
 
 
 @needs_any_numcodecs
 def test_adapter_scrambles_arrays_in_f_order_so_the_readme_steers_to_the_native_codec() -> None:
-    """zarr-any-numcodecs 0.1.3 encodes a chunk in its memory order but decodes into a C-order array.
+    """zarr-any-numcodecs 0.1.3 encodes a chunk in its memory order but decodes into a C-order
+    array.
 
     The README documents C order as the only safe configuration of the adapter;
     if this starts to pass through unchanged data, the adapter was fixed.
@@ -165,9 +196,13 @@ def test_adapter_scrambles_arrays_in_f_order_so_the_readme_steers_to_the_native_
     data = np.arange(24, dtype="<i4").reshape(4, 6)
     for order, intact in (("C", True), ("F", False)):
         z = zarr.create_array(
-            store={}, shape=data.shape, chunks=(2, 3), dtype=data.dtype, compressors=None,
+            store={},
+            shape=data.shape,
+            chunks=(2, 3),
+            dtype=data.dtype,
+            compressors=None,
             serializer=any_numcodecs.AnyNumcodecsArrayBytesCodec(BytesCodec(endian="big")),
             config={"order": order},
-        )  # fmt: skip
+        )
         z[...] = data
         assert np.array_equal(z[...], data) == intact, order

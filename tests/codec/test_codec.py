@@ -17,7 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support.samples import ML_DTYPES_NAMES, NUMPY_NATIVE, expected_bytes, sample_array, sample_dtype
+from support.samples import (
+    ML_DTYPES_NAMES,
+    NUMPY_NATIVE,
+    expected_bytes,
+    sample_array,
+    sample_dtype,
+)
 from support.stack import HAS_STRING_DTYPE, ZARR_SWAPS_STRUCT_FIELDS, needs_ml_dtypes
 
 from numcodecs_bytes import DATA_TYPES, BytesCodec, migrate_config
@@ -25,7 +31,12 @@ from numcodecs_bytes.data_types import leaves, needs_endian, unit_dtype
 
 SHAPES = [(), (0,), (7,), (2, 3), (3, 1, 4)]
 # Each memory layout once: F order differs from C only with two axes longer than 1.
-LAYOUTS = [(shape, order) for shape in SHAPES for order in "CF" if order == "C" or sum(n > 1 for n in shape) >= 2]
+LAYOUTS = [
+    (shape, order)
+    for shape in SHAPES
+    for order in "CF"
+    if order == "C" or sum(n > 1 for n in shape) >= 2
+]
 NAMES = list(DATA_TYPES)
 
 
@@ -37,12 +48,13 @@ def endians(name: str) -> list[str | None]:
 CASES = [(name, endian) for name in NAMES for endian in endians(name)]
 
 
-# -- round trips against the numpy oracle ------------------------------------------------------------
+# -- round trips against the numpy oracle ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(("name", "endian"), CASES)
 def test_round_trip_matches_numpy(name: str, endian: str | None) -> None:
-    """Every memory layout of the data type (a loop: one test item per type keeps the suite fast)."""
+    """Every memory layout of the data type (a loop: one test item per type keeps the suite
+    fast)."""
     for shape, order in LAYOUTS:
         layout = f"shape {shape}, order {order}"
         data = sample_array(name, shape, order)
@@ -50,7 +62,9 @@ def test_round_trip_matches_numpy(name: str, endian: str | None) -> None:
         codec = BytesCodec(endian=endian, dtype=data.dtype)  # type: ignore[arg-type]
         encoded = codec.encode(data)
         assert bytes(encoded) == expected_bytes(data, endian), layout
-        assert data.tobytes(order="A") == before.tobytes(order="A"), f"encode modified its input: {layout}"
+        assert data.tobytes(order="A") == before.tobytes(order="A"), (
+            f"encode modified its input: {layout}"
+        )
 
         decoded = codec.decode(encoded)
         assert decoded.dtype == data.dtype and decoded.shape == (data.size,), layout
@@ -79,7 +93,11 @@ def test_in_memory_byte_order_does_not_change_the_output(name: str, endian: str)
     big_in_memory = data.astype(data.dtype.newbyteorder(">"))
     # Without a dtype the codec takes each array's own; the bytes are the same either way.
     free = BytesCodec(endian=endian)  # type: ignore[arg-type]
-    assert bytes(free.encode(big_in_memory)) == bytes(free.encode(data)) == expected_bytes(data, endian)
+    assert (
+        bytes(free.encode(big_in_memory))
+        == bytes(free.encode(data))
+        == expected_bytes(data, endian)
+    )
     # With one, decode returns that dtype: data in the other byte order would come back as other
     # values where it is viewed as its own dtype (a Zarr v2 array does): refused, never written.
     codec = BytesCodec(endian=endian, dtype=data.dtype)  # type: ignore[arg-type]
@@ -87,7 +105,8 @@ def test_in_memory_byte_order_does_not_change_the_output(name: str, endian: str)
     if unit_dtype(big_in_memory.dtype) != unit_dtype(data.dtype):
         with pytest.raises(ValueError, match=r"in the other byte order: decode returns"):
             codec.encode(big_in_memory)
-    out = np.empty(5, big_in_memory.dtype)  # decoding into either byte order is exact: out says which
+    # decoding into either byte order is exact: out says which
+    out = np.empty(5, big_in_memory.dtype)
     codec.decode(codec.encode(data), out=out)
     assert out.tobytes() == big_in_memory.tobytes()
 
@@ -97,7 +116,9 @@ def test_strided_input_is_encoded_in_c_order(endian: str) -> None:
     data = np.arange(60, dtype="<c8").reshape(3, 4, 5).transpose(2, 0, 1)[::2, :, 1:]
     assert not data.flags.forc
     codec = BytesCodec(endian=endian, dtype="<c8")  # type: ignore[arg-type]
-    assert bytes(codec.encode(data)) == data.astype({"little": "<c8", "big": ">c8"}[endian]).tobytes(order="C")
+    assert bytes(codec.encode(data)) == data.astype(
+        {"little": "<c8", "big": ">c8"}[endian]
+    ).tobytes(order="C")
 
 
 @needs_ml_dtypes
@@ -110,7 +131,13 @@ def test_strided_ml_dtypes_input() -> None:
 @pytest.mark.parametrize("step", [2, -1, -3])
 @pytest.mark.parametrize(
     ("name", "endian"),
-    [("int32", "big"), ("int32", "little"), ("bool", None), ("fixed_length_utf32", "big"), ("struct", "big")],
+    [
+        ("int32", "big"),
+        ("int32", "little"),
+        ("bool", None),
+        ("fixed_length_utf32", "big"),
+        ("struct", "big"),
+    ],
 )
 def test_flat_strided_input_is_gathered(name: str, endian: str | None, step: int) -> None:
     # A flat array is used as it is when contiguous; a strided or reversed one must be gathered,
@@ -123,7 +150,7 @@ def test_flat_strided_input_is_gathered(name: str, endian: str | None, step: int
     assert codec.decode(encoded).tobytes() == np.ascontiguousarray(data).tobytes()
 
 
-# -- every kind of input buffer ------------------------------------------------------------------------
+# -- every kind of input buffer --------------------------------------------------------------------
 
 
 def buffer_kinds(data: np.ndarray[Any, Any]) -> dict[str, Any]:
@@ -138,7 +165,8 @@ def buffer_kinds(data: np.ndarray[Any, Any]) -> dict[str, Any]:
         "ndarray subclass": as_uint8.view(_Sub),
     }
     if len(raw) % 2 == 0 and len(raw) > 2:
-        kinds["2-d F-order array"] = as_uint8.reshape(-1, 2, order="F")  # memory order is still raw's
+        # memory order is still raw's
+        kinds["2-d F-order array"] = as_uint8.reshape(-1, 2, order="F")
     if data.dtype.kind in "iuf" and data.dtype.char in array.typecodes:
         kinds["array.array"] = array.array(data.dtype.char, data.tolist())
     return kinds
@@ -170,7 +198,11 @@ def test_every_kind_of_input_buffer(name: str) -> None:
                 codec.encode(buf)
         else:
             assert bytes(codec.encode(buf)) == want, kind
-    stored = {kind: buf for kind, buf in buffer_kinds(np.frombuffer(want, np.uint8)).items() if kind != "array.array"}
+    stored = {
+        kind: buf
+        for kind, buf in buffer_kinds(np.frombuffer(want, np.uint8)).items()
+        if kind != "array.array"
+    }
     for kind, buf in stored.items():
         assert codec.decode(buf).tobytes() == data.tobytes(), kind
         out = np.empty_like(data)
@@ -187,9 +219,11 @@ def test_ndarray_subclass_in_and_out() -> None:
     assert np.array_equal(out, data)
 
 
-# -- independent oracle: zarr-python's own BytesCodec ------------------------------------------------
+# -- independent oracle: zarr-python's own BytesCodec ----------------------------------------------
 
-ZARR_CASES = [(name, endian) for name in NAMES if name not in ML_DTYPES_NAMES for endian in ("little", "big")]
+ZARR_CASES = [
+    (name, endian) for name in NAMES if name not in ML_DTYPES_NAMES for endian in ("little", "big")
+]
 
 
 @pytest.mark.parametrize(("name", "endian"), ZARR_CASES)
@@ -201,7 +235,9 @@ def test_matches_zarr_python_bytes_codec(name: str, endian: str) -> None:
     data = sample_array(name, (3, 4))
     if name == "struct":  # zarr-python 3.1 cannot create arrays of nested structs: a flat one
         flat = np.dtype([("id", "<u2"), ("x", "<f4"), ("tag", "S2"), ("z", "<c8")])
-        data = np.array([(i * 4099, i / 3, b"ab"[: i % 3], complex(i, -i)) for i in range(12)], flat).reshape(3, 4)
+        data = np.array(
+            [(i * 4099, i / 3, b"ab"[: i % 3], complex(i, -i)) for i in range(12)], flat
+        ).reshape(3, 4)
     chunks: dict[str, Any] = {}
     z = zarr.create_array(
         store=MemoryStore(chunks),
@@ -216,7 +252,8 @@ def test_matches_zarr_python_bytes_codec(name: str, endian: str) -> None:
     zarr_bytes = chunks["c/0/0"].to_bytes()
     ours = BytesCodec(endian=endian, dtype=data.dtype)  # type: ignore[arg-type]
     if name == "struct" and endian == "big" and not ZARR_SWAPS_STRUCT_FIELDS:
-        # zarr-python before 3.3 (fixed by PR #4142) ignores endian for structs: native, little endian fields
+        # zarr-python before 3.3 (fixed by PR #4142) ignores endian for structs: native, little
+        # endian fields
         assert zarr_bytes == bytes(BytesCodec(endian="little", dtype=data.dtype).encode(data))
         assert zarr_bytes != bytes(ours.encode(data))
         return
@@ -224,7 +261,7 @@ def test_matches_zarr_python_bytes_codec(name: str, endian: str) -> None:
     assert ours.decode(zarr_bytes).tobytes() == data.tobytes()
 
 
-# -- zero copy, one pass, no temporaries ------------------------------------------------------------
+# -- zero copy, one pass, no temporaries -----------------------------------------------------------
 
 
 def test_caller_array_is_never_modified_even_when_read_only() -> None:
@@ -235,7 +272,7 @@ def test_caller_array_is_never_modified_even_when_read_only() -> None:
     assert bytes(encoded) == np.arange(10, dtype=">u4").tobytes()
 
 
-# -- data-type specific rules ------------------------------------------------------------------------
+# -- data-type specific rules ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("corrupt", [2, 0x80, 0xFF])
@@ -282,7 +319,7 @@ def test_struct_with_an_ml_dtypes_field() -> None:
     assert BytesCodec.from_config(json.loads(json.dumps(codec.get_config()))) == codec
 
 
-# -- bad input: clear errors, nothing lost --------------------------------------------------------------
+# -- bad input: clear errors, nothing lost ---------------------------------------------------------
 
 
 @pytest.mark.parametrize("endian", ["BIG", "Little", "<", ">", "", 1, True, b"big", ["big"]])
@@ -293,7 +330,14 @@ def test_invalid_endian(endian: Any) -> None:
 
 @pytest.mark.parametrize(
     "dtype",
-    ["int16", "<f8", "complex64", "<U4", [("a", "u1"), ("b", "<i2")], pytest.param("bfloat16", marks=needs_ml_dtypes)],
+    [
+        "int16",
+        "<f8",
+        "complex64",
+        "<U4",
+        [("a", "u1"), ("b", "<i2")],
+        pytest.param("bfloat16", marks=needs_ml_dtypes),
+    ],
 )
 def test_endian_is_required_for_multi_byte_types(dtype: Any) -> None:
     with pytest.raises(ValueError, match="endian is required for data type"):
@@ -318,7 +362,12 @@ def test_endian_is_optional_and_inert_for_single_byte_types(dtype: Any, endian: 
     "dtype",
     [
         *[object, "O", [("a", "<i4"), ("b", "O")]],
-        pytest.param("T", marks=pytest.mark.skipif(not HAS_STRING_DTYPE, reason="StringDType is new in numpy 2.0")),
+        pytest.param(
+            "T",
+            marks=pytest.mark.skipif(
+                not HAS_STRING_DTYPE, reason="StringDType is new in numpy 2.0"
+            ),
+        ),
     ],
 )
 def test_object_and_variable_length_dtypes_raise_type_error(dtype: Any) -> None:
@@ -328,7 +377,9 @@ def test_object_and_variable_length_dtypes_raise_type_error(dtype: Any) -> None:
 
 def test_encode_rejects_another_dtype() -> None:
     codec = BytesCodec(endian="big", dtype="<i4")
-    with pytest.raises(ValueError, match=r"the array to encode has dtype float32, but the codec's dtype is int32"):
+    with pytest.raises(
+        ValueError, match=r"the array to encode has dtype float32, but the codec's dtype is int32"
+    ):
         codec.encode(np.zeros(3, "<f4"))
     with pytest.raises(ValueError, match="codec's dtype is"):
         BytesCodec(dtype="r16").encode(np.zeros(3, "V4"))
@@ -353,19 +404,25 @@ def test_encode_multi_byte_without_endian_raises() -> None:
 def test_encode_raw_buffer_needs_a_dtype_and_whole_elements() -> None:
     with pytest.raises(TypeError, match="needs the codec's dtype"):
         BytesCodec(endian="big").encode(b"\x00\x01")
-    with pytest.raises(ValueError, match="buffer of 6 bytes is not a whole number of 4-byte elements"):
+    with pytest.raises(
+        ValueError, match="buffer of 6 bytes is not a whole number of 4-byte elements"
+    ):
         BytesCodec(endian="big", dtype="<i4").encode(b"\x00" * 6)
 
 
 @pytest.mark.parametrize("size", [1, 3, 7, 9])
 def test_decode_rejects_partial_elements(size: int) -> None:
-    with pytest.raises(ValueError, match=f"buffer of {size} bytes is not a whole number of 4-byte elements"):
+    with pytest.raises(
+        ValueError, match=f"buffer of {size} bytes is not a whole number of 4-byte elements"
+    ):
         BytesCodec(endian="big", dtype="<f4").decode(b"\x00" * size)
 
 
 def test_decode_size_mismatch_with_out_names_both_sizes_and_leaves_out_untouched() -> None:
     out = np.full(3, 7, "<i4")
-    with pytest.raises(ValueError, match=r"buffer of 8 bytes does not match out: 3 elements of int32 are 12 bytes"):
+    with pytest.raises(
+        ValueError, match=r"buffer of 8 bytes does not match out: 3 elements of int32 are 12 bytes"
+    ):
         BytesCodec(endian="big", dtype="<i4").decode(b"\x00" * 8, out=out)
     with pytest.raises(ValueError, match=r"buffer of 16 bytes does not match out"):
         BytesCodec(endian="big").decode(b"\x00" * 16, out=out)
@@ -410,7 +467,7 @@ def test_decode_of_non_buffers_and_object_arrays() -> None:
         codec.decode(np.zeros(16, np.uint8)[::2])
 
 
-# -- config, equality, pickling ------------------------------------------------------------------------
+# -- config, equality, pickling --------------------------------------------------------------------
 
 CONFIG_CASES = [
     BytesCodec(),
@@ -421,21 +478,28 @@ CONFIG_CASES = [
     BytesCodec(endian="little", dtype="<M8[ns]"),
     BytesCodec(endian="big", dtype="<U5"),
     BytesCodec(endian="big", dtype=sample_dtype("struct")),
-    BytesCodec(endian="big", dtype={"names": ["a"], "formats": ["<u4"], "offsets": [4], "itemsize": 12}),
+    BytesCodec(
+        endian="big", dtype={"names": ["a"], "formats": ["<u4"], "offsets": [4], "itemsize": 12}
+    ),
 ]
 
 
 @pytest.mark.parametrize("codec", CONFIG_CASES, ids=repr)
 def test_config_round_trips(codec: BytesCodec) -> None:
-    if codec.dtype is None:  # such a config decodes only into out: taken for a Zarr v2 filter, never readable
-        with pytest.warns(UserWarning, match=r"has no dtype: .* could be written but not read\); give dtype="):
+    # such a config decodes only into out: taken for a Zarr v2 filter, never readable
+    if codec.dtype is None:
+        with pytest.warns(
+            UserWarning, match=r"has no dtype: .* could be written but not read\); give dtype="
+        ):
             config = codec.get_config()
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             config = codec.get_config()
     assert config["id"] == "bytes"
-    assert set(config) == {"id"} | {key for key in ("endian", "dtype") if getattr(codec, key) is not None}
+    assert set(config) == {"id"} | {
+        key for key in ("endian", "dtype") if getattr(codec, key) is not None
+    }
     from_json = json.loads(json.dumps(config))
     assert BytesCodec.from_config(from_json) == codec
     assert numcodecs.get_codec(from_json) == codec
@@ -452,7 +516,9 @@ def test_repr_and_equality() -> None:
     assert repr(BytesCodec()) == "BytesCodec()"
     assert BytesCodec(endian="big") != BytesCodec(endian="little")
     assert BytesCodec(endian="big", dtype="<i4") != BytesCodec(endian="big", dtype=">i4")
-    assert BytesCodec(endian="big", dtype="int32") == BytesCodec(endian="big", dtype=np.dtype("<i4"))
+    assert BytesCodec(endian="big", dtype="int32") == BytesCodec(
+        endian="big", dtype=np.dtype("<i4")
+    )
     assert BytesCodec(endian="big") != object()
     assert len({BytesCodec(endian="big"), BytesCodec(endian="big"), BytesCodec()}) == 2
 
@@ -475,19 +541,27 @@ def test_from_config_rejects_unknown_keys_and_ids() -> None:
         numcodecs.get_codec({"id": "bytes", "endian": "middle"})
 
 
-# -- Zarr v3 metadata ------------------------------------------------------------------------------------
+# -- Zarr v3 metadata ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["bytes", "endian"])
 def test_from_v3_accepts_every_form(name: str) -> None:
     big = BytesCodec(endian="big", dtype="<i4")
-    assert BytesCodec.from_v3({"name": name, "configuration": {"endian": "big"}}, dtype="<i4") == big
     assert (
-        BytesCodec.from_v3({"name": name, "configuration": {"endian": "big"}, "must_understand": True}, dtype="int32")
+        BytesCodec.from_v3({"name": name, "configuration": {"endian": "big"}}, dtype="<i4") == big
+    )
+    assert (
+        BytesCodec.from_v3(
+            {"name": name, "configuration": {"endian": "big"}, "must_understand": True},
+            dtype="int32",
+        )
         == big
     )
     assert (
-        BytesCodec.from_v3({"name": name, "configuration": {"endian": "big"}, "must_understand": False}, dtype="<i4")
+        BytesCodec.from_v3(
+            {"name": name, "configuration": {"endian": "big"}, "must_understand": False},
+            dtype="<i4",
+        )
         == big
     )
     assert BytesCodec.from_v3(name) == BytesCodec()
@@ -513,8 +587,14 @@ def test_from_v3_rejects_others() -> None:
 
 
 def test_to_v3() -> None:
-    assert BytesCodec(endian="big", dtype="<i4").to_v3() == {"name": "bytes", "configuration": {"endian": "big"}}
-    assert BytesCodec(endian="little").to_v3() == {"name": "bytes", "configuration": {"endian": "little"}}
+    assert BytesCodec(endian="big", dtype="<i4").to_v3() == {
+        "name": "bytes",
+        "configuration": {"endian": "big"},
+    }
+    assert BytesCodec(endian="little").to_v3() == {
+        "name": "bytes",
+        "configuration": {"endian": "little"},
+    }
     assert BytesCodec(dtype="u1").to_v3() == {"name": "bytes"}
     for codec in CONFIG_CASES:
         assert BytesCodec.from_v3(codec.to_v3(), dtype=codec.dtype) == codec
@@ -529,14 +609,18 @@ def test_to_v3_matches_zarr_python() -> None:
     assert BytesCodec().to_v3() == ZarrBytesCodec(endian=None).to_dict()
 
 
-# -- the legacy endian id -----------------------------------------------------------------------------------
+# -- the legacy endian id --------------------------------------------------------------------------
 
 
 def test_migrate_config() -> None:
     v2 = {"id": "endian", "endian": "big", "dtype": "<i4"}
     v3 = {"name": "endian", "configuration": {"endian": "little"}, "must_understand": True}
     assert migrate_config(v2) == {"id": "bytes", "endian": "big", "dtype": "<i4"}
-    assert migrate_config(v3) == {"name": "bytes", "configuration": {"endian": "little"}, "must_understand": True}
+    assert migrate_config(v3) == {
+        "name": "bytes",
+        "configuration": {"endian": "little"},
+        "must_understand": True,
+    }
     assert migrate_config("endian") == "bytes"
     assert v2["id"] == "endian" and v3["name"] == "endian", "migrate_config mutated its input"
     for other in (
@@ -565,7 +649,9 @@ assert type(new).__module__.startswith("numcodecs_bytes")
 assert new == old and old.get_config()["id"] == "bytes", (new, old)
 print(bytes(new.encode(__import__("numpy").arange(2, dtype="<i4"))).hex())
 """
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "0000000000000001"
 
@@ -577,7 +663,7 @@ def test_importing_registers_both_ids() -> None:
     assert codec_registry["endian"] is BytesCodec
 
 
-# -- property-based ----------------------------------------------------------------------------------------
+# -- property-based --------------------------------------------------------------------------------
 
 numeric_dtypes = st.sampled_from(
     ["<i2", ">i4", "<u8", ">u2", "<f2", ">f4", "<f8", ">c8", "<c16", "<M8[us]", ">m8[D]", "?", "i1"]
@@ -585,8 +671,15 @@ numeric_dtypes = st.sampled_from(
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=st.data(), dtype=numeric_dtypes, endian=st.sampled_from(["little", "big"]), order=st.sampled_from("CF"))
-def test_random_arrays_round_trip_and_match_numpy(data: st.DataObject, dtype: str, endian: str, order: str) -> None:
+@given(
+    data=st.data(),
+    dtype=numeric_dtypes,
+    endian=st.sampled_from(["little", "big"]),
+    order=st.sampled_from("CF"),
+)
+def test_random_arrays_round_trip_and_match_numpy(
+    data: st.DataObject, dtype: str, endian: str, order: str
+) -> None:
     shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5))
     values = data.draw(hnp.arrays(np.dtype(dtype), shape))
     values = np.asarray(values, order=order)  # type: ignore[call-overload]
@@ -600,23 +693,36 @@ def test_random_arrays_round_trip_and_match_numpy(data: st.DataObject, dtype: st
 
 @st.composite
 def views(draw: st.DrawFn, dtype: str) -> np.ndarray[Any, Any]:
-    """Any view numpy makes of an array of ``dtype``: C or F order, axes permuted, steps of either sign."""
+    """Any view numpy makes of an array of ``dtype``: C or F order, axes permuted, steps of either
+    sign."""
     shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6))
-    base = np.asarray(draw(hnp.arrays(np.dtype(dtype), shape)), dtype, order=draw(st.sampled_from("CF")))
+    base = np.asarray(
+        draw(hnp.arrays(np.dtype(dtype), shape)), dtype, order=draw(st.sampled_from("CF"))
+    )
     view = base.transpose(draw(st.permutations(range(base.ndim))))
-    steps = draw(st.lists(st.sampled_from([1, 1, 2, -1, -3]), min_size=view.ndim, max_size=view.ndim))
-    index: tuple[Any, ...] = (..., *(slice(None, None, step) for step in steps))  # with ...: 0-d stays an array
+    steps = draw(
+        st.lists(st.sampled_from([1, 1, 2, -1, -3]), min_size=view.ndim, max_size=view.ndim)
+    )
+    # with ...: 0-d stays an array
+    index: tuple[Any, ...] = (..., *(slice(None, None, step) for step in steps))
     sliced: np.ndarray[Any, Any] = view[index]
     return sliced
 
 
 @settings(max_examples=300, deadline=None)
-@given(data=st.data(), dtype=st.sampled_from(["<i2", "<u4", "<i8", "<f2", "<f4", "<f8", "<c8", "<c16", ">i4", ">f8"]))
-def test_any_view_of_a_numeric_array_and_stored_bytes_match_numpy(data: st.DataObject, dtype: str) -> None:
-    """Numeric types in the other byte order: the codec calls numpy's copy itself for small native arrays."""
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(["<i2", "<u4", "<i8", "<f2", "<f4", "<f8", "<c8", "<c16", ">i4", ">f8"]),
+)
+def test_any_view_of_a_numeric_array_and_stored_bytes_match_numpy(
+    data: st.DataObject, dtype: str
+) -> None:
+    """Numeric types in the other byte order: the codec calls numpy's copy itself for small native
+    arrays."""
     view = data.draw(views(dtype))
     endian = "big" if dtype[0] == "<" else "little"
-    order = "F" if view.flags.f_contiguous and not view.flags.c_contiguous else "C"  # the memory order, else C
+    # the memory order, else C
+    order = "F" if view.flags.f_contiguous and not view.flags.c_contiguous else "C"
     before = view.tobytes(order="A")
     codec = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
     encoded = codec.encode(view)
@@ -644,17 +750,27 @@ def test_any_view_of_a_numeric_array_and_stored_bytes_match_numpy(data: st.DataO
 
 @settings(max_examples=150, deadline=None)
 @given(
-    name=st.sampled_from([n for n in NAMES if not DATA_TYPES[n].bool_bytes and DATA_TYPES[n].value_bits is None]),
+    name=st.sampled_from(
+        [n for n in NAMES if not DATA_TYPES[n].bool_bytes and DATA_TYPES[n].value_bits is None]
+    ),
     endian=st.sampled_from(["little", "big"]),
     raw=st.binary(max_size=96),
 )
-def test_any_stored_bytes_decode_and_encode_back_unchanged(name: str, endian: str, raw: bytes) -> None:
+def test_any_stored_bytes_decode_and_encode_back_unchanged(
+    name: str, endian: str, raw: bytes
+) -> None:
     dtype = sample_dtype(name)
     raw = raw[: len(raw) - len(raw) % dtype.itemsize]
     codec = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
     stored = np.frombuffer(raw, np.uint8).reshape(-1, dtype.itemsize)
-    bool_bytes = [offset + i for offset, count, row in leaves(dtype) if row.name == "bool" for i in range(count)]
-    if bool_bytes and stored.size and int(stored[:, bool_bytes].max()) > 1:  # the sample struct's bool field
+    bool_bytes = [
+        offset + i
+        for offset, count, row in leaves(dtype)
+        if row.name == "bool"
+        for i in range(count)
+    ]
+    # the sample struct's bool field
+    if bool_bytes and stored.size and int(stored[:, bool_bytes].max()) > 1:
         with pytest.raises(ValueError, match="corrupt bool data"):
             codec.decode(raw)
         return
@@ -663,4 +779,4 @@ def test_any_stored_bytes_decode_and_encode_back_unchanged(name: str, endian: st
     assert bytes(codec.encode(codec.decode(raw, out=out))) == raw
 
 
-# -- Zarr v3 data type objects (the zarr.json form) ----------------------------------------------------------
+# -- Zarr v3 data type objects (the zarr.json form) ------------------------------------------------

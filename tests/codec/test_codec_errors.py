@@ -30,7 +30,7 @@ from numcodecs_bytes import BytesCodec, set_nthreads
 BIG_I4 = BytesCodec(endian="big", dtype="<i4")
 
 
-# -- decode_partial: exact integer arithmetic ----------------------------------------------------------
+# -- decode_partial: exact integer arithmetic ------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", [np.int8, np.int16, np.int32, np.uint64, np.int64])
@@ -43,7 +43,8 @@ def test_decode_partial_with_numpy_integers_is_exact(kind: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("start", "nitems"), [(np.int64(2**62), np.int64(2**62)), (2**62, 2**62), (np.uint64(2**63), 1), (19_999, 2)]
+    ("start", "nitems"),
+    [(np.int64(2**62), np.int64(2**62)), (2**62, 2**62), (np.uint64(2**63), 1), (19_999, 2)],
 )
 def test_decode_partial_out_of_range_is_a_value_error(start: Any, nitems: Any) -> None:
     encoded = bytes(BIG_I4.encode(np.arange(20_000, dtype="<i4")))
@@ -74,7 +75,9 @@ def test_raw_buffers_are_named_and_byte_order_prefixed_byte_formats_are_raw() ->
     assert memoryview(raw).format == "<B"
     assert BIG_I4.decode(raw).tolist() == [0x00010203, 0x04050607]
     assert bytes(BIG_I4.encode(raw)) == bytes([3, 2, 1, 0, 7, 6, 5, 4])
-    expected = r"^expected an array or a buffer \(bytes, bytearray, memoryview, array\.array\), got int$"
+    expected = (
+        r"^expected an array or a buffer \(bytes, bytearray, memoryview, array\.array\), got int$"
+    )
     with pytest.raises(TypeError, match=expected):
         BIG_I4.encode(3)
     with pytest.raises(TypeError, match=r"^encoding a raw bytearray needs the codec's dtype"):
@@ -82,7 +85,13 @@ def test_raw_buffers_are_named_and_byte_order_prefixed_byte_formats_are_raw() ->
 
 
 def test_codecs_of_different_configs_hash_apart() -> None:
-    codecs = [BytesCodec(), BytesCodec(endian="big"), BytesCodec(endian="little"), BIG_I4, BytesCodec(dtype="u1")]
+    codecs = [
+        BytesCodec(),
+        BytesCodec(endian="big"),
+        BytesCodec(endian="little"),
+        BIG_I4,
+        BytesCodec(dtype="u1"),
+    ]
     assert len({hash(codec) for codec in codecs}) == len(codecs)
 
 
@@ -91,7 +100,7 @@ def test_decode_partial_with_a_zero_itemsize_out() -> None:
         BytesCodec().decode_partial(b"abcd", 0, 1, out=np.empty(0, "V0"))
 
 
-# -- numeric parameters from metadata -------------------------------------------------------------------
+# -- numeric parameters from metadata --------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -131,7 +140,9 @@ def test_datetimes_of_the_generic_unit_are_served_as_the_registry_allows(generic
     assert codec.decode(codec.encode(data)).view("<i8").tolist() == [0, 1, -(2**63)]
     name = "numpy.datetime64" if generic == "<M8" else "numpy.timedelta64"
     for configuration in ({"unit": "generic", "scale_factor": 1}, {"unit": "generic"}):
-        assert BytesCodec(endian="big", dtype={"name": name, "configuration": configuration}).dtype == np.dtype(generic)
+        assert BytesCodec(
+            endian="big", dtype={"name": name, "configuration": configuration}
+        ).dtype == np.dtype(generic)
     micro = {"name": name, "configuration": {"unit": "μs", "scale_factor": 10}}
     assert BytesCodec(endian="big", dtype=micro).dtype == np.dtype(generic + "[10us]")
 
@@ -139,23 +150,37 @@ def test_datetimes_of_the_generic_unit_are_served_as_the_registry_allows(generic
 def test_numeric_parameters_name_their_limits_and_datetimes_default_to_scale_1() -> None:
     largest = 2**31 - 1
     limits = rf"length_bytes must be a whole number from 1 to {largest}"
-    assert BytesCodec(dtype={"name": "r*", "configuration": {"length_bytes": largest}}).dtype == np.dtype(f"V{largest}")
+    assert BytesCodec(
+        dtype={"name": "r*", "configuration": {"length_bytes": largest}}
+    ).dtype == np.dtype(f"V{largest}")
     with pytest.raises(ValueError, match=rf"{limits}, got {largest + 1}"):
-        BytesCodec(dtype={"name": "null_terminated_bytes", "configuration": {"length_bytes": largest + 1}})
+        BytesCodec(
+            dtype={"name": "null_terminated_bytes", "configuration": {"length_bytes": largest + 1}}
+        )
     with pytest.raises(ValueError, match=rf"{limits}, a multiple of 4, got 6"):
-        BytesCodec(endian="big", dtype={"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}})
+        BytesCodec(
+            endian="big", dtype={"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}}
+        )
     with pytest.raises(ValueError, match=rf"{limits}, got 0\)"):
         BytesCodec(dtype={"name": "r*", "configuration": {"length_bytes": 0}})  # no "multiple of 1"
-    assert BytesCodec(endian="big", dtype={"name": "numpy.datetime64", "configuration": {"unit": "ms"}}).dtype == (
-        np.dtype("<M8[ms]")
-    )
+    assert BytesCodec(
+        endian="big", dtype={"name": "numpy.datetime64", "configuration": {"unit": "ms"}}
+    ).dtype == (np.dtype("<M8[ms]"))
     with pytest.raises(
-        ValueError, match=r"unit must be one of Y, M, W, D, h, m, s, ms, us, μs, ns, ps, fs, as, generic, got 'x'"
+        ValueError,
+        match=r"unit must be one of Y, M, W, D, h, m, s, ms, us, μs, ns, ps, fs, as, generic, "
+        r"got 'x'",
     ):
-        BytesCodec(endian="big", dtype={"name": "numpy.timedelta64", "configuration": {"unit": "x"}})
-    with pytest.raises(ValueError, match=r"unknown Zarr v3 data type 'int3'; supported: bool, int8, int16,"):
+        BytesCodec(
+            endian="big", dtype={"name": "numpy.timedelta64", "configuration": {"unit": "x"}}
+        )
+    with pytest.raises(
+        ValueError, match=r"unknown Zarr v3 data type 'int3'; supported: bool, int8, int16,"
+    ):
         BytesCodec(dtype={"name": "int3"})
-    with pytest.raises(TypeError, match=r"configuration of Zarr v3 data type 'r\*' must be an object, got 3"):
+    with pytest.raises(
+        TypeError, match=r"configuration of Zarr v3 data type 'r\*' must be an object, got 3"
+    ):
         BytesCodec(dtype={"name": "r*", "configuration": 3})
     with pytest.raises(ValueError, match=r"fields must be a list, got 'ab'"):
         BytesCodec(dtype={"name": "struct", "configuration": {"fields": "ab"}})
@@ -194,9 +219,11 @@ def test_malformed_data_type_objects_are_clean_errors(data_type: Any) -> None:
         BytesCodec(endian="big", dtype=data_type)
 
 
-# -- structs ---------------------------------------------------------------------------------------------
+# -- structs ---------------------------------------------------------------------------------------
 
-PADDED = np.dtype({"names": ["a", "b"], "formats": ["<i2", "<i4"], "offsets": [0, 4], "itemsize": 12})
+PADDED = np.dtype(
+    {"names": ["a", "b"], "formats": ["<i2", "<i4"], "offsets": [0, 4], "itemsize": 12}
+)
 
 
 @pytest.mark.parametrize("endian", ["little", "big"])
@@ -205,7 +232,8 @@ def test_struct_padding_is_copied_from_the_input_never_uninitialised(endian: str
     for _ in range(20):  # fresh buffers of a few sizes, as the allocator hands them out
         zeros = np.zeros(100, PADDED)
         assert bytes(codec.encode(zeros)) == bytes(zeros.nbytes)
-    data = np.frombuffer(bytes(range(120)), PADDED)  # padding bytes hold 2, 3, 8..11 of each element
+    # padding bytes hold 2, 3, 8..11 of each element
+    data = np.frombuffer(bytes(range(120)), PADDED)
     encoded = bytes(codec.encode(data))
     expected = bytearray(data.tobytes())
     if endian == "big":
@@ -219,12 +247,19 @@ def test_struct_padding_is_copied_from_the_input_never_uninitialised(endian: str
 @pytest.mark.parametrize(
     ("dtype", "message"),
     [
-        (np.dtype({"names": ["a", "b"], "formats": ["<i4", "<i4"], "offsets": [0, 2], "itemsize": 8}), "overlaps"),
+        (
+            np.dtype(
+                {"names": ["a", "b"], "formats": ["<i4", "<i4"], "offsets": [0, 2], "itemsize": 8}
+            ),
+            "overlaps",
+        ),
         (np.dtype([(("a title", "a"), "<i4")]), "has a title"),
         (np.zeros(1, [("a", "<i4"), ("b", "<f8")])[["b", "a"]].dtype, "memory order"),
     ],
 )
-def test_struct_layouts_that_cannot_round_trip_are_refused_at_construction(dtype: np.dtype[Any], message: str) -> None:
+def test_struct_layouts_that_cannot_round_trip_are_refused_at_construction(
+    dtype: np.dtype[Any], message: str
+) -> None:
     with pytest.raises(ValueError, match=message):
         BytesCodec(endian="big", dtype=dtype)
     with pytest.raises(ValueError, match=message):
@@ -238,7 +273,7 @@ def test_numpy_subarray_field_spelling_is_accepted() -> None:
     assert numcodecs.get_codec(json.loads(json.dumps(codec.get_config()))) == codec
 
 
-# -- bool -----------------------------------------------------------------------------------------------
+# -- bool ------------------------------------------------------------------------------------------
 
 
 def test_encode_writes_only_canonical_bool_bytes() -> None:
@@ -250,7 +285,9 @@ def test_encode_writes_only_canonical_bool_bytes() -> None:
     assert codec.decode(encoded).tolist() == [False, True, True, True]
 
 
-STRUCT_WITH_BOOLS = np.dtype([("x", "<i2"), ("flags", "?", (2,)), ("inner", [("ok", "?"), ("y", "<f4")])])
+STRUCT_WITH_BOOLS = np.dtype(
+    [("x", "<i2"), ("flags", "?", (2,)), ("inner", [("ok", "?"), ("y", "<f4")])]
+)
 
 
 def test_bool_fields_of_structs_are_checked_on_decode_and_normalised_on_encode() -> None:
@@ -260,28 +297,36 @@ def test_bool_fields_of_structs_are_checked_on_decode_and_normalised_on_encode()
     raw[1, 3] = 9  # flags[1] of element 1
     raw[2, 4] = 2  # inner.ok of element 2
     encoded = bytes(codec.encode(data))
-    assert encoded[STRUCT_WITH_BOOLS.itemsize + 3] == 1 and encoded[2 * STRUCT_WITH_BOOLS.itemsize + 4] == 1
+    assert (
+        encoded[STRUCT_WITH_BOOLS.itemsize + 3] == 1
+        and encoded[2 * STRUCT_WITH_BOOLS.itemsize + 4] == 1
+    )
     stored = bytearray(encoded)
     stored[STRUCT_WITH_BOOLS.itemsize + 3] = 9
     out = np.full(3, 0, STRUCT_WITH_BOOLS)
     before = out.tobytes()
-    with pytest.raises(ValueError, match=f"corrupt bool data: byte {STRUCT_WITH_BOOLS.itemsize + 3} is 0x09"):
+    with pytest.raises(
+        ValueError, match=f"corrupt bool data: byte {STRUCT_WITH_BOOLS.itemsize + 3} is 0x09"
+    ):
         codec.decode(bytes(stored), out=out)
     assert out.tobytes() == before
     with pytest.raises(ValueError, match="corrupt bool data"):
         codec.decode(bytes(stored))
 
 
-# -- overlap, subclasses, threads -------------------------------------------------------------------------
+# -- overlap, subclasses, threads ------------------------------------------------------------------
 
 
 @pytest.fixture(params=["equal parts", "caller's part larger"])
 def split_copies(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Any:
-    """Work from MIN_SPLIT_BYTES on is split over threads wherever it can be (as if that had been found to pay).
+    """Work from MIN_SPLIT_BYTES on is split over threads wherever it can be (as if that had been
+    found to pay).
 
     In equal parts, or with the caller's part the larger (as when helpers were found to start late).
     """
-    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, self.add))
+    monkeypatch.setattr(
+        numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, self.add)
+    )
     if request.param == "caller's part larger":
         callers_part_larger(monkeypatch)
     monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
@@ -312,7 +357,10 @@ def test_a_large_split_bool_check_names_the_first_corrupt_byte_and_leaves_out_un
     data = np.zeros((3 << 20) // np.dtype(dtype).itemsize, dtype)
     stored = np.frombuffer(bytes(codec.encode(data)), np.uint8).copy()
     itemsize = np.dtype(dtype).itemsize
-    late, early = (len(data) - 2) * itemsize + itemsize - 1, (len(data) * 3 // 4) * itemsize + itemsize - 1
+    late, early = (
+        (len(data) - 2) * itemsize + itemsize - 1,
+        (len(data) * 3 // 4) * itemsize + itemsize - 1,
+    )
     stored[late], stored[early] = 0x05, 0x09  # both in the helper's part: the first is named
     out = np.full_like(data, 1)
     with pytest.raises(ValueError, match=f"corrupt bool data: byte {early} is 0x09"):
@@ -322,7 +370,9 @@ def test_a_large_split_bool_check_names_the_first_corrupt_byte_and_leaves_out_un
 
 @needs_ml_dtypes
 @pytest.mark.parametrize("shift", [0, 1, -1, 1 << 20])
-def test_int4_masked_while_copied_into_out_even_where_out_overlaps_buf(split_copies: None, shift: int) -> None:
+def test_int4_masked_while_copied_into_out_even_where_out_overlaps_buf(
+    split_copies: None, shift: int
+) -> None:
     import ml_dtypes
 
     codec = BytesCodec(dtype=ml_dtypes.int4)
@@ -350,13 +400,15 @@ def test_matrix_as_buf_is_its_flat_bytes() -> None:
     data = np.arange(6, dtype="<i4")
     buf = np.matrix(np.frombuffer(bytes(BIG_I4.encode(data)), np.uint8))
     decoded = BIG_I4.decode(buf)
-    assert type(decoded) is np.ndarray and decoded.shape == (6,) and decoded.tolist() == data.tolist()
+    assert (
+        type(decoded) is np.ndarray and decoded.shape == (6,) and decoded.tolist() == data.tolist()
+    )
     assert BIG_I4.decode_partial(buf, 2, 3).tolist() == [2, 3, 4]
     with pytest.raises(ValueError, match="corrupt bool data: byte 2 is 0x07"):
         BytesCodec(dtype="bool").decode(np.matrix([[0, 1, 7]], dtype=np.uint8))
 
 
-# -- every codec that constructs round-trips ------------------------------------------------------------------
+# -- every codec that constructs round-trips -------------------------------------------------------
 
 
 @needs_ml_dtypes
@@ -373,7 +425,7 @@ def test_ml_dtypes_that_the_registry_does_not_know_are_refused() -> None:
             BytesCodec(endian="big", dtype=swapped)
 
 
-# -- clean errors ------------------------------------------------------------------------------------------
+# -- clean errors ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("config", ["bytes", ["id", "bytes"], None, 3])
@@ -402,15 +454,21 @@ def test_memoryview_of_python_objects_is_refused() -> None:
         BIG_I4.decode(memoryview(objects))  # type: ignore[arg-type]
 
 
-# -- numcodecs' own checks ---------------------------------------------------------------------------------
+# -- numcodecs' own checks -------------------------------------------------------------------------
 
 
 def check_encode_decode(data: np.ndarray[Any, Any], codec: BytesCodec) -> None:
     """numcodecs' ``check_encode_decode``: any buffer in, any buffer out."""
 
     def same(result: Any) -> None:
-        order: Literal["C", "F"] = "F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C"
-        stored = result.ravel("K").view(np.uint8).tobytes() if isinstance(result, np.ndarray) else bytes(result)
+        order: Literal["C", "F"] = (
+            "F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C"
+        )
+        stored = (
+            result.ravel("K").view(np.uint8).tobytes()
+            if isinstance(result, np.ndarray)
+            else bytes(result)
+        )
         got = np.frombuffer(stored, data.dtype).reshape(data.shape, order=order)
         assert got.tobytes(order="A") == data.tobytes(order="A")
 
@@ -418,7 +476,12 @@ def check_encode_decode(data: np.ndarray[Any, Any], codec: BytesCodec) -> None:
     for source in (data, raw, bytearray(raw), array.array("b", raw)):
         same(codec.decode(codec.encode(source)))
     encoded = bytes(codec.encode(data))
-    for stored in (encoded, bytearray(encoded), array.array("b", encoded), np.frombuffer(encoded, "u1")):
+    for stored in (
+        encoded,
+        bytearray(encoded),
+        array.array("b", encoded),
+        np.frombuffer(encoded, "u1"),
+    ):
         same(codec.decode(stored))
     out = np.empty_like(data)
     codec.decode(encoded, out=out)
@@ -430,13 +493,16 @@ def check_encode_decode(data: np.ndarray[Any, Any], codec: BytesCodec) -> None:
 
 def check_config(codec: BytesCodec) -> None:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # a codec without dtype says its config cannot decode alone
+        # a codec without dtype says its config cannot decode alone
+        warnings.simplefilter("ignore", UserWarning)
         config = json.loads(json.dumps(codec.get_config()))
     assert codec == numcodecs.get_codec(config)
     assert pickle.loads(pickle.dumps(codec)) == codec
 
 
-@pytest.mark.parametrize("dtype", ["<i2", ">i4", "<u8", "<f4", ">f8", "<c16", "|b1", "|i1", "<M8[ms]", "<U3", "S4"])
+@pytest.mark.parametrize(
+    "dtype", ["<i2", ">i4", "<u8", "<f4", ">f8", "<c16", "|b1", "|i1", "<M8[ms]", "<U3", "S4"]
+)
 @pytest.mark.parametrize("endian", ["little", "big"])
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_numcodecs_round_trip_checks(dtype: str, endian: str, order: str) -> None:
@@ -446,9 +512,22 @@ def test_numcodecs_round_trip_checks(dtype: str, endian: str, order: str) -> Non
     check_config(codec)
 
 
-# -- the fuzz test ----------------------------------------------------------------------------------------------
+# -- the fuzz test ---------------------------------------------------------------------------------
 
-SCALAR_DTYPES = ["|b1", "|i1", "|u1", "<i2", ">i2", "<u4", ">i8", "<f2", ">f4", "<f8", "<c8", ">c16"]
+SCALAR_DTYPES = [
+    "|b1",
+    "|i1",
+    "|u1",
+    "<i2",
+    ">i2",
+    "<u4",
+    ">i8",
+    "<f2",
+    ">f4",
+    "<f8",
+    "<c8",
+    ">c16",
+]
 SCALAR_DTYPES += ["<M8[s]", ">m8[10ms]", "<U2", ">U1", "S3", "V2"]
 
 
@@ -485,7 +564,9 @@ def _multi_byte(dtype: np.dtype[Any]) -> bool:
 
 def _corrupt_bools(raw: bytes, dtype: np.dtype[Any]) -> bool:
     """Whether a bool byte of the elements in ``raw`` is above 0x01 (numpy's own field offsets)."""
-    stored = np.frombuffer(raw[: len(raw) // dtype.itemsize * dtype.itemsize], np.uint8).reshape(-1, dtype.itemsize)
+    stored = np.frombuffer(raw[: len(raw) // dtype.itemsize * dtype.itemsize], np.uint8).reshape(
+        -1, dtype.itemsize
+    )
     return any(int(stored[:, offset].max(initial=0)) > 1 for offset in _bool_offsets(dtype))
 
 
@@ -498,14 +579,24 @@ def _bool_offsets(dtype: np.dtype[Any], offset: int = 0) -> list[int]:
         ]
     if dtype.subdtype is not None:
         base, shape = dtype.subdtype
-        return [o for i in range(int(np.prod(shape))) for o in _bool_offsets(base, offset + i * base.itemsize)]
+        return [
+            o
+            for i in range(int(np.prod(shape)))
+            for o in _bool_offsets(base, offset + i * base.itemsize)
+        ]
     return [offset] if dtype.kind == "b" else []
 
 
 def fuzz_case(
-    codec_class: type[BytesCodec], dtype: np.dtype[Any], endian: Any, raw: bytes, out_kind: str, configured: bool
+    codec_class: type[BytesCodec],
+    dtype: np.dtype[Any],
+    endian: Any,
+    raw: bytes,
+    out_kind: str,
+    configured: bool,
 ) -> str:
-    """The property: the oracle's bytes where the input is valid, a clean error exactly where it is not.
+    """The property: the oracle's bytes where the input is valid, a clean error exactly where it is
+    not.
 
     Validity is decided here from the inputs alone (numpy's byte orders and
     field offsets), never from the codec. Returns the path the example took.
@@ -521,7 +612,8 @@ def fuzz_case(
 
     # encode: a sample of the dtype made from the raw bytes
     count = len(raw) // dtype.itemsize
-    data = np.frombuffer(bytearray(raw[: count * dtype.itemsize]), dtype)  # (numpy's copy() drops padding bytes)
+    # (numpy's copy() drops padding bytes)
+    data = np.frombuffer(bytearray(raw[: count * dtype.itemsize]), dtype)
     before = _bytes_of(data)
     if endian is None and multi_byte:  # no codec dtype: the data's type needs an endian
         with pytest.raises(ValueError, match="endian is required"):
@@ -570,11 +662,14 @@ def fuzz_case(
 
 @st.composite
 def dtypes_and_stored(draw: st.DrawFn) -> tuple[np.dtype[Any], bytes]:
-    """A dtype, and stored bytes: whole elements mostly, now and then a few bytes more; bool-valid bytes often."""
+    """A dtype, and stored bytes: whole elements mostly, now and then a few bytes more; bool-valid
+    bytes often."""
     dtype = draw(dtypes())
     count = draw(st.integers(0, 6))
     extra = draw(st.sampled_from([0, 0, 0, 0, 1, 3]))
-    raw = draw(st.binary(min_size=count * dtype.itemsize + extra, max_size=count * dtype.itemsize + extra))
+    raw = draw(
+        st.binary(min_size=count * dtype.itemsize + extra, max_size=count * dtype.itemsize + extra)
+    )
     if draw(st.booleans()):
         raw = bytes(byte & 1 for byte in raw)
     return dtype, raw
@@ -583,7 +678,9 @@ def dtypes_and_stored(draw: st.DrawFn) -> tuple[np.dtype[Any], bytes]:
 FUZZ = {
     "case": dtypes_and_stored(),
     "endian": st.sampled_from(["little", "big", "little", "big", "little", "big", None, "BIG", ""]),
-    "out_kind": st.sampled_from(["none", "array", "bytearray", "wrong size", "other dtype", "read-only"]),
+    "out_kind": st.sampled_from(
+        ["none", "array", "bytearray", "wrong size", "other dtype", "read-only"]
+    ),
     "configured": st.booleans(),
 }
 
@@ -591,16 +688,25 @@ FUZZ = {
 def run_fuzz(codec_class: type[BytesCodec], examples: int, shrink: bool = True) -> dict[str, int]:
     """Run the property over ``examples`` drawn examples; count the paths they took.
 
-    ``shrink=False``: stop at the first failing example, as it is (the broken codecs' runs), and draw the
-    same examples every time: a random draw of 400 missed the never-checking codec about one run in thirty.
+    ``shrink=False``: stop at the first failing example, as it is (the broken codecs' runs), and
+    draw the same examples every time: a random draw of 400 missed the never-checking codec about
+    one run in thirty.
     """
     paths: dict[str, int] = {}
     phases = settings().phases if shrink else (Phase.explicit, Phase.generate)
     fixed = settings(derandomize=not shrink, database=settings().database if shrink else None)
 
-    @settings(fixed, max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), phases=phases)
+    @settings(
+        fixed,
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        phases=phases,
+    )
     @given(**FUZZ)
-    def check(case: tuple[np.dtype[Any], bytes], endian: Any, out_kind: str, configured: bool) -> None:
+    def check(
+        case: tuple[np.dtype[Any], bytes], endian: Any, out_kind: str, configured: bool
+    ) -> None:
         dtype, raw = case
         path = fuzz_case(codec_class, dtype, endian, raw, out_kind, configured)
         event(path)
@@ -612,12 +718,14 @@ def run_fuzz(codec_class: type[BytesCodec], examples: int, shrink: bool = True) 
 
 def test_fuzz_equals_the_oracle_or_a_clean_error() -> None:
     run_fuzz(BytesCodec, 400)  # new draws every run
-    # How often the oracle is compared is counted on the same draws every run: hypothesis leaves whole
-    # branches of a strategy out of some runs (swarm testing), and one random run compared only 48 of 400.
+    # How often the oracle is compared is counted on the same draws every run: hypothesis leaves
+    # whole branches of a strategy out of some runs (swarm testing), and one random run compared
+    # only 48 of 400.
     paths = run_fuzz(BytesCodec, 400, shrink=False)
     valid = sum(count for path, count in paths.items() if path.startswith("valid"))
     assert valid >= 50, paths  # the oracle is compared often, not only errors checked
-    assert sum(path.startswith("valid: decode") for path in paths) >= 3, paths  # several kinds of out
+    # several kinds of out
+    assert sum(path.startswith("valid: decode") for path in paths) >= 3, paths
 
 
 class _AlwaysRaises(BytesCodec):
@@ -638,14 +746,18 @@ class _NeverChecks(BytesCodec):
         if resolved is None or out is not None:
             return super().decode(buf, out=out)
         raw, size = bytes(buf), resolved.stored_dtype.itemsize
-        return np.frombuffer(raw[: len(raw) // size * size], resolved.stored_dtype).astype(resolved.memory_dtype)
+        return np.frombuffer(raw[: len(raw) // size * size], resolved.stored_dtype).astype(
+            resolved.memory_dtype
+        )
 
 
 @pytest.mark.parametrize(
     ("broken", "failure"),
     [(_AlwaysRaises, "ValueError: broken"), (_NeverChecks, "Failed: DID NOT RAISE")],
 )  # an error where the input is valid; values where an error is due
-def test_the_fuzz_property_fails_against_a_broken_codec(broken: type[BytesCodec], failure: str) -> None:
+def test_the_fuzz_property_fails_against_a_broken_codec(
+    broken: type[BytesCodec], failure: str
+) -> None:
     with pytest.raises((AssertionError, ValueError, pytest.fail.Exception)) as caught:
         run_fuzz(broken, 400, shrink=False)
     assert f"{caught.type.__name__}: {caught.value}".startswith(failure)
@@ -659,7 +771,9 @@ def _bytes_of(buffer: Any) -> bytes:
 
 def _oracle(data: np.ndarray[Any, Any], endian: str | None) -> bytes:
     """numpy with an explicit byte order; the bytes of no field (padding) as ``data`` holds them."""
-    expected = np.frombuffer(bytearray(expected_bytes(data, endian)), np.uint8).reshape(-1, data.dtype.itemsize)
+    expected = np.frombuffer(bytearray(expected_bytes(data, endian)), np.uint8).reshape(
+        -1, data.dtype.itemsize
+    )
     own = np.frombuffer(_bytes_of(data), np.uint8).reshape(-1, data.dtype.itemsize)
     padding = sorted(set(range(data.dtype.itemsize)) - _field_bytes(data.dtype))
     expected[:, padding] = own[:, padding]
@@ -682,7 +796,7 @@ def _bool_runs(dtype: np.dtype[Any]) -> list[tuple[int, int]]:
     return [(offset, count) for offset, count, row in leaves(dtype) if row.name == "bool"]
 
 
-# -- third review: buffers, scalars and raw types -----------------------------------------------------------
+# -- third review: buffers, scalars and raw types --------------------------------------------------
 
 
 def test_an_f_ordered_memoryview_out_is_filled_in_its_memory_order() -> None:
@@ -690,7 +804,8 @@ def test_an_f_ordered_memoryview_out_is_filled_in_its_memory_order() -> None:
     base = np.full((2, 3), -1, "<i4", order="F")
     decoded = BIG_I4.decode(encoded, out=base.data)
     assert np.shares_memory(decoded, base)
-    assert base.ravel("K").tolist() == [0, 1, 2, 3, 4, 5]  # the elements, in the buffer's memory order
+    # the elements, in the buffer's memory order
+    assert base.ravel("K").tolist() == [0, 1, 2, 3, 4, 5]
 
 
 def test_an_f_ordered_read_only_memoryview_out_is_refused_and_untouched() -> None:
@@ -706,9 +821,15 @@ def test_an_f_ordered_memoryview_as_input_is_read_in_its_memory_order() -> None:
     assert bytes(BIG_I4.encode(base.data)) == base.ravel("K").astype(">i4").tobytes()
 
 
-@pytest.mark.parametrize("spec", ["r17179869184", "r18446744073709551616", "r08", "r0", "r7", "r016"])
-def test_raw_types_that_numpy_cannot_hold_or_that_are_misspelled_are_value_errors(spec: str) -> None:
-    with pytest.raises(ValueError, match=r"raw data type .*(multiple of 8 up to 17179869176|write it r)"):
+@pytest.mark.parametrize(
+    "spec", ["r17179869184", "r18446744073709551616", "r08", "r0", "r7", "r016"]
+)
+def test_raw_types_that_numpy_cannot_hold_or_that_are_misspelled_are_value_errors(
+    spec: str,
+) -> None:
+    with pytest.raises(
+        ValueError, match=r"raw data type .*(multiple of 8 up to 17179869176|write it r)"
+    ):
         BytesCodec(dtype=spec)
 
 
@@ -718,9 +839,16 @@ def test_the_largest_raw_type_numpy_holds_is_accepted() -> None:
 
 @pytest.mark.parametrize(
     ("scalar", "encoded"),
-    [(np.int32(7), "00000007"), (np.float32(1.5), None), (np.int64(7), None), (np.bool_(True), None)],
+    [
+        (np.int32(7), "00000007"),
+        (np.float32(1.5), None),
+        (np.int64(7), None),
+        (np.bool_(True), None),
+    ],
 )
-def test_numpy_scalars_are_0d_arrays_with_their_dtype_checked(scalar: Any, encoded: str | None) -> None:
+def test_numpy_scalars_are_0d_arrays_with_their_dtype_checked(
+    scalar: Any, encoded: str | None
+) -> None:
     if encoded is None:
         with pytest.raises(ValueError, match=r"has dtype .*, but the codec's dtype is int32"):
             BIG_I4.encode(scalar)
@@ -736,7 +864,8 @@ def test_numpy_scalars_are_0d_arrays_with_their_dtype_checked(scalar: Any, encod
         lambda: np.zeros(2, "?").data,
         lambda: np.zeros(1, "<i8").data,
         lambda: array.array("H", [1, 2]),
-        lambda: np.array([1, 256], ">i4").data,  # the other byte order: decode would return other values
+        # the other byte order: decode would return other values
+        lambda: np.array([1, 256], ">i4").data,
     ],
 )
 def test_a_typed_buffer_of_another_type_is_refused_not_reinterpreted(typed: Any) -> None:
@@ -762,19 +891,25 @@ def test_typed_buffers_of_the_codecs_type_and_plain_bytes_encode_their_values(bu
 def test_buffer_errors_name_the_buffer() -> None:
     codec = BytesCodec(endian="big", dtype="<i4")
     with pytest.raises(
-        TypeError, match=r"^expected a buffer \(bytes, bytearray, memoryview, array.array, ndarray\), got int$"
+        TypeError,
+        match=r"^expected a buffer \(bytes, bytearray, memoryview, array.array, ndarray\), "
+        r"got int$",
     ):
         codec.decode(42)
     with pytest.raises(ValueError, match=r"^buffer must be contiguous; got a strided memoryview$"):
         codec.decode(memoryview(bytearray(32))[::2])
-    with pytest.raises(ValueError, match=r"^buffer must be contiguous; got a strided array of shape \(16,\)$"):
+    with pytest.raises(
+        ValueError, match=r"^buffer must be contiguous; got a strided array of shape \(16,\)$"
+    ):
         codec.decode(np.zeros(32, np.uint8)[::2])
 
 
 def test_out_and_dtype_errors_name_the_problem() -> None:
     typed, untyped = BytesCodec(endian="big", dtype="<i4"), BytesCodec(endian="big")
     encoded = bytes(8)
-    with pytest.raises(ValueError, match=r"^decode needs a dtype: give BytesCodec\(dtype=...\) or an out array$"):
+    with pytest.raises(
+        ValueError, match=r"^decode needs a dtype: give BytesCodec\(dtype=...\) or an out array$"
+    ):
         untyped.decode(encoded)
     frozen = np.zeros(2, "<i4")
     frozen.flags.writeable = False
@@ -783,10 +918,15 @@ def test_out_and_dtype_errors_name_the_problem() -> None:
     with pytest.raises(ValueError, match=r"^out is read-only \(bytes\)$"):
         typed.decode(encoded, out=bytes(8))
     with pytest.raises(
-        ValueError, match=r"^decoding into a buffer needs the codec's dtype; give BytesCodec\(dtype=...\)$"
+        ValueError,
+        match=r"^decoding into a buffer needs the codec's dtype; give BytesCodec\(dtype=...\)$",
     ):
         untyped.decode(encoded, out=bytearray(8))
-    with pytest.raises(ValueError, match=r"^out of 6 bytes is not a whole number of 4-byte elements of int32$"):
+    with pytest.raises(
+        ValueError, match=r"^out of 6 bytes is not a whole number of 4-byte elements of int32$"
+    ):
         typed.decode(encoded, out=bytearray(6))
-    with pytest.raises(TypeError, match=r"^out must be a numpy array or a writable buffer, got int$"):
+    with pytest.raises(
+        TypeError, match=r"^out must be a numpy array or a writable buffer, got int$"
+    ):
         typed.decode(encoded, out=3)

@@ -1,4 +1,5 @@
-"""The one table of data types (numcodecs_bytes.data_types): names, spellings, what endian orders."""
+"""The one table of data types (numcodecs_bytes.data_types): names, spellings, what endian
+orders."""
 
 from __future__ import annotations
 
@@ -40,8 +41,14 @@ def test_every_named_type_has_a_json_config(name: str) -> None:
 @pytest.mark.parametrize(
     ("data_type", "expected"),
     [
-        ({"name": "numpy.datetime64", "configuration": {"unit": "ns", "scale_factor": 1}}, "<M8[ns]"),
-        ({"name": "numpy.timedelta64", "configuration": {"unit": "s", "scale_factor": 10}}, "<m8[10s]"),
+        (
+            {"name": "numpy.datetime64", "configuration": {"unit": "ns", "scale_factor": 1}},
+            "<M8[ns]",
+        ),
+        (
+            {"name": "numpy.timedelta64", "configuration": {"unit": "s", "scale_factor": 10}},
+            "<m8[10s]",
+        ),
         ({"name": "fixed_length_utf32", "configuration": {"length_bytes": 12}}, "<U3"),
         ({"name": "null_terminated_bytes", "configuration": {"length_bytes": 5}}, "S5"),
         ({"name": "raw_bytes", "configuration": {"length_bytes": 3}}, "V3"),
@@ -53,7 +60,10 @@ def test_every_named_type_has_a_json_config(name: str) -> None:
                 "configuration": {
                     "fields": [
                         ["a", "uint16"],
-                        ["s", {"name": "null_terminated_bytes", "configuration": {"length_bytes": 2}}],
+                        [
+                            "s",
+                            {"name": "null_terminated_bytes", "configuration": {"length_bytes": 2}},
+                        ],
                     ]
                 },
             },
@@ -67,7 +77,10 @@ def test_every_named_type_has_a_json_config(name: str) -> None:
                         {"name": "a", "data_type": "uint16"},
                         {
                             "name": "s",
-                            "data_type": {"name": "null_terminated_bytes", "configuration": {"length_bytes": 2}},
+                            "data_type": {
+                                "name": "null_terminated_bytes",
+                                "configuration": {"length_bytes": 2},
+                            },
                         },
                     ]
                 },
@@ -84,8 +97,14 @@ def test_dtype_accepts_zarr_v3_data_type_objects(data_type: dict[str, Any], expe
     ("data_type", "message"),
     [
         ({"name": "float128"}, "unknown Zarr v3 data type 'float128'"),
-        ({"name": "fixed_length_utf32"}, "invalid configuration for Zarr v3 data type 'fixed_length_utf32'"),
-        ({"name": "numpy.datetime64", "configuration": {"scale_factor": 1}}, "invalid configuration"),
+        (
+            {"name": "fixed_length_utf32"},
+            "invalid configuration for Zarr v3 data type 'fixed_length_utf32'",
+        ),
+        (
+            {"name": "numpy.datetime64", "configuration": {"scale_factor": 1}},
+            "invalid configuration",
+        ),
     ],
 )
 def test_bad_zarr_v3_data_type_objects(data_type: dict[str, Any], message: str) -> None:

@@ -24,7 +24,11 @@ NAMES = [name for name in DATA_TYPES if name not in ML_DTYPES_NAMES] + list(ML_D
 
 @pytest.mark.parametrize("endian", ["little", "big"])
 @pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=needs_ml_dtypes) if name in ML_DTYPES_NAMES else name for name in NAMES]
+    "name",
+    [
+        pytest.param(name, marks=needs_ml_dtypes) if name in ML_DTYPES_NAMES else name
+        for name in NAMES
+    ],
 )
 def test_encoded_vectors_are_unchanged(name: str, endian: str) -> None:
     path = fixture_path(name, endian)

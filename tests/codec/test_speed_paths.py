@@ -31,8 +31,11 @@ from numcodecs_bytes._threads import Kind
 
 @pytest.fixture
 def nthreads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Restores the thread count and use_threads; work from MIN_SPLIT_BYTES on is split (as if found to pay)."""
-    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, self.add))
+    """Restores the thread count and use_threads; work from MIN_SPLIT_BYTES on is split (as if found
+    to pay)."""
+    monkeypatch.setattr(
+        numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, self.add)
+    )
     monkeypatch.setattr(numcodecs_bytes, "use_threads", None)
     previous = get_nthreads()
     yield
@@ -110,7 +113,8 @@ def test_set_nthreads_validates_and_returns_the_previous_value(nthreads: None) -
     previous = set_nthreads(3)
     assert get_nthreads() == 3
     assert set_nthreads(previous) == 3
-    assert set_nthreads(np.int64(5)) == previous and get_nthreads() == 5  # numpy integers are whole numbers too
+    # numpy integers are whole numbers too
+    assert set_nthreads(np.int64(5)) == previous and get_nthreads() == 5
     for bad in (0, -1, 1.5, "2", True, None, np.float64(2)):
         with pytest.raises(ValueError, match="whole number >= 1"):
             set_nthreads(bad)  # type: ignore[arg-type]
@@ -120,20 +124,27 @@ def test_set_nthreads_validates_and_returns_the_previous_value(nthreads: None) -
 def test_environment_variable_sets_the_default(value: str, expected: str) -> None:
     env = {**os.environ, "NUMCODECS_BYTES_NTHREADS": value}
     code = "import numcodecs_bytes; print(numcodecs_bytes.get_nthreads())"
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == expected
 
 
 def test_bad_environment_variable_is_a_warning_and_the_default() -> None:
     env = {**os.environ, "NUMCODECS_BYTES_NTHREADS": "many"}
     code = "import numcodecs_bytes; print(numcodecs_bytes.get_nthreads())"
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == str(min(CPUS, 8))
     assert "ignoring NUMCODECS_BYTES_NTHREADS='many': not a whole number >= 1" in result.stderr
 
 
-def test_many_threads_calling_one_codec_at_once(nthreads: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No deadlock, identical results, and never more helper copies at once than get_nthreads() - 1."""
+def test_many_threads_calling_one_codec_at_once(
+    nthreads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No deadlock, identical results, and never more helper copies at once than get_nthreads() -
+    1."""
     set_nthreads(2)
     monkeypatch.setattr(numcodecs_bytes, "use_threads", True)  # split from every thread
     codec = BytesCodec(endian="big", dtype="<i4")
@@ -174,7 +185,9 @@ def test_many_threads_calling_one_codec_at_once(nthreads: None, monkeypatch: pyt
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
+@pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"
+)
 def test_pool_survives_fork(nthreads: None) -> None:
     set_nthreads(2)
     codec = BytesCodec(endian="big", dtype="<f8")
@@ -185,7 +198,9 @@ def test_pool_survives_fork(nthreads: None) -> None:
     pid = os.fork()
     if pid == 0:  # child: the parent's threads are gone; the codec must start its own
         try:
-            ok = bytes(codec.encode(data)) == expected and np.array_equal(codec.decode(expected), data)
+            ok = bytes(codec.encode(data)) == expected and np.array_equal(
+                codec.decode(expected), data
+            )
             os.write(write, b"1" if ok else b"0")
         finally:
             os._exit(0)
@@ -195,7 +210,7 @@ def test_pool_survives_fork(nthreads: None) -> None:
     assert bytes(codec.encode(data)) == expected
 
 
-# -- partial decode ------------------------------------------------------------------------------------
+# -- partial decode --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("endian", ["little", "big"])
@@ -213,7 +228,8 @@ def test_decode_partial(endian: str) -> None:
 
 def test_decode_partial_reads_only_its_bytes() -> None:
     codec = BytesCodec(endian="big", dtype="<u4")
-    big = np.zeros(1 << 22, np.uint8)  # 4 MiB of stored data: decoding 2 elements must not touch the rest
+    # 4 MiB of stored data: decoding 2 elements must not touch the rest
+    big = np.zeros(1 << 22, np.uint8)
     big[8:16] = [0, 0, 0, 7, 0, 0, 1, 0]
     part = codec.decode_partial(big, 2, 2)
     assert part.tolist() == [7, 256]
@@ -223,7 +239,10 @@ def test_decode_partial_reads_only_its_bytes() -> None:
 def test_decode_partial_out_of_range() -> None:
     codec = BytesCodec(endian="big", dtype="<u2")
     buf = bytes(20)
-    with pytest.raises(ValueError, match=r"elements 8\.\.12 are out of range: the buffer holds 10 elements of uint16"):
+    with pytest.raises(
+        ValueError,
+        match=r"elements 8\.\.12 are out of range: the buffer holds 10 elements of uint16",
+    ):
         codec.decode_partial(buf, 8, 4)
     for start, nitems in ((-1, 2), (0, -2), (1.5, 1), (0, True)):
         with pytest.raises(ValueError, match="must be a whole number >= 0"):
@@ -256,7 +275,8 @@ def test_a_pool_shut_down_by_set_nthreads_meanwhile_does_not_break_a_copy(
 
 
 def _parts_from(thread: str, setting: bool | None, monkeypatch: pytest.MonkeyPatch) -> int:
-    """How many parts a large decode into out is split into, called from the main thread or another."""
+    """How many parts a large decode into out is split into, called from the main thread or
+    another."""
     monkeypatch.setattr(numcodecs_bytes, "use_threads", setting)
     codec = BytesCodec(endian="big", dtype="<i4")
     data = np.arange(LARGE // 4, dtype="<i4")
@@ -268,7 +288,13 @@ def _parts_from(thread: str, setting: bool | None, monkeypatch: pytest.MonkeyPat
 
 @pytest.mark.parametrize(
     ("thread", "setting", "parts"),
-    [("main", None, 2), ("other", None, 1), ("other", True, 2), ("main", False, 1), ("other", False, 1)],
+    [
+        ("main", None, 2),
+        ("other", None, 1),
+        ("other", True, 2),
+        ("main", False, 1),
+        ("other", False, 1),
+    ],
 )
 def test_threads_by_default_only_from_the_main_thread_and_use_threads_forces_it(
     nthreads: None, monkeypatch: pytest.MonkeyPatch, thread: str, setting: bool | None, parts: int
@@ -284,14 +310,22 @@ def test_a_huge_thread_count_splits_no_more_than_the_cores(nthreads: None) -> No
     parts = _parts_used(BytesCodec(endian="big", dtype="<i4"), np.arange(LARGE // 4, dtype="<i4"))
     assert 1 <= len(parts) <= CPUS
     set_nthreads(1)
-    assert len(_parts_used(BytesCodec(endian="big", dtype="<i4"), np.arange(LARGE // 4, dtype="<i4"))) == 1
+    assert (
+        len(_parts_used(BytesCodec(endian="big", dtype="<i4"), np.arange(LARGE // 4, dtype="<i4")))
+        == 1
+    )
 
 
-@pytest.mark.skipif(CPUS < 2 or not hasattr(os, "sched_setaffinity"), reason="needs two CPUs to take one away")
+@pytest.mark.skipif(
+    CPUS < 2 or not hasattr(os, "sched_setaffinity"), reason="needs two CPUs to take one away"
+)
 @pytest.mark.parametrize(("setting", "expected"), [("", "1"), ("2", "2")])
-def test_threads_count_the_cpus_the_process_may_use_not_the_machines(setting: str, expected: str) -> None:
-    """Under ``taskset -c 0`` (or a container's cpuset) on a machine of several cores: one thread by default, and
-    a setting above it is kept but splits nothing (a helper on the caller's only CPU would take turns with it)."""
+def test_threads_count_the_cpus_the_process_may_use_not_the_machines(
+    setting: str, expected: str
+) -> None:
+    """Under ``taskset -c 0`` (or a container's cpuset) on a machine of several cores: one thread by
+    default, and a setting above it is kept but splits nothing (a helper on the caller's only CPU
+    would take turns with it)."""
     code = f"""
 import os
 os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
@@ -301,18 +335,22 @@ numcodecs_bytes.use_threads = True
 _threads._Learning.next_way = lambda self: (True, self.add)  # split wherever a split is possible
 parts = []
 copy_part = _threads._copy_part
-_threads._copy_part = lambda dst, src: (parts.append(len(src)), copy_part(dst, src))[1]  # a split's parts
+# a split's parts
+_threads._copy_part = lambda dst, src: (parts.append(len(src)), copy_part(dst, src))[1]
 data = np.arange({LARGE // 4}, dtype="<i4")
 assert BytesCodec(endian="big", dtype="<i4").encode(data).tobytes() == data.astype(">i4").tobytes()
 print(numcodecs_bytes.get_nthreads(), len(parts))
 """
     env = {**os.environ, "NUMCODECS_BYTES_NTHREADS": setting}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert result.stdout.split() == [expected, "0"]  # numpy's own call: no parts
 
 
 class _Clock:
-    """Stands in for ``time`` in the thread module: work advances it by a cost per way, alone or split."""
+    """Stands in for ``time`` in the thread module: work advances it by a cost per way, alone or
+    split."""
 
     def __init__(self, alone: float, split: float) -> None:
         self.now, self.cost = 0.0, {False: alone, True: split}
@@ -349,8 +387,11 @@ def learning(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def split_pool(learning: None, monkeypatch: pytest.MonkeyPatch) -> numcodecs_bytes._threads._Pool:
-    """`learning`'s fresh pool of two threads, splitting work from MIN_SPLIT_BYTES on (as if found to pay)."""
-    monkeypatch.setattr(numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, self.add))
+    """`learning`'s fresh pool of two threads, splitting work from MIN_SPLIT_BYTES on (as if found
+    to pay)."""
+    monkeypatch.setattr(
+        numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, self.add)
+    )
     return numcodecs_bytes._threads._get_pool()
 
 
@@ -371,10 +412,19 @@ def test_an_error_in_a_part_is_raised_once_every_part_is_done_and_the_helper_is_
         numcodecs_bytes._threads.in_parts("check", LARGE, LARGE, part)
     assert len(finished) == 1  # the part that did not fail was done before the error came out
     assert split_pool.free == split_pool.helpers == 1
-    assert sum(numcodecs_bytes._threads.in_parts("check", LARGE, LARGE, lambda start, stop: stop - start)) == LARGE
+    assert (
+        sum(
+            numcodecs_bytes._threads.in_parts(
+                "check", LARGE, LARGE, lambda start, stop: stop - start
+            )
+        )
+        == LARGE
+    )
 
 
-def test_a_helper_keeps_no_array_alive_after_its_part(split_pool: numcodecs_bytes._threads._Pool) -> None:
+def test_a_helper_keeps_no_array_alive_after_its_part(
+    split_pool: numcodecs_bytes._threads._Pool,
+) -> None:
     codec = BytesCodec(endian="big", dtype="<i4")
     data = np.arange(LARGE // 4, dtype="<i4")
     assert len(_parts_used(codec, data)) == 2
@@ -385,7 +435,9 @@ def test_a_helper_keeps_no_array_alive_after_its_part(split_pool: numcodecs_byte
     assert [ref() for ref in freed] == [None, None]
 
 
-def test_set_nthreads_stops_the_helpers_of_the_pool_it_replaces(split_pool: numcodecs_bytes._threads._Pool) -> None:
+def test_set_nthreads_stops_the_helpers_of_the_pool_it_replaces(
+    split_pool: numcodecs_bytes._threads._Pool,
+) -> None:
     assert len(split_pool.threads) == 1 and split_pool.threads[0].is_alive()
     set_nthreads(3)
     for thread in split_pool.threads:
@@ -402,12 +454,16 @@ def test_each_kind_and_size_learns_whether_splitting_pays_and_checks_the_choice_
     monkeypatch.setattr(threads, "time", clock)
     size = 3 << 20
     for _ in range(40):
-        assert sum(threads.in_parts("check", size, size, clock.part(size))) == size  # every element, once
+        # every element, once
+        assert sum(threads.in_parts("check", size, size, clock.part(size))) == size
     learned = [False, True] * 2  # pairs, alone first: one way faster in two of them is the choice
     checks = {16, 32}  # calls that try the other way (the next one is timed the chosen way)
     assert clock.ways == learned + [kept ^ (call in checks) for call in range(5, 41)]
     assert threads.split_choices() == {"check 2 MiB..4 MiB": kept}
-    assert threads.split_choice("check", size) is kept and threads.split_choice("copy into", size) is None
+    assert (
+        threads.split_choice("check", size) is kept
+        and threads.split_choice("copy into", size) is None
+    )
     # Another size class, and another kind, learn apart.
     others: list[tuple[Kind, int]] = [("check", 5 << 20), ("copy into", size)]
     for kind, nbytes in others:
@@ -420,12 +476,13 @@ def test_each_kind_and_size_learns_whether_splitting_pays_and_checks_the_choice_
 @pytest.mark.parametrize(
     ("before", "after", "ways", "kept"),
     [
-        # As when a process starts (fresh pages, cold caches): a split stops being slow. Call 16 tries one,
-        # call 17 times the choice beside it: slower, so the check goes on; the split wins the pair of calls
-        # 18 and 19 too, two of three: the choice from call 20.
+        # As when a process starts (fresh pages, cold caches): a split stops being slow. Call 16
+        # tries one, call 17 times the choice beside it: slower, so the check goes on; the split
+        # wins the pair of calls 18 and 19 too, two of three: the choice from call 20.
         ((1.0, 2.0), (1.0, 0.5), [True, False, True, False, True, True, True, True], True),
-        # Everything got faster (neighbours went quiet): call 16, alone, beats the split's older samples, but
-        # call 17, a split timed right after it, beats that: the pair agrees with the choice, the check ends.
+        # Everything got faster (neighbours went quiet): call 16, alone, beats the split's older
+        # samples, but call 17, a split timed right after it, beats that: the pair agrees with the
+        # choice, the check ends.
         ((2.0, 1.0), (0.6, 0.3), [False, True, True, True, True, True, True, True], True),
     ],
     ids=["a choice that stops holding changes", "a faster machine keeps the choice"],
@@ -456,14 +513,23 @@ def test_a_check_compares_both_ways_timed_back_to_back(
 @pytest.mark.parametrize(
     ("splits", "ways", "kept"),
     [
-        # A neighbour takes the other core for good: after call 20 the latest three splits were all slower than
-        # one thread's best, so call 21 checks at once: alone, then a split beside it, slower; calls 23 and 24
-        # say the same, two pairs of three: one thread from call 25.
+        # A neighbour takes the other core for good: after call 20 the latest three splits were all
+        # slower than one thread's best, so call 21 checks at once: alone, then a split beside it,
+        # slower; calls 23 and 24 say the same, two pairs of three: one thread from call 25.
         ([3.0] * 10, [True, True, True, False, True, False, True, False, False, False], False),
-        # A slow patch: the same check at once, but the split beside it is fast again: the check ends there.
-        ([3.0] * 3 + [1.0] * 7, [True, True, True, False, True, True, True, True, True, True], True),
+        # A slow patch: the same check at once, but the split beside it is fast again: the check
+        # ends there.
+        (
+            [3.0] * 3 + [1.0] * 7,
+            [True, True, True, False, True, True, True, True, True, True],
+            True,
+        ),
         # Slow still at the check's own split (call 22), fast after: the next two pairs outvote it.
-        ([3.0] * 5 + [1.0] * 5, [True, True, True, False, True, False, True, False, True, True], True),
+        (
+            [3.0] * 5 + [1.0] * 5,
+            [True, True, True, False, True, False, True, False, True, True],
+            True,
+        ),
         # Slow splits not all in a row: no check before the next power of two.
         ([3.0, 3.0, 1.0, 3.0, 3.0, 1.0, 3.0, 3.0, 1.0, 3.0], [True] * 10, True),
     ],
@@ -475,7 +541,11 @@ def test_a_check_compares_both_ways_timed_back_to_back(
     ],
 )
 def test_splits_chosen_are_timed_and_slow_ones_bring_the_check_forward(
-    learning: None, monkeypatch: pytest.MonkeyPatch, splits: list[float], ways: list[bool], kept: bool
+    learning: None,
+    monkeypatch: pytest.MonkeyPatch,
+    splits: list[float],
+    ways: list[bool],
+    kept: bool,
 ) -> None:
     threads = numcodecs_bytes._threads
     clock = _Clock(2.0, 1.0)
@@ -484,7 +554,8 @@ def test_splits_chosen_are_timed_and_slow_ones_bring_the_check_forward(
     for _ in range(17):  # learned (a split), and the 16th call's check with the split beside it
         threads.in_parts("copy into", size, size, clock.part(size))
     clock.ways.clear()
-    for cost in splits:  # calls 18 to 27 (a split's cost, whichever way each call goes); one thread takes 2 s
+    # calls 18 to 27 (a split's cost, whichever way each call goes); one thread takes 2 s
+    for cost in splits:
         clock.cost[True] = cost
         threads.in_parts("copy into", size, size, clock.part(size))
     assert clock.ways == ways
@@ -496,13 +567,20 @@ def test_splits_chosen_are_timed_and_slow_ones_bring_the_check_forward(
     alone=st.floats(0.5, 4.0),
     split=st.floats(0.5, 4.0),
     # (calls, factor): stretches at least SAMPLES pairs long
-    slowdowns=st.lists(st.tuples(st.integers(6, 40), st.floats(1.0, 20.0)), min_size=1, max_size=10),
+    slowdowns=st.lists(
+        st.tuples(st.integers(6, 40), st.floats(1.0, 20.0)), min_size=1, max_size=10
+    ),
 )
 def test_a_slowdown_of_both_ways_alike_never_turns_the_choice(
-    learning: None, monkeypatch: pytest.MonkeyPatch, alone: float, split: float, slowdowns: list[tuple[int, float]]
+    learning: None,
+    monkeypatch: pytest.MonkeyPatch,
+    alone: float,
+    split: float,
+    slowdowns: list[tuple[int, float]],
 ) -> None:
-    """Stretches of calls (at least `SAMPLES` pairs long) each slow both ways by one factor, however large, as new
-    pages or a busy neighbour do: from the first choice on, every call finds the faster way chosen."""
+    """Stretches of calls (at least `SAMPLES` pairs long) each slow both ways by one factor, however
+    large, as new pages or a busy neighbour do: from the first choice on, every call finds the
+    faster way chosen."""
     assume(abs(alone - split) > 1e-6 * alone)
     threads = numcodecs_bytes._threads
     assert 2 * threads.SAMPLES == 6
@@ -516,7 +594,10 @@ def test_a_slowdown_of_both_ways_alike_never_turns_the_choice(
             clock.cost = {False: alone * factor, True: split * factor}
             for _ in range(length):
                 threads.in_parts("copy into", size, size, clock.part(size))
-                assert threads.split_choice("copy into", size) in (None, split < alone), (len(clock.ways), factor)
+                assert threads.split_choice("copy into", size) in (None, split < alone), (
+                    len(clock.ways),
+                    factor,
+                )
     assert threads.split_choice("copy into", size) is (split < alone)
 
 
@@ -534,7 +615,9 @@ def test_one_thread_chosen_is_not_timed(learning: None, monkeypatch: pytest.Monk
     assert clock.ways[-9:] == [False] * 9 and clock.reads == reads
 
 
-def test_a_split_that_finds_no_helper_free_teaches_nothing(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_split_that_finds_no_helper_free_teaches_nothing(
+    learning: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     threads = numcodecs_bytes._threads
     clock = _Clock(1.0, 2.0)
     monkeypatch.setattr(threads, "time", clock)
@@ -544,17 +627,25 @@ def test_a_split_that_finds_no_helper_free_teaches_nothing(learning: None, monke
     taken = pool.take()  # another caller holds every helper
     try:
         for _ in range(3):
-            threads.in_parts("check", size, size, clock.part(size))  # a split's turn, done alone: not counted
+            # a split's turn, done alone: not counted
+            threads.in_parts("check", size, size, clock.part(size))
     finally:
         pool.give_back(taken)
     shown = pool.learning[("check", size.bit_length())]
-    assert (list(shown.alone), shown.wins, shown.first) == ([1.0 / size], [0, 0], (False, 1.0 / size))
+    assert (list(shown.alone), shown.wins, shown.first) == (
+        [1.0 / size],
+        [0, 0],
+        (False, 1.0 / size),
+    )
     assert clock.ways == [False] * 4
 
 
-def test_one_thread_while_learning_is_one_call_here_and_timed(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_thread_while_learning_is_one_call_here_and_timed(
+    learning: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     threads = numcodecs_bytes._threads
-    monkeypatch.setattr(threads._Learning, "next_way", lambda self: (False, self.add))  # one thread, timed
+    # one thread, timed
+    monkeypatch.setattr(threads._Learning, "next_way", lambda self: (False, self.add))
     data = np.arange(LARGE // 4, dtype="<i4")
     swapped = data.astype(">i4")
     assert threads.copied_as(data, np.dtype(">i4")).tobytes() == swapped.tobytes()
@@ -566,12 +657,16 @@ def test_one_thread_while_learning_is_one_call_here_and_timed(learning: None, mo
     assert calls == [(0, 10)]
     learned = threads._get_pool().learning
     assert {kind: len(shown.alone) for (kind, _), shown in learned.items()} == {
-        "copy to new": 1, "copy into": 1, "check": 1
-    }  # fmt: skip
+        "copy to new": 1,
+        "copy into": 1,
+        "check": 1,
+    }
     assert all(0 < shown.alone[0] < 1 for shown in learned.values())  # seconds per byte, measured
 
 
-def test_small_work_is_never_split_nor_timed(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_small_work_is_never_split_nor_timed(
+    learning: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     threads = numcodecs_bytes._threads
     monkeypatch.setattr(threads._Learning, "next_way", lambda self: (True, self.add))
     clock = _Clock(1.0, 1.0)
@@ -583,7 +678,9 @@ def test_small_work_is_never_split_nor_timed(learning: None, monkeypatch: pytest
     assert threads._get_pool().learning == {}
 
 
-def test_set_nthreads_starts_learning_afresh(learning: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_set_nthreads_starts_learning_afresh(
+    learning: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     threads = numcodecs_bytes._threads
     clock = _Clock(2.0, 1.0)
     monkeypatch.setattr(threads, "time", clock)
@@ -606,18 +703,23 @@ def test_the_caller_takes_what_helpers_take_to_start_and_the_parts_end_together(
     length: int, helpers: int, alone: float | None, delay: float | None
 ) -> None:
     bounds = numcodecs_bytes._threads._bounds(length, helpers, alone, delay)
-    assert len(bounds) == helpers + 2 and bounds[0] == 0 and bounds[-1] == length  # every element, once
+    # every element, once
+    assert len(bounds) == helpers + 2 and bounds[0] == 0 and bounds[-1] == length
     assert bounds == sorted(bounds)
     first, *parts = [stop - start for start, stop in itertools.pairwise(bounds)]
     equal = length / (helpers + 1)
     least = numcodecs_bytes._threads.MIN_HELPER_SHARE * equal
-    assert all(part >= least - 1 for part in parts)  # each helper keeps its least share (elements are whole)
+    # each helper keeps its least share (elements are whole)
+    assert all(part >= least - 1 for part in parts)
     assert max(parts, default=0) - min(parts, default=0) <= 1  # helpers start alike: equal parts
     if alone is None or delay is None or not helpers:
         assert abs(first - equal) <= 1
-    elif min(parts) > least + 1:  # not held at the least: the caller ends as the helpers do, delay after them
+    # not held at the least: the caller ends as the helpers do, delay after them
+    elif min(parts) > least + 1:
         helper_ends = delay + alone * min(parts) / length
-        assert alone * first / length == pytest.approx(helper_ends, rel=1e-9, abs=2 * alone / length)
+        assert alone * first / length == pytest.approx(
+            helper_ends, rel=1e-9, abs=2 * alone / length
+        )
 
 
 def test_a_split_gives_the_caller_the_median_start_delay_of_the_latest_splits(
@@ -634,12 +736,16 @@ def test_a_split_gives_the_caller_the_median_start_delay_of_the_latest_splits(
     pool.delays.extend([0.9, 0.5, 0.4])  # the helper woke in 0.5 s, as a median
     parts: list[tuple[int, int]] = []
     threads.in_parts("copy into", size, size, lambda start, stop: parts.append((start, stop)))
-    middle = round(size * (1 + 0.5 / 2.0) / 2)  # the caller 1.25 s of the work, the helper 0.75 s from 0.5 s
+    # the caller 1.25 s of the work, the helper 0.75 s from 0.5 s
+    middle = round(size * (1 + 0.5 / 2.0) / 2)
     assert sorted(parts) == [(0, middle), (middle, size)]
-    assert list(pool.delays) == [0.5, 0.4, 0.0]  # this split's delay came in last (no time passes on this clock)
+    # this split's delay came in last (no time passes on this clock)
+    assert list(pool.delays) == [0.5, 0.4, 0.0]
 
 
-def test_a_split_measures_when_its_helper_started(split_pool: numcodecs_bytes._threads._Pool) -> None:
+def test_a_split_measures_when_its_helper_started(
+    split_pool: numcodecs_bytes._threads._Pool,
+) -> None:
     before = time.perf_counter()
     started: list[float] = []
 

@@ -1,4 +1,5 @@
-"""The swap core (numcodecs_bytes.swap) as the codec uses it: what each data type swaps, copies it makes."""
+"""The swap core (numcodecs_bytes.swap) as the codec uses it: what each data type swaps, copies it
+makes."""
 
 from __future__ import annotations
 
@@ -57,7 +58,9 @@ def test_swapping_encode_allocates_only_its_output() -> None:
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < data.nbytes + (1 << 20), f"encode allocated {peak} bytes for a {data.nbytes}-byte output"
+    assert peak < data.nbytes + (1 << 20), (
+        f"encode allocated {peak} bytes for a {data.nbytes}-byte output"
+    )
     assert bytes(encoded) == data.astype(">i4").tobytes()
 
 
@@ -76,7 +79,9 @@ def test_struct_swaps_each_field_and_leaves_bytes_alone() -> None:
     assert bytes(BytesCodec(endian="big").encode(data)).hex() == "0102" + "6162" + "03040506"
 
 
-@pytest.mark.parametrize(("name", "mask"), [("int2", 0x03), ("int4", 0x0F), ("uint2", 0x03), ("uint4", 0x0F)])
+@pytest.mark.parametrize(
+    ("name", "mask"), [("int2", 0x03), ("int4", 0x0F), ("uint2", 0x03), ("uint4", 0x0F)]
+)
 def test_sub_byte_integers_ignore_the_upper_bits(name: str, mask: int) -> None:
     pytest.importorskip("ml_dtypes")
     clean = sample_array(name, (5,))

@@ -17,13 +17,14 @@ pytest.importorskip("zarr", minversion="3", reason="these tests use the zarr 3 A
 
 from numcodecs_bytes.to_v3 import UnconvertibleError, v3_encoding
 
-# -- xarray ------------------------------------------------------------------------------------------
+# -- xarray ----------------------------------------------------------------------------------------
 
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 
 
 def write_v2_dataset(path: Path) -> Any:
-    """A dataset written to a Zarr v2 store with the codec as filter (of every variable but x); the dataset."""
+    """A dataset written to a Zarr v2 store with the codec as filter (of every variable but x); the
+    dataset."""
     xr = pytest.importorskip("xarray")
     time = np.arange("2024-01-01", "2024-01-11", dtype="datetime64[D]").astype("datetime64[ns]")
     ds = xr.Dataset(
@@ -37,7 +38,11 @@ def write_v2_dataset(path: Path) -> Any:
     # xarray stores datetimes CF-encoded, as int64 counts: the filter serves the stored dtype.
     encoding = {
         "temperature": {"filters": [BytesCodec(endian="big", dtype="<f8")], "chunks": (4, 4)},
-        "count": {"filters": [BytesCodec(endian="big", dtype="<i4")], "chunks": (4, 2), "compressors": None},
+        "count": {
+            "filters": [BytesCodec(endian="big", dtype="<i4")],
+            "chunks": (4, 2),
+            "compressors": None,
+        },
         "seen": {
             "filters": [numcodecs.Delta(dtype="<i8"), BytesCodec(endian="little", dtype="<i8")],
             "dtype": "int64",
@@ -60,9 +65,11 @@ def test_xarray_dataset_round_trips_with_the_codec_as_filter(tmp_path: Path) -> 
     assert raw == ds["count"].values[:4, :2].astype(">i4").tobytes()
 
 
-@pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr version 3 specification")  # Delta
+# Delta
+@pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr version 3 specification")
 def test_a_dataset_from_a_v2_store_saves_as_v3_with_v3_encoding(tmp_path: Path) -> None:
-    """xarray keeps the v2 codecs in the encoding, which zarr refuses for v3 (zarr-python #2964, xarray #10032)."""
+    """xarray keeps the v2 codecs in the encoding, which zarr refuses for v3 (zarr-python #2964,
+    xarray #10032)."""
     xr = pytest.importorskip("xarray")
     ds = write_v2_dataset(tmp_path / "v2.zarr")
     old = xr.open_zarr(tmp_path / "v2.zarr")
@@ -83,26 +90,41 @@ def test_a_dataset_from_a_v2_store_saves_as_v3_with_v3_encoding(tmp_path: Path) 
     assert codecs["count"] == [{"name": "bytes", "configuration": {"endian": "big"}}]
     assert [c["name"] for c in codecs["seen"]] == ["numcodecs.delta", "bytes", "gzip"]
     assert codecs["seen"][1]["configuration"] == {"endian": "little"}
-    assert codecs["x"][0] == {"name": "bytes", "configuration": {"endian": "little"}}  # no filter: zarr's default
+    # no filter: zarr's default
+    assert codecs["x"][0] == {"name": "bytes", "configuration": {"endian": "little"}}
 
 
 def test_v3_encoding_refuses_the_codec_before_another_filter() -> None:
-    encoding = {"dtype": np.dtype("<i4"), "filters": (BytesCodec(endian="big", dtype="<i4"), numcodecs.Delta("<i4"))}
-    with pytest.raises(UnconvertibleError, match=r"filters\[0\] is the bytes codec but not the last filter"):
+    encoding = {
+        "dtype": np.dtype("<i4"),
+        "filters": (BytesCodec(endian="big", dtype="<i4"), numcodecs.Delta("<i4")),
+    }
+    with pytest.raises(
+        UnconvertibleError, match=r"filters\[0\] is the bytes codec but not the last filter"
+    ):
         v3_encoding(encoding)
-    assert v3_encoding({"dtype": np.dtype("<i4"), "chunks": (2,)}) == {"dtype": np.dtype("<i4"), "chunks": (2,),
-                                                                     "filters": None}  # fmt: skip
+    assert v3_encoding({"dtype": np.dtype("<i4"), "chunks": (2,)}) == {
+        "dtype": np.dtype("<i4"),
+        "chunks": (2,),
+        "filters": None,
+    }
 
 
-# -- dask on a multi-process cluster ------------------------------------------------------------------
+# -- dask on a multi-process cluster ---------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    distributed = pytest.importorskip("distributed", reason="distributed is not installed (the interop extra)")
+    distributed = pytest.importorskip(
+        "distributed", reason="distributed is not installed (the interop extra)"
+    )
     with (
         distributed.LocalCluster(
-            processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None, silence_logs=40
+            processes=True,
+            n_workers=2,
+            threads_per_worker=1,
+            dashboard_address=None,
+            silence_logs=40,
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
@@ -145,6 +167,9 @@ def test_workers_unpickle_the_codec_and_resolve_both_ids(client: Any) -> None:
         return bytes(c.encode(np.array([1, 2], "<i2"))), legacy == c, current == c
 
     results = client.gather(
-        [client.submit(on_worker, codec, pure=False, workers=[w]) for w in client.scheduler_info()["workers"]]
+        [
+            client.submit(on_worker, codec, pure=False, workers=[w])
+            for w in client.scheduler_info()["workers"]
+        ]
     )
     assert results == [(b"\x00\x01\x00\x02", True, True)] * 2

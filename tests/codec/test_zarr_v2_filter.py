@@ -20,7 +20,22 @@ zarr = pytest.importorskip("zarr")
 ZARR_MAJOR = int(zarr.__version__.split(".")[0])
 
 # Every dtype family zarr's v2 format stores, with values that show their layout.
-DTYPES = ["<i2", "<i4", "<i8", "<u2", "<u4", "<u8", "|i1", "|u1", "<f2", "<f4", "<f8", "<c8", "<c16", "|b1"]
+DTYPES = [
+    "<i2",
+    "<i4",
+    "<i8",
+    "<u2",
+    "<u4",
+    "<u8",
+    "|i1",
+    "|u1",
+    "<f2",
+    "<f4",
+    "<f8",
+    "<c8",
+    "<c16",
+    "|b1",
+]
 DTYPES += ["<M8[ns]", "<m8[s]", "|S4", "<U3"]
 
 
@@ -45,10 +60,22 @@ def values(dtype: str, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
 
 
 def create_v2(
-    path: Path, data: np.ndarray[Any, Any], chunks: tuple[int, ...], filters: list[Any], compressor: Any, order: str
+    path: Path,
+    data: np.ndarray[Any, Any],
+    chunks: tuple[int, ...],
+    filters: list[Any],
+    compressor: Any,
+    order: str,
 ) -> Any:
     """A Zarr v2 array on disk holding ``data``, in whichever zarr is installed."""
-    common = dict(shape=data.shape, chunks=chunks, dtype=data.dtype, filters=filters, order=order, fill_value=None)
+    common = dict(
+        shape=data.shape,
+        chunks=chunks,
+        dtype=data.dtype,
+        filters=filters,
+        order=order,
+        fill_value=None,
+    )
     if ZARR_MAJOR >= 3:
         z = zarr.create(store=str(path), zarr_format=2, compressor=compressor, **common)
     else:
@@ -82,7 +109,9 @@ DISK_CASES = [
 
 
 @pytest.mark.parametrize(("dtype", "endian", "order", "compressed"), DISK_CASES)
-def test_filter_round_trips_through_disk(tmp_path: Path, dtype: str, endian: str, order: str, compressed: bool) -> None:
+def test_filter_round_trips_through_disk(
+    tmp_path: Path, dtype: str, endian: str, order: str, compressed: bool
+) -> None:
     data = values(dtype, (7, 5))  # chunks (3, 2): edge chunks on both axes
     codec = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
     compressor = numcodecs.Zlib(level=1) if compressed else None
@@ -101,7 +130,12 @@ def test_filter_round_trips_through_disk(tmp_path: Path, dtype: str, endian: str
 def test_partial_writes_and_reads(tmp_path: Path, dtype: str, order: str) -> None:
     data = values(dtype, (9, 8))
     z = create_v2(
-        tmp_path / "a.zarr", data, (4, 3), [BytesCodec(endian="big", dtype=dtype)], numcodecs.Zlib(level=1), order
+        tmp_path / "a.zarr",
+        data,
+        (4, 3),
+        [BytesCodec(endian="big", dtype=dtype)],
+        numcodecs.Zlib(level=1),
+        order,
     )
     patch = values(dtype, (3, 4))[::-1]
     z[2:5, 3:7] = patch
@@ -119,7 +153,8 @@ def test_uncompressed_chunk_file_holds_exactly_the_spec_bytes(
     tmp_path: Path, dtype: str, order: str, endian: str
 ) -> None:
     data = values(dtype, (4, 6))
-    create_v2(tmp_path / "a.zarr", data, (2, 3), [BytesCodec(endian=endian, dtype=dtype)], None, order)  # type: ignore[arg-type]
+    codec = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
+    create_v2(tmp_path / "a.zarr", data, (2, 3), [codec], None, order)
     chunk = data[2:4, 3:6]  # chunk (1, 1)
     wire = np.dtype(dtype).newbyteorder("<" if endian == "little" else ">")
     expected = chunk.astype(wire).tobytes(
@@ -131,15 +166,25 @@ def test_uncompressed_chunk_file_holds_exactly_the_spec_bytes(
 @pytest.mark.parametrize("dtype", ["<i4", "<f8", "|b1"])
 def test_legacy_endian_id_in_stored_metadata_opens_and_reads(tmp_path: Path, dtype: str) -> None:
     data = values(dtype, (6, 4))
-    create_v2(tmp_path / "a.zarr", data, (4, 4), [BytesCodec(endian="big", dtype=dtype)], numcodecs.Zlib(level=1), "C")
+    create_v2(
+        tmp_path / "a.zarr",
+        data,
+        (4, 4),
+        [BytesCodec(endian="big", dtype=dtype)],
+        numcodecs.Zlib(level=1),
+        "C",
+    )
     meta_path = tmp_path / "a.zarr" / ".zarray"
     meta = json.loads(meta_path.read_text())
-    meta["filters"] = [{"id": "endian", "endian": "big", "dtype": np.dtype(dtype).str}]  # as the draft wrote it
+    # as the draft wrote it
+    meta["filters"] = [{"id": "endian", "endian": "big", "dtype": np.dtype(dtype).str}]
     meta_path.write_text(json.dumps(meta))
 
     reopened = zarr.open_array(str(tmp_path / "a.zarr"), mode="r")
     assert same(reopened[...], data)
-    assert isinstance(reopened.filters[0] if ZARR_MAJOR < 3 else reopened.metadata.filters[0], BytesCodec)
+    assert isinstance(
+        reopened.filters[0] if ZARR_MAJOR < 3 else reopened.metadata.filters[0], BytesCodec
+    )
 
 
 def test_filter_resolved_from_metadata_in_a_fresh_process(tmp_path: Path) -> None:
@@ -155,7 +200,9 @@ z = zarr.open_array({str(tmp_path / "a.zarr")!r}, mode="r")
 assert "numcodecs_bytes" in sys.modules
 print(float(z[...].sum()))
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
     assert float(result.stdout) == float(data.sum())
 
@@ -181,6 +228,11 @@ def test_every_pairing_of_array_and_filter_dtype_reads_back_or_fails_to_write(
 
 
 def test_a_filter_without_dtype_warns_when_its_config_is_taken_for_an_array(tmp_path: Path) -> None:
-    """Without a dtype, decode needs out=, which zarr never passes to filters: such an array is write-only."""
-    with pytest.warns(UserWarning, match=r"has no dtype: .*could be written but not read\); give dtype="):
-        create_v2(tmp_path / "a.zarr", values("<i4", (4,)), (4,), [BytesCodec(endian="big")], None, "C")
+    """Without a dtype, decode needs out=, which zarr never passes to filters: such an array is
+    write-only."""
+    with pytest.warns(
+        UserWarning, match=r"has no dtype: .*could be written but not read\); give dtype="
+    ):
+        create_v2(
+            tmp_path / "a.zarr", values("<i4", (4,)), (4,), [BytesCodec(endian="big")], None, "C"
+        )

@@ -52,11 +52,15 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    return subprocess.CompletedProcess(["numcodecs-bytes", *args], code, stdout.getvalue(), stderr.getvalue())
+    return subprocess.CompletedProcess(
+        ["numcodecs-bytes", *args], code, stdout.getvalue(), stderr.getvalue()
+    )
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def digest(files: dict[str, bytes]) -> dict[str, str]:
@@ -88,21 +92,34 @@ ORIGINALS: dict[str, np.ndarray[Any, Any]] = {
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    """A v3 store: nested groups, an array, a sharded array, consolidated metadata; beside it a v2 group."""
+    """A v3 store: nested groups, an array, a sharded array, consolidated metadata; beside it a v2
+    group."""
     root = tmp_path / "store.zarr"
     group = zarr.open_group(str(root), mode="w")
-    group.create_array("a", data=ORIGINALS["a"], chunks=(2, 3), serializer=ZarrBytesCodec(endian="big"))
     group.create_array(
-        "nested/deeper/b", data=ORIGINALS["nested/deeper/b"], chunks=(5,), serializer=ZarrBytesCodec(endian="big")
+        "a", data=ORIGINALS["a"], chunks=(2, 3), serializer=ZarrBytesCodec(endian="big")
     )
     group.create_array(
-        "nested/sharded", data=ORIGINALS["nested/sharded"], chunks=(2, 2), shards=(2, 4),
+        "nested/deeper/b",
+        data=ORIGINALS["nested/deeper/b"],
+        chunks=(5,),
         serializer=ZarrBytesCodec(endian="big"),
-    )  # fmt: skip
+    )
+    group.create_array(
+        "nested/sharded",
+        data=ORIGINALS["nested/sharded"],
+        chunks=(2, 2),
+        shards=(2, 4),
+        serializer=ZarrBytesCodec(endian="big"),
+    )
     zarr.consolidate_metadata(str(root))
     v2 = zarr.open_group(str(root / "v2"), mode="w", zarr_format=2)
     v2.create_array(
-        "c", data=ORIGINALS["v2/c"], chunks=(4,), filters=[BytesCodec(endian="big", dtype="<i8")], compressors=None
+        "c",
+        data=ORIGINALS["v2/c"],
+        chunks=(4,),
+        filters=[BytesCodec(endian="big", dtype="<i8")],
+        compressors=None,
     )
     zarr.consolidate_metadata(str(root / "v2"))
     assert make_legacy(root) >= 8
@@ -114,8 +131,8 @@ def read_all(root: Path) -> dict[str, np.ndarray[Any, Any]]:
 
 
 def test_zarr_pythons_own_codec_cannot_open_the_legacy_v3_store(store: Path) -> None:
-    # With numcodecs-bytes installed, zarr uses numcodecs_bytes.zarr3 for the name (test_zarr3_native.py);
-    # zarr-python's own class, chosen explicitly, refuses the draft's name.
+    # With numcodecs-bytes installed, zarr uses numcodecs_bytes.zarr3 for the name
+    # (test_zarr3_native.py); zarr-python's own class, chosen explicitly, refuses the draft's name.
     with zarr.config.set({"codecs.endian": "zarr.codecs.bytes.BytesCodec"}):
         with pytest.raises(ValueError, match=r"Expected 'bytes'\. Got endian instead"):
             zarr.open_array(str(store / "a"), mode="r")[...]
@@ -140,11 +157,16 @@ def test_migrate_upgrades_every_node_and_touches_nothing_else(store: Path) -> No
     }
     for name in changed:  # the only textual change is the codec's name
         assert after[name].replace(b'"bytes"', b'"endian"') == before[name]
-        assert b'"endian"' not in after[name].replace(b'"endian": "big"', b"").replace(b'"endian": "little"', b"")
+        assert b'"endian"' not in after[name].replace(b'"endian": "big"', b"").replace(
+            b'"endian": "little"', b""
+        )
     for name, data in read_all(store).items():
         assert np.array_equal(data, ORIGINALS[name]), name
     assert zarr.open_group(str(store), mode="r", use_consolidated=True)["a"][0, 1] == 1
-    assert "changed a/zarr.json:" in result.stdout and "codecs[0]: 'endian' -> 'bytes'" in result.stdout
+    assert (
+        "changed a/zarr.json:" in result.stdout
+        and "codecs[0]: 'endian' -> 'bytes'" in result.stdout
+    )
     assert "codecs[0].configuration.index_codecs[0]" in result.stdout
     assert summary(result) == "6 files changed (10 codecs) in 8 nodes"
 
@@ -154,7 +176,10 @@ def test_second_run_changes_nothing(store: Path) -> None:
     once = snapshot(store)
     again = cli("migrate", str(store))
     assert again.returncode == 0
-    assert summary(again) == "nothing to do: no legacy codec in 8 nodes" and again.stdout.count("\n") == 1
+    assert (
+        summary(again) == "nothing to do: no legacy codec in 8 nodes"
+        and again.stdout.count("\n") == 1
+    )
     assert snapshot(store) == once
 
 
@@ -172,7 +197,9 @@ def test_backup_keeps_the_originals(store: Path) -> None:
     assert cli("migrate", str(store), "--backup").returncode == 0
     after = snapshot(store)
     backups = {name: data for name, data in after.items() if name.endswith(".bak")}
-    assert {name.removesuffix(".bak") for name in backups} == {n for n in before if before[n] != after[n]}
+    assert {name.removesuffix(".bak") for name in backups} == {
+        n for n in before if before[n] != after[n]
+    }
     for name, data in backups.items():
         assert data == before[name.removesuffix(".bak")]
 
@@ -197,7 +224,8 @@ def test_permission_bits_are_kept(store: Path) -> None:
 
 def test_broken_file_is_reported_left_alone_and_the_rest_migrated(store: Path) -> None:
     broken = store / "nested" / "deeper" / "b" / "zarr.json"
-    broken.write_bytes(b'{"zarr_format": 3, "codecs": [{"name": "endian"')  # torn by some other tool
+    # torn by some other tool
+    broken.write_bytes(b'{"zarr_format": 3, "codecs": [{"name": "endian"')
     result = cli("migrate", str(store))
     assert result.returncode == 1
     assert "failed nested/deeper/b/zarr.json: not valid JSON" in result.stderr
@@ -209,12 +237,16 @@ def test_broken_file_is_reported_left_alone_and_the_rest_migrated(store: Path) -
 
 @pytest.fixture
 def unwritable(store: Path) -> Iterator[Path]:
-    """A metadata file nobody may replace, root included (``chattr +i``, where the file system allows it)."""
+    """A metadata file nobody may replace, root included (``chattr +i``, where the file system
+    allows it)."""
     path = store / "a" / "zarr.json"
     if os.geteuid() != 0:
         path.chmod(0o444)
         path.parent.chmod(0o555)
-    elif subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False).returncode != 0:
+    elif (
+        subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False).returncode
+        != 0
+    ):
         pytest.skip("cannot make a file unwritable for root here (no chattr support)")
     yield path
     if os.geteuid() == 0:
@@ -229,7 +261,9 @@ def test_unwritable_file_is_reported_and_the_rest_migrated(store: Path, unwritab
     assert "failed a/zarr.json:" in result.stderr and "Traceback" not in result.stderr
     assert unwritable.read_bytes() == before
     assert not [p for p in store.rglob("*") if p.name.endswith(".numcodecs-bytes-tmp")]
-    assert np.array_equal(zarr.open_array(str(store / "v2" / "c"), mode="r")[...], ORIGINALS["v2/c"])
+    assert np.array_equal(
+        zarr.open_array(str(store / "v2" / "c"), mode="r")[...], ORIGINALS["v2/c"]
+    )
     assert b'"bytes"' in (store / "nested" / "sharded" / "zarr.json").read_bytes()
 
 
@@ -275,11 +309,16 @@ def test_leftover_temporary_files_of_a_killed_run_are_removed(store: Path) -> No
     leftover = store / "a" / ".zarr.json.x1y2z3.numcodecs-bytes-tmp"
     leftover.write_text('{"half": ')
     dry = cli("migrate", str(store), "--dry-run", "--verbose")
-    assert "would remove a/.zarr.json.x1y2z3.numcodecs-bytes-tmp" in dry.stdout and leftover.exists()
+    assert (
+        "would remove a/.zarr.json.x1y2z3.numcodecs-bytes-tmp" in dry.stdout and leftover.exists()
+    )
     result = cli("migrate", str(store), "--verbose")
     assert result.returncode == 0
     assert not leftover.exists()
-    assert "removed a/.zarr.json.x1y2z3.numcodecs-bytes-tmp (left by an interrupted run)" in result.stdout
+    assert (
+        "removed a/.zarr.json.x1y2z3.numcodecs-bytes-tmp (left by an interrupted run)"
+        in result.stdout
+    )
 
 
 def test_killed_mid_run_leaves_every_file_whole_and_a_rerun_finishes(tmp_path: Path) -> None:
@@ -296,10 +335,14 @@ def test_killed_mid_run_leaves_every_file_whole_and_a_rerun_finishes(tmp_path: P
     assert make_legacy(root) == 301
     # Each atomic rename is slowed down, so that the run can be watched and killed halfway.
     slow = slowed_tool(0.005, "replace")
-    process = subprocess.Popen([sys.executable, "-c", slow, "migrate", str(root)], stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-c", slow, "migrate", str(root)], stdout=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 60
     while sum(b'"bytes"' in path.read_bytes() for path in root.rglob("zarr.json")) < 60:
-        assert process.poll() is None and time.monotonic() < deadline, "the run finished before it could be killed"
+        assert process.poll() is None and time.monotonic() < deadline, (
+            "the run finished before it could be killed"
+        )
         time.sleep(0.01)
     process.send_signal(signal.SIGKILL)
     process.wait()
@@ -319,8 +362,11 @@ def test_killed_mid_run_leaves_every_file_whole_and_a_rerun_finishes(tmp_path: P
     # Every array was a copy of one template: each now has the template's migrated document.
     migrated = (root / "t" / "zarr.json").read_bytes()
     assert json.loads(migrated)["codecs"][0]["name"] == "bytes"
-    assert all((root / f"g{g:02d}" / f"a{a:02d}" / "zarr.json").read_bytes() == migrated
-               for g in range(20) for a in range(15))  # fmt: skip
+    assert all(
+        (root / f"g{g:02d}" / f"a{a:02d}" / "zarr.json").read_bytes() == migrated
+        for g in range(20)
+        for a in range(15)
+    )
     assert zarr.open_array(str(root / "g19" / "a14"), mode="r")[7] == 7
 
 
@@ -331,10 +377,13 @@ def test_progress_line_for_many_nodes(tmp_path: Path) -> None:
         zarr.open_group(str(root / f"g{i:03d}"), mode="w")
     result = cli("migrate", str(root))  # stderr is no terminal: no progress line
     assert result.returncode == 0 and result.stderr == ""
-    assert summary(result) == "nothing to do: no legacy codec in 121 nodes" and result.stdout.count("\n") == 1
+    assert (
+        summary(result) == "nothing to do: no legacy codec in 121 nodes"
+        and result.stdout.count("\n") == 1
+    )
 
 
-# -- fsspec URLs ---------------------------------------------------------------------------------------------
+# -- fsspec URLs -----------------------------------------------------------------------------------
 
 
 def test_fsspec_memory_url(store: Path) -> None:
@@ -359,7 +408,7 @@ def test_file_url(store: Path) -> None:
     assert np.array_equal(zarr.open_array(str(store / "a"), mode="r")[...], ORIGINALS["a"])
 
 
-# -- the text rewrite keeps everything but the name ---------------------------------------------------------
+# -- the text rewrite keeps everything but the name ------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -382,7 +431,10 @@ def test_rewrite_changes_only_the_codec_names(text: str) -> None:
 
 
 def test_rewrite_leaves_a_user_attribute_named_endian_alone() -> None:
-    text = '{\n  "attributes": {"name": "endian", "list": ["endian"]},\n  "codecs": [{"name": "endian"}]\n}\n'
+    text = (
+        '{\n  "attributes": {"name": "endian", "list": ["endian"]},\n'
+        '  "codecs": [{"name": "endian"}]\n}\n'
+    )
     _, locations = migrate_metadata(json.loads(text), "zarr.json")
     assert locations == ["codecs[0]"]
     new = rewrite_text(text, json.loads(text), "zarr.json")
@@ -391,7 +443,10 @@ def test_rewrite_leaves_a_user_attribute_named_endian_alone() -> None:
 
 def test_rewrite_of_an_escaped_name_changes_only_that_name() -> None:
     # An escaped spelling used to make the whole file be written again
-    text = '{\r\n   "codecs": [{"name": "\\u0065ndian"}, "end\\u0069an"],\r\n "x": 1.50E+2, "t": "\\u00e9\u00e9"}\r\n'
+    text = (
+        '{\r\n   "codecs": [{"name": "\\u0065ndian"}, "end\\u0069an"],\r\n'
+        ' "x": 1.50E+2, "t": "\\u00e9\u00e9"}\r\n'
+    )
     migrated, _ = migrate_metadata(json.loads(text), "zarr.json")
     new = rewrite_text(text, json.loads(text), "zarr.json")
     assert json.loads(new) == migrated
@@ -407,28 +462,45 @@ def test_migrate_metadata_forms() -> None:
     assert locations == ["compressor", "filters[0]"]
     assert migrated["filters"] == [{"id": "bytes", "endian": "big"}, {"id": "zlib"}]
     assert zarray["filters"][0]["id"] == "endian", "the input must not be mutated"
-    zmetadata = {"metadata": {"x/.zarray": {"filters": [{"id": "endian"}]}, "x/.zattrs": {"id": "endian"}}}
+    zmetadata = {
+        "metadata": {"x/.zarray": {"filters": [{"id": "endian"}]}, "x/.zattrs": {"id": "endian"}}
+    }
     migrated, locations = migrate_metadata(zmetadata, ".zmetadata")
     assert locations == ["metadata['x/.zarray'].filters[0]"]
     assert migrated["metadata"]["x/.zattrs"] == {"id": "endian"}
     unchanged: Any
-    for unchanged in ({"filters": None, "compressor": None}, {"codecs": [{"name": "bytes"}]}, [], "x"):
+    for unchanged in (
+        {"filters": None, "compressor": None},
+        {"codecs": [{"name": "bytes"}]},
+        [],
+        "x",
+    ):
         assert migrate_metadata(unchanged, "zarr.json")[1] == []
 
 
 json_leaves = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=False), st.text(max_size=5)
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False),
+    st.text(max_size=5),
 )
 json_values = st.recursive(
     json_leaves,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 legacy_codecs = st.one_of(
     st.just("endian"),
-    st.fixed_dictionaries({"name": st.just("endian")}, optional={"configuration": st.just({"endian": "big"})}),
+    st.fixed_dictionaries(
+        {"name": st.just("endian")}, optional={"configuration": st.just({"endian": "big"})}
+    ),
 )
-other_codecs = st.sampled_from([{"name": "gzip", "configuration": {"level": 1}}, "crc32c", {"name": "bytes"}])
+other_codecs = st.sampled_from(
+    [{"name": "gzip", "configuration": {"level": 1}}, "crc32c", {"name": "bytes"}]
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -445,7 +517,8 @@ def test_rewrite_property(codecs: list[Any], attributes: dict[str, Any], indent:
     document = {"zarr_format": 3, "node_type": "array", "attributes": attributes, "codecs": codecs}
     text = json.dumps(document, indent=indent)
     migrated, locations = migrate_metadata(document, "zarr.json")
-    # The oracle, from the inputs: exactly the legacy codecs of the list are found, nothing in the attributes.
+    # The oracle, from the inputs: exactly the legacy codecs of the list are found, nothing in the
+    # attributes.
     expected = [
         f"codecs[{i}]"
         for i, c in enumerate(codecs)
@@ -474,25 +547,35 @@ def test_path_may_be_a_single_array(store: Path, array: str) -> None:
     assert np.array_equal(zarr.open_array(str(store / array), mode="r")[...], ORIGINALS[array])
 
 
-# -- for people: progress on a terminal, Ctrl-C, --version -------------------------------------------------------
+# -- for people: progress on a terminal, Ctrl-C, --version -----------------------------------------
 
-# The tool with each file replace slowed down by 10 ms (every write makes one), so that a run lasts long enough
-# to watch.
+# The tool with each file replace slowed down by 10 ms (every write makes one), so that a run lasts
+# long enough to watch.
 SLOW_TOOL = slowed_tool(0.01, "replace")
 
 
 def write_v3_legacy_array(folder: Path) -> None:
     """A v3 array's metadata (no chunk: it reads as the fill value) with the legacy codec name."""
     folder.mkdir(parents=True)
-    (folder / "zarr.json").write_text(json.dumps({
-        "zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "int32",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
-        "codecs": [{"name": "endian", "configuration": {"endian": "big"}}],
-    }))  # fmt: skip
+    (folder / "zarr.json").write_text(
+        json.dumps(
+            {
+                "zarr_format": 3,
+                "node_type": "array",
+                "shape": [4],
+                "data_type": "int32",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+                "chunk_key_encoding": {"name": "default"},
+                "fill_value": 0,
+                "codecs": [{"name": "endian", "configuration": {"endian": "big"}}],
+            }
+        )
+    )
 
 
-def test_progress_shows_on_a_terminal_and_is_cleared_and_the_output_is_the_summary(tmp_path: Path) -> None:
+def test_progress_shows_on_a_terminal_and_is_cleared_and_the_output_is_the_summary(
+    tmp_path: Path,
+) -> None:
     import pty
 
     root = tmp_path / "many.zarr"
@@ -503,7 +586,10 @@ def test_progress_shows_on_a_terminal_and_is_cleared_and_the_output_is_the_summa
         write_v3_legacy_array(root / f"g{g:02d}" / "a")
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_TOOL, "migrate", str(root)], stdout=subprocess.PIPE, stderr=follower, text=True
+        [sys.executable, "-c", SLOW_TOOL, "migrate", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        text=True,
     )
     os.close(follower)
     stdout, _ = process.communicate(timeout=120)
@@ -518,10 +604,13 @@ def test_progress_shows_on_a_terminal_and_is_cleared_and_the_output_is_the_summa
         terminal += data
     os.close(leader)
     assert process.returncode == 0
-    assert re.fullmatch(r"60 files changed \(60 codecs\) in 121 nodes \(\d+\.\d s\)\n", stdout), stdout
+    assert re.fullmatch(r"60 files changed \(60 codecs\) in 121 nodes \(\d+\.\d s\)\n", stdout), (
+        stdout
+    )
     lines = terminal.decode().split("\r\x1b[K")
     assert any(
-        re.fullmatch(r"migrate: [\d,]+ of [\d,]+ folders, [\d,]+/s(, about \d+ s left)?", line) for line in lines
+        re.fullmatch(r"migrate: [\d,]+ of [\d,]+ folders, [\d,]+/s(, about \d+ s left)?", line)
+        for line in lines
     )
     assert terminal.endswith(b"\r\x1b[K"), "the progress line is cleared at the end"
 
@@ -532,18 +621,24 @@ def test_ctrl_c_says_how_far_the_run_came_and_exits_130(tmp_path: Path) -> None:
     for g in range(100):
         write_v3_legacy_array(root / f"g{g:02d}")
     process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_TOOL, "migrate", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-c", SLOW_TOOL, "migrate", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 60
     while not any(b'"bytes"' in path.read_bytes() for path in root.rglob("zarr.json")):
-        assert process.poll() is None and time.monotonic() < deadline, "the run finished before Ctrl-C"
+        assert process.poll() is None and time.monotonic() < deadline, (
+            "the run finished before Ctrl-C"
+        )
         time.sleep(0.01)
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130
     assert re.fullmatch(
-        r"interrupted: [\d,]+ files? changed, [\d,]+ of [\d,]+ folders walked; run again to finish\n", stderr
+        r"interrupted: [\d,]+ files? changed, [\d,]+ of [\d,]+ folders walked; "
+        r"run again to finish\n",
+        stderr,
     ), stderr
     assert stdout == ""
     assert cli("migrate", str(root)).returncode == 0  # the rerun finishes

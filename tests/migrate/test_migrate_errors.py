@@ -1,4 +1,5 @@
-"""migrate against hostile stores: only codec names change, every problem is reported, no traceback."""
+"""migrate against hostile stores: only codec names change, every problem is reported, no
+traceback."""
 
 from __future__ import annotations
 
@@ -55,35 +56,52 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-# -- wrong edits --------------------------------------------------------------------------------------------
+# -- wrong edits -----------------------------------------------------------------------------------
 
 
-def test_a_v2_codec_is_named_by_its_id_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_v2_codec_is_named_by_its_id_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     zlib_with_a_name = {"id": "zlib", "level": 1, "name": "endian"}
     assert migrate_config(zlib_with_a_name) == zlib_with_a_name
-    zarray = {"zarr_format": 2, "filters": [zlib_with_a_name, {"id": "endian", "endian": "big"}], "compressor": None}
+    zarray = {
+        "zarr_format": 2,
+        "filters": [zlib_with_a_name, {"id": "endian", "endian": "big"}],
+        "compressor": None,
+    }
     path = write_json(tmp_path / "s" / ".zarray", zarray)
     code, out, _ = run(capsys, str(tmp_path / "s"))
     assert code == 0 and "filters[1]" in out and "filters[0]" not in out
-    assert json.loads(path.read_text())["filters"] == [zlib_with_a_name, {"id": "bytes", "endian": "big"}]
+    assert json.loads(path.read_text())["filters"] == [
+        zlib_with_a_name,
+        {"id": "bytes", "endian": "big"},
+    ]
 
 
 def test_a_v3_codec_is_named_by_its_name_only() -> None:
-    document = {"codecs": [{"name": "transpose", "configuration": {"order": [0], "id": "endian"}}, "endian"]}
+    document = {
+        "codecs": [{"name": "transpose", "configuration": {"order": [0], "id": "endian"}}, "endian"]
+    }
     migrated, locations = migrate_metadata(document, "zarr.json")
     assert locations == ["codecs[1]"] and migrated["codecs"][0] == document["codecs"][0]
 
 
 def test_large_consolidated_metadata_with_a_decoy_is_renamed_in_one_pass(tmp_path: Path) -> None:
     # 3000 arrays plus {"instrument": {"name": "endian"}} took over 400 s (a parse per token)
-    consolidated = {f"a{i}": {**V3_ARRAY, "attributes": {"instrument": {"name": "endian"}}} for i in range(3000)}
+    consolidated = {
+        f"a{i}": {**V3_ARRAY, "attributes": {"instrument": {"name": "endian"}}} for i in range(3000)
+    }
     root = write_json(
         tmp_path / "big" / "zarr.json",
         {
             "zarr_format": 3,
             "node_type": "group",
             "attributes": {"instrument": {"name": "endian"}},
-            "consolidated_metadata": {"kind": "inline", "must_understand": False, "metadata": consolidated},
+            "consolidated_metadata": {
+                "kind": "inline",
+                "must_understand": False,
+                "metadata": consolidated,
+            },
         },
         indent=2,
     ).parent
@@ -93,12 +111,13 @@ def test_large_consolidated_metadata_with_a_decoy_is_renamed_in_one_pass(tmp_pat
     elapsed = time.perf_counter() - start
     after = (root / "zarr.json").read_text()
     assert len(report.changes) == 3000
-    assert after.count('"name": "endian"') == before.count('"name": "endian"') - 3000  # the decoys stay
+    # the decoys stay
+    assert after.count('"name": "endian"') == before.count('"name": "endian"') - 3000
     assert len(after) == len(before) - 3000
     print(f"3000-array consolidated store migrated in {elapsed:.2f} s")
 
 
-# -- tracebacks and half-finished runs ----------------------------------------------------------------------
+# -- tracebacks and half-finished runs -------------------------------------------------------------
 
 
 @pytest.mark.parametrize("metadata", [["x"], "x", None, 3, {"a/.zarray": "x", "b/.zarray": [1]}])
@@ -121,29 +140,38 @@ def test_very_deep_nesting_is_reported(tmp_path: Path, capsys: pytest.CaptureFix
     assert "2 files changed" in out
 
 
-@pytest.mark.parametrize("location", ["foo://bucket/x", "http://localhost:1/x", "", "   ", "/no/such/folder"])
+@pytest.mark.parametrize(
+    "location", ["foo://bucket/x", "http://localhost:1/x", "", "   ", "/no/such/folder"]
+)
 def test_bad_locations_are_usage_errors(capsys: pytest.CaptureFixture[str], location: str) -> None:
     code, out, err = run(capsys, location)
     assert out == ""
-    assert code == 2 and err.startswith("numcodecs-bytes migrate: error:") and "Traceback" not in err
+    assert (
+        code == 2 and err.startswith("numcodecs-bytes migrate: error:") and "Traceback" not in err
+    )
     with pytest.raises(NotAStoreError):
         migrate_store(location)
 
 
 def test_a_closed_pipe_lets_the_run_finish_quietly_with_its_own_exit_code(tmp_path: Path) -> None:
-    """``migrate -v STORE | head -1``: the reader goes away after one line; the run goes on to its end without
-    output, and its result alone decides the exit code (every file migrated: 0)."""
+    """``migrate -v STORE | head -1``: the reader goes away after one line; the run goes on to its
+    end without output, and its result alone decides the exit code (every file migrated: 0)."""
     root = legacy_group(tmp_path / "s", arrays=300)
     script = Path(sys.executable).parent / "numcodecs-bytes"
     command = [str(script)] if script.exists() else [sys.executable, "-m", "numcodecs_bytes"]
-    process = subprocess.Popen([*command, "migrate", str(root), "-v"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [*command, "migrate", str(root), "-v"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert process.stdout is not None and process.stderr is not None
     process.stdout.readline()
     process.stdout.close()  # like `| head -1`
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=60) == 0, stderr
     assert stderr == ""
-    assert all(json.loads(path.read_text())["codecs"][0]["name"] == "bytes" for path in root.glob("a*/zarr.json"))
+    assert all(
+        json.loads(path.read_text())["codecs"][0]["name"] == "bytes"
+        for path in root.glob("a*/zarr.json")
+    )
 
 
 def test_folder_names_that_are_not_utf8_under_a_strict_output(tmp_path: Path) -> None:
@@ -163,7 +191,7 @@ def test_folder_names_that_are_not_utf8_under_a_strict_output(tmp_path: Path) ->
     assert b"changed caf\\xe9/zarr.json" in result.stdout
 
 
-# -- silent skips and collateral damage -------------------------------------------------------------------------
+# -- silent skips and collateral damage ------------------------------------------------------------
 
 
 def test_symbolic_links_are_reported_never_followed_or_replaced(
@@ -183,7 +211,9 @@ def test_symbolic_links_are_reported_never_followed_or_replaced(
     assert "1 file changed" in out
 
 
-def test_an_existing_backup_is_never_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_existing_backup_is_never_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = legacy_group(tmp_path / "s")
     (root / "a0" / "zarr.json.bak").write_text("precious")
     code, _, err = run(capsys, str(root), "--backup")
@@ -203,7 +233,9 @@ def test_owner_and_group_are_kept(tmp_path: Path) -> None:
     assert (info.st_uid, info.st_gid) == (1234, 5678)
 
 
-def test_a_fifo_named_like_metadata_does_not_hang(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_fifo_named_like_metadata_does_not_hang(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = legacy_group(tmp_path / "s")
     (root / "odd").mkdir()
     os.mkfifo(root / "odd" / "zarr.json")
@@ -219,7 +251,7 @@ def test_a_utf8_bom_is_read_and_kept(tmp_path: Path) -> None:
     assert path.read_bytes().startswith(b"\xef\xbb\xbf") and b'"bytes"' in path.read_bytes()
 
 
-# -- concurrency -------------------------------------------------------------------------------------------------
+# -- concurrency -----------------------------------------------------------------------------------
 
 
 def test_one_run_at_a_time_per_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -248,21 +280,33 @@ def test_a_file_changed_between_read_and_replace_is_left_alone(tmp_path: Path) -
     assert json.loads(path.read_text())["attributes"] == {"written": "meanwhile"}
 
 
-# -- fuzz: only the renamed tokens change --------------------------------------------------------------------------
+# -- fuzz: only the renamed tokens change ----------------------------------------------------------
 
 names = st.sampled_from(["endian", "bytes", "name", "id", "configuration", "codecs", "x"])
-leaves = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.floats(allow_nan=False), names)
+leaves = st.one_of(
+    st.none(), st.booleans(), st.integers(-1000, 1000), st.floats(allow_nan=False), names
+)
 values = st.recursive(
-    leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3), max_leaves=10
+    leaves,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3),
+    max_leaves=10,
 )
 v3_codecs = st.one_of(
     st.just("endian"),
-    st.fixed_dictionaries({"name": st.just("endian")}, optional={"configuration": st.just({"endian": "big"})}),
     st.fixed_dictionaries(
-        {"name": st.sampled_from(["gzip", "bytes"]), "configuration": st.dictionaries(names, values)}
+        {"name": st.just("endian")}, optional={"configuration": st.just({"endian": "big"})}
     ),
     st.fixed_dictionaries(
-        {"name": st.just("sharding_indexed"), "configuration": st.fixed_dictionaries({"codecs": st.just(["endian"])})}
+        {
+            "name": st.sampled_from(["gzip", "bytes"]),
+            "configuration": st.dictionaries(names, values),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "name": st.just("sharding_indexed"),
+            "configuration": st.fixed_dictionaries({"codecs": st.just(["endian"])}),
+        }
     ),
 )
 
@@ -277,7 +321,12 @@ v3_codecs = st.one_of(
     crlf=st.booleans(),
 )
 def test_fuzz_only_the_renamed_tokens_change(
-    codecs: list[Any], attributes: dict[str, Any], indent: Any, ascii_only: bool, escape_names: bool, crlf: bool
+    codecs: list[Any],
+    attributes: dict[str, Any],
+    indent: Any,
+    ascii_only: bool,
+    escape_names: bool,
+    crlf: bool,
 ) -> None:
     document = {"zarr_format": 3, "node_type": "array", "attributes": attributes, "codecs": codecs}
     text = json.dumps(document, indent=indent, ensure_ascii=ascii_only)
@@ -290,7 +339,9 @@ def test_fuzz_only_the_renamed_tokens_change(
     assert json.loads(new) == migrated
     # outside the renamed tokens, the text is the same character for character
     old_name = '"\\u0065ndian"' if escape_names else '"endian"'
-    assert new.replace('"bytes"', "\0").replace(old_name, "\0") == text.replace('"bytes"', "\0").replace(old_name, "\0")
+    assert new.replace('"bytes"', "\0").replace(old_name, "\0") == text.replace(
+        '"bytes"', "\0"
+    ).replace(old_name, "\0")
     assert new.count('"bytes"') - text.count('"bytes"') == len(locations)
 
 
@@ -305,20 +356,37 @@ def test_a_folder_that_cannot_be_listed_is_reported(tmp_path: Path) -> None:
     caps = "-dac_override,-dac_read_search"  # root without these obeys folder permissions
     try:
         result = subprocess.run(
-            ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}",
-             sys.executable, "-m", "numcodecs_bytes", "migrate", str(root)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            [
+                "setpriv",
+                f"--bounding-set={caps}",
+                f"--inh-caps={caps}",
+                sys.executable,
+                "-m",
+                "numcodecs_bytes",
+                "migrate",
+                str(root),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     finally:
         (root / "locked").chmod(0o755)
     assert result.returncode == 1, result.stderr
     assert "failed locked: folder not read: Permission denied" in result.stderr
-    assert "2 files changed" in result.stdout and '"endian"' in (root / "locked" / "zarr.json").read_text()
+    assert (
+        "2 files changed" in result.stdout
+        and '"endian"' in (root / "locked" / "zarr.json").read_text()
+    )
 
 
 v2_codecs = st.one_of(
-    st.fixed_dictionaries({"id": st.just("endian")}, optional={"endian": st.just("big"), "dtype": st.just("<i4")}),
-    st.fixed_dictionaries({"id": st.sampled_from(["zlib", "bytes"]), "name": st.sampled_from(["endian", "x"])}),
+    st.fixed_dictionaries(
+        {"id": st.just("endian")}, optional={"endian": st.just("big"), "dtype": st.just("<i4")}
+    ),
+    st.fixed_dictionaries(
+        {"id": st.sampled_from(["zlib", "bytes"]), "name": st.sampled_from(["endian", "x"])}
+    ),
     st.none(),
 )
 
@@ -333,29 +401,49 @@ v2_codecs = st.one_of(
 def test_fuzz_v2_metadata_only_ids_name_our_codec(
     filters: Any, compressor: Any, attributes: dict[str, Any], indent: Any
 ) -> None:
-    zarray = {"zarr_format": 2, "filters": filters, "compressor": compressor, "attributes": attributes}
-    zmetadata = {"metadata": {"a/.zarray": zarray, "a/.zattrs": attributes}, "zarr_consolidated_format": 1}
+    zarray = {
+        "zarr_format": 2,
+        "filters": filters,
+        "compressor": compressor,
+        "attributes": attributes,
+    }
+    zmetadata = {
+        "metadata": {"a/.zarray": zarray, "a/.zattrs": attributes},
+        "zarr_consolidated_format": 1,
+    }
     for document, name in ((zarray, ".zarray"), (zmetadata, ".zmetadata")):
         text = json.dumps(document, indent=indent)
         migrated, locations = migrate_metadata(document, name)
         new = rewrite_text(text, document, name)
         assert json.loads(new) == migrated
         assert new.count('"bytes"') - text.count('"bytes"') == len(locations)
-        ours = [c for c in ([*(filters or []), compressor]) if isinstance(c, dict) and c.get("id") == "endian"]
+        ours = [
+            c
+            for c in ([*(filters or []), compressor])
+            if isinstance(c, dict) and c.get("id") == "endian"
+        ]
         assert len(locations) == len(ours)
         assert new.replace('"bytes"', '"endian"') == text.replace('"bytes"', '"endian"')
 
 
-# -- third review: closed output, links, owners, odd names and paths -------------------------------------------
+# -- third review: closed output, links, owners, odd names and paths -------------------------------
 
 
 # Each command with both streams closed, and one stream closed while the other stays open.
 @pytest.mark.parametrize(
     ("command", "closed"),
-    [("migrate", (1, 2)), ("demo", (1, 2)), ("dtypes", (1, 2)), ("migrate", (1,)), ("migrate", (2,))],
+    [
+        ("migrate", (1, 2)),
+        ("demo", (1, 2)),
+        ("dtypes", (1, 2)),
+        ("migrate", (1,)),
+        ("migrate", (2,)),
+    ],
     ids=["migrate-both", "demo-both", "dtypes-both", "migrate-stdout", "migrate-stderr"],
 )
-def test_the_command_line_works_with_its_output_closed(tmp_path: Path, closed: tuple[int, ...], command: str) -> None:
+def test_the_command_line_works_with_its_output_closed(
+    tmp_path: Path, closed: tuple[int, ...], command: str
+) -> None:
     root = legacy_group(tmp_path / "s")
     args = ["migrate", str(root)] if command == "migrate" else [command]
 
@@ -365,13 +453,19 @@ def test_the_command_line_works_with_its_output_closed(tmp_path: Path, closed: t
 
     result = subprocess.run(
         [sys.executable, "-m", "numcodecs_bytes", *args],
-        stdout=None if 1 in closed else subprocess.DEVNULL, stderr=None if 2 in closed else subprocess.PIPE,
-        preexec_fn=close_output, check=False, timeout=60,
-    )  # fmt: skip
+        stdout=None if 1 in closed else subprocess.DEVNULL,
+        stderr=None if 2 in closed else subprocess.PIPE,
+        preexec_fn=close_output,
+        check=False,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr is None or result.stderr == b"", result.stderr
     if command == "migrate":
-        assert all(json.loads(p.read_text())["codecs"][0]["name"] == "bytes" for p in root.glob("a*/zarr.json"))
+        assert all(
+            json.loads(p.read_text())["codecs"][0]["name"] == "bytes"
+            for p in root.glob("a*/zarr.json")
+        )
 
 
 def test_a_hard_linked_metadata_file_is_reported_and_left_whole(
@@ -394,10 +488,20 @@ def test_a_file_whose_owner_cannot_be_kept_is_reported_and_left_whole(tmp_path: 
     before = (root / "a0" / "zarr.json").read_bytes()
     caps = "-chown"  # root without this is any user who does not own the file
     result = subprocess.run(
-        ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}",
-         sys.executable, "-m", "numcodecs_bytes", "migrate", str(root)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            "setpriv",
+            f"--bounding-set={caps}",
+            f"--inh-caps={caps}",
+            sys.executable,
+            "-m",
+            "numcodecs_bytes",
+            "migrate",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 1, result.stderr
     assert "failed a0/zarr.json: its owner (uid 1234, gid 5678) could not be kept" in result.stderr
     assert "run as that user or as root" in result.stderr
@@ -416,11 +520,15 @@ def test_control_characters_in_names_are_escaped_in_every_report_line(
     code, out, err = run(capsys, str(root))
     assert code == 1
     assert "changed a\\nb\\x1b[2J/zarr.json:" in out.splitlines()
-    assert any(line.startswith("failed c\\rd/zarr.json: not valid JSON") for line in err.splitlines())
+    assert any(
+        line.startswith("failed c\\rd/zarr.json: not valid JSON") for line in err.splitlines()
+    )
     assert "\x1b" not in out + err and "\r" not in out + err
 
 
-def test_a_file_as_the_store_path_is_not_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_as_the_store_path_is_not_a_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "f").write_text("{}")
     code, _, err = run(capsys, str(tmp_path / "f"))
     assert code == 2 and "f: not a folder" in err
@@ -428,7 +536,9 @@ def test_a_file_as_the_store_path_is_not_a_folder(tmp_path: Path, capsys: pytest
     assert code == 2 and "missing: no such folder" in err
 
 
-def test_file_urls_of_this_host_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_file_urls_of_this_host_are_accepted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = legacy_group(tmp_path / "s")
     code, out, _ = run(capsys, f"file://localhost{root}", "--dry-run")
     assert code == 0 and "would change a0/zarr.json:" in out
@@ -443,9 +553,12 @@ def test_the_data_type_table_keeps_its_columns_and_names_what_needs_ml_dtypes(
 ) -> None:
     if ml_dtypes_installed:
         pytest.importorskip("ml_dtypes")
-    block = "" if ml_dtypes_installed else "sys.modules['ml_dtypes'] = None; "  # as if the extra were missing
+    # as if the extra were missing
+    block = "" if ml_dtypes_installed else "sys.modules['ml_dtypes'] = None; "
     code = f"import sys; {block}from numcodecs_bytes.cli import main; sys.exit(main([{command!r}]))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     header, *rows = out[out.index("data type ") :].split("\n\n")[0].splitlines()
     second, third = header.index("numpy, e.g."), header.index("endian orders each")
     for row in rows:  # each column starts where its header does, the widest entry (struct) included
@@ -454,5 +567,9 @@ def test_the_data_type_table_keeps_its_columns_and_names_what_needs_ml_dtypes(
     assert [row.split()[0] for row in rows][-17:-15] == ["struct", "bfloat16"]
     assert len(rows) == 36, rows  # every data type the package knows, with the extra or without
     bfloat16 = next(row for row in rows if row.startswith("bfloat16 "))
-    assert bfloat16.endswith("element" if ml_dtypes_installed else "needs the ml_dtypes extra"), bfloat16
-    assert ("16 data types need ml_dtypes: pip install 'numcodecs-bytes[ml_dtypes]'" in out) is not ml_dtypes_installed
+    assert bfloat16.endswith("element" if ml_dtypes_installed else "needs the ml_dtypes extra"), (
+        bfloat16
+    )
+    assert (
+        "16 data types need ml_dtypes: pip install 'numcodecs-bytes[ml_dtypes]'" in out
+    ) is not ml_dtypes_installed

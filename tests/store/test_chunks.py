@@ -1,5 +1,5 @@
-"""The chunk mover (`store.chunks`, each backend's ``pack`` and ``versions``): shards made of chunk files, byte
-for byte, on a local disk, an fsspec file system (memory) and S3 (moto).
+"""The chunk mover (`store.chunks`, each backend's ``pack`` and ``versions``): shards made of chunk
+files, byte for byte, on a local disk, an fsspec file system (memory) and S3 (moto).
 
 The oracle is the shard format as the spec gives it, rebuilt here with a CRC-32C
 that shares no code with the package's: each chunk file's bytes one after
@@ -46,7 +46,11 @@ def expected_shard(chunks: list[bytes | None]) -> bytes:
         pairs.append((EMPTY, EMPTY) if chunk is None else (offset, len(chunk)))
         offset += 0 if chunk is None else len(chunk)
     index = b"".join(struct.pack("<QQ", *pair) for pair in pairs)
-    return b"".join(chunk for chunk in chunks if chunk is not None) + index + struct.pack("<I", crc32c(index))
+    return (
+        b"".join(chunk for chunk in chunks if chunk is not None)
+        + index
+        + struct.pack("<I", crc32c(index))
+    )
 
 
 def test_the_crc32c_oracle_gives_the_check_value() -> None:
@@ -55,7 +59,8 @@ def test_the_crc32c_oracle_gives_the_check_value() -> None:
 
 @given(st.binary(max_size=300))
 def test_the_crc32c_without_a_library_is_the_oracles(data: bytes) -> None:
-    """Where neither google-crc32c nor crc32c is installed (no zarr), the index's checksum comes from a table."""
+    """Where neither google-crc32c nor crc32c is installed (no zarr), the index's checksum comes
+    from a table."""
     from numcodecs_bytes.store.chunks import _table_crc32c
 
     assert _table_crc32c(data) == crc32c(data)
@@ -67,15 +72,18 @@ def test_the_index_is_the_specs_and_reads_back(chunks: list[bytes | None]) -> No
     shard = b"".join(chunk for chunk in chunks if chunk is not None) + shard_index(sizes)
     assert shard == expected_shard(chunks)
     entries = parsed_index(shard, len(chunks))
-    assert [None if entry is None else shard[entry[0] : entry[0] + entry[1]] for entry in entries] == chunks
+    assert [
+        None if entry is None else shard[entry[0] : entry[0] + entry[1]] for entry in entries
+    ] == chunks
     if shard:
         broken = bytearray(shard)
-        broken[-5 if chunks else -1] ^= 1  # one bit of the index (or of the checksum where there is no entry)
+        # one bit of the index (or of the checksum where there is no entry)
+        broken[-5 if chunks else -1] ^= 1
         with pytest.raises(ShardError, match="index does not match its checksum"):
             parsed_index(bytes(broken), len(chunks))
 
 
-# -- the same on every backend -------------------------------------------------------------------------------------
+# -- the same on every backend ---------------------------------------------------------------------
 
 
 class Backend(NamedTuple):
@@ -135,30 +143,42 @@ def test_a_shard_is_its_chunk_files_one_after_another_then_the_index(backend: Ba
     backend.write("a", b"abc")
     backend.write("b", b"")  # an empty chunk file is a chunk of no bytes
     backend.write("d", b"defg")
-    sources = ("a", None, None, "b", "d")  # None: no chunk there (not stored, or past the array's edge)
+    # None: no chunk there (not stored, or past the array's edge)
+    sources = ("a", None, None, "b", "d")
     packed = packed_one(backend, "c/0", sources)
     assert isinstance(packed, Packed) and packed.written and packed.sizes == (3, None, None, 0, 4)
     expected = expected_shard([b"abc", None, None, b"", b"defg"])
     assert backend.read("c/0") == expected
-    again = packed_one(backend, "c/0", sources)  # an interrupted run's shard there: the same bytes again
+    # an interrupted run's shard there: the same bytes again
+    again = packed_one(backend, "c/0", sources)
     assert isinstance(again, Packed) and again.versions == packed.versions
-    assert backend.store.files.versions([f"{backend.folder}/a"]) == {f"{backend.folder}/a": packed.versions[0]}
+    assert backend.store.files.versions([f"{backend.folder}/a"]) == {
+        f"{backend.folder}/a": packed.versions[0]
+    }
 
     backend.write("d", b"DEFG")  # the same size, other bytes: another version
-    assert backend.store.files.versions([f"{backend.folder}/d"])[f"{backend.folder}/d"] != packed.versions[4]
-    replaced = packed_one(backend, "c/0", sources)  # no zarr.json reads it (the caller's part): replaced
+    assert (
+        backend.store.files.versions([f"{backend.folder}/d"])[f"{backend.folder}/d"]
+        != packed.versions[4]
+    )
+    # no zarr.json reads it (the caller's part): replaced
+    replaced = packed_one(backend, "c/0", sources)
     assert isinstance(replaced, Packed) and replaced.written
     assert backend.read("c/0") == expected_shard([b"abc", None, None, b"", b"DEFG"])
 
 
 def test_a_chunk_file_listed_then_gone_makes_no_shard(backend: Backend) -> None:
-    """Another writer removed a chunk file between the listing and the packing (zarr removes the chunks it fills
-    with the fill value; another run removes those it packed): not taken for a missing chunk."""
+    """Another writer removed a chunk file between the listing and the packing (zarr removes the
+    chunks it fills with the fill value; another run removes those it packed): not taken for a
+    missing chunk."""
     backend.write("a", b"abc")
     backend.write("c/0", b"another run's shard")
     problem = packed_one(backend, "c/0", ("a", "gone"))
     assert isinstance(problem, ShardError), problem
-    assert str(problem) == "gone: listed, then gone before its shard was made (another writer): no shard written"
+    assert (
+        str(problem)
+        == "gone: listed, then gone before its shard was made (another writer): no shard written"
+    )
     assert backend.read("c/0") == b"another run's shard"
 
 
@@ -170,8 +190,8 @@ def test_a_shard_of_no_chunk_is_no_file(backend: Backend) -> None:
 
 
 def test_what_a_shard_holds_of_its_chunk_files(backend: Backend) -> None:
-    """`held`: per chunk file, whether the shard holds its bytes at its place, its version, when each was
-    written; a missing shard is a FileNotFoundError."""
+    """`held`: per chunk file, whether the shard holds its bytes at its place, its version, when
+    each was written; a missing shard is a FileNotFoundError."""
     backend.write("a", b"abc")
     backend.write("b", b"xy")
     shard = Shard(f"{backend.folder}/c/0", (f"{backend.folder}/a", None, f"{backend.folder}/b"))
@@ -182,29 +202,34 @@ def test_what_a_shard_holds_of_its_chunk_files(backend: Backend) -> None:
     assert isinstance(held, Held) and held.same == (True, None, False), held
     versions = backend.store.files.versions([f"{backend.folder}/a", f"{backend.folder}/b"])
     assert held.versions == (versions[f"{backend.folder}/a"], None, versions[f"{backend.folder}/b"])
-    assert all(isinstance(when, float) for when in (held.written[0], held.written[2], held.shard_written))
+    assert all(
+        isinstance(when, float) for when in (held.written[0], held.written[2], held.shard_written)
+    )
     assert isinstance(missing, FileNotFoundError), missing
 
 
 def test_files_below_a_folder_and_tidying_up(backend: Backend) -> None:
-    """Every file below a folder at any depth (none below one that does not exist); tidying removes the
-    temporary files killed runs left below it, and the folders left empty."""
+    """Every file below a folder at any depth (none below one that does not exist); tidying removes
+    the temporary files killed runs left below it, and the folders left empty."""
     for name in ("a/0/0", "a/0/1", "a/1/0", "a/.zarray"):
         backend.write(name, b"x")
     listed = backend.store.files.files_below([f"{backend.folder}/a", f"{backend.folder}/nothing"])
     assert sorted(listed[f"{backend.folder}/a"]) == [".zarray", "0/0", "0/1", "1/0"]  # type: ignore[arg-type]
     assert listed[f"{backend.folder}/nothing"] == []
-    if isinstance(backend.store.files, LocalFiles):  # temporary files, and folders that stay when emptied
+    # temporary files, and folders that stay when emptied
+    if isinstance(backend.store.files, LocalFiles):
         backend.write("a/1/.0.abc123.numcodecs-bytes-tmp", b"a killed run's")
         os.unlink(f"{backend.folder}/a/1/0")
         assert backend.store.files.tidy([f"{backend.folder}/a/1", f"{backend.folder}/a/0"]) == {}
-        assert not os.path.exists(f"{backend.folder}/a/1") and os.path.exists(f"{backend.folder}/a/0/1")
+        assert not os.path.exists(f"{backend.folder}/a/1") and os.path.exists(
+            f"{backend.folder}/a/0/1"
+        )
 
 
 def test_versions_of_many_chunk_files_and_byte_ranges(backend: Backend) -> None:
-    """Versions of files in a folder of 1,050 (on S3 from listings of the range asked, a thousand keys a
-    request, the rest from HEADs), a missing one None, a rewritten one another; byte ranges of a file, one past
-    its end an error."""
+    """Versions of files in a folder of 1,050 (on S3 from listings of the range asked, a thousand
+    keys a request, the rest from HEADs), a missing one None, a rewritten one another; byte ranges
+    of a file, one past its end an error."""
     for i in range(1050):
         backend.write(f"v/{i}", i.to_bytes(2, "little"))
     folder = f"{backend.folder}/v"
@@ -216,14 +241,17 @@ def test_versions_of_many_chunk_files_and_byte_ranges(backend: Backend) -> None:
     again = backend.store.files.versions(asked)
     assert {path for path in asked if again[path] != versions[path]} == {f"{folder}/999"}
     backend.write("r", b"0123456789")
-    wanted = [ByteRange(f"{backend.folder}/r", 2, 5), ByteRange(f"{backend.folder}/r", 8, 10),
-              ByteRange(f"{backend.folder}/r", 8, 12)]  # fmt: skip
+    wanted = [
+        ByteRange(f"{backend.folder}/r", 2, 5),
+        ByteRange(f"{backend.folder}/r", 8, 10),
+        ByteRange(f"{backend.folder}/r", 8, 12),
+    ]
     read = backend.store.files.read_ranges(wanted)
     assert read[wanted[0]] == b"234" and read[wanted[1]] == b"89"
     assert isinstance(read[wanted[2]], OSError), read[wanted[2]]
 
 
-# -- a local disk --------------------------------------------------------------------------------------------------
+# -- a local disk ----------------------------------------------------------------------------------
 
 
 @settings(max_examples=40, deadline=None)
@@ -234,7 +262,10 @@ def test_local_shards_are_the_specs(chunks: list[bytes | None]) -> None:
             if chunk is not None:
                 Path(folder, str(i)).write_bytes(chunk)
         target = os.path.join(folder, "s", "0")
-        sources = tuple(None if chunk is None else os.path.join(folder, str(i)) for i, chunk in enumerate(chunks))
+        sources = tuple(
+            None if chunk is None else os.path.join(folder, str(i))
+            for i, chunk in enumerate(chunks)
+        )
         packed = local_shards.pack([Shard(target, sources)], Path(folder))[target]
         assert isinstance(packed, Packed)
         if all(chunk is None for chunk in chunks):
@@ -246,21 +277,24 @@ def test_local_shards_are_the_specs(chunks: list[bytes | None]) -> None:
 
 @pytest.mark.parametrize("kept", ["nanoseconds", "whole seconds"])
 def test_the_mover_waits_out_the_tick_of_a_file_written_just_now(tmp_path: Path, kept: str) -> None:
-    """Past the file's time written on the clock the kernel stamps files with (two seconds past it where the
-    file system keeps whole seconds), a rewrite cannot give the file the time it has."""
+    """Past the file's time written on the clock the kernel stamps files with (two seconds past it
+    where the file system keeps whole seconds), a rewrite cannot give the file the time it has."""
     source = tmp_path / "0"
     source.write_bytes(b"x")
     now = time.clock_gettime_ns(disk._FILE_CLOCK)
     stamp = now + 30_000_000 if kept == "nanoseconds" else (now // 10**9 - 1) * 10**9
     os.utime(source, ns=(stamp, stamp))
     disk.past_their_tick([os.stat(source)])
-    assert time.clock_gettime_ns(disk._FILE_CLOCK) > stamp + (0 if kept == "nanoseconds" else 2 * 10**9)
+    assert time.clock_gettime_ns(disk._FILE_CLOCK) > stamp + (
+        0 if kept == "nanoseconds" else 2 * 10**9
+    )
 
 
 def test_a_chunk_rewritten_in_place_at_once_shows_a_new_version(tmp_path: Path) -> None:
-    """A writer that rewrites a chunk in place, to the same size, just after it was packed: the kernel's
-    clock stamps files in ticks of milliseconds, and the mover waits out the tick of a file just written, so
-    the rewrite always has another version (before Linux 6.13, without that wait, most of these would not)."""
+    """A writer that rewrites a chunk in place, to the same size, just after it was packed: the
+    kernel's clock stamps files in ticks of milliseconds, and the mover waits out the tick of a file
+    just written, so the rewrite always has another version (before Linux 6.13, without that wait,
+    most of these would not)."""
     (tmp_path / ".zgroup").write_text("{}")
     store = open_store(tmp_path)
     source = tmp_path / "0"
@@ -274,7 +308,9 @@ def test_a_chunk_rewritten_in_place_at_once_shows_a_new_version(tmp_path: Path) 
         assert store.files.versions([str(source)])[str(source)] != result.versions[0], attempt
 
 
-def test_a_chunk_changed_while_it_is_copied_makes_no_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_chunk_changed_while_it_is_copied_makes_no_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / ".zgroup").write_text("{}")
     (tmp_path / "0").write_bytes(b"before")
     copy = local_shards._copy
@@ -285,11 +321,15 @@ def test_a_chunk_changed_while_it_is_copied_makes_no_shard(tmp_path: Path, monke
             handle.write(b"AFTER!")  # in place, the same size
 
     monkeypatch.setattr(local_shards, "_copy", copy_then_write)
-    result = open_store(tmp_path).files.pack([Shard(str(tmp_path / "s" / "0"), (str(tmp_path / "0"),))])
+    result = open_store(tmp_path).files.pack(
+        [Shard(str(tmp_path / "s" / "0"), (str(tmp_path / "0"),))]
+    )
     problem = result[str(tmp_path / "s" / "0")]
     assert isinstance(problem, ShardError), problem
-    assert str(problem) in ("0: changed while it was read: no shard written",
-                            "0: not what its sources hold, read back (a file system error)")  # fmt: skip
+    assert str(problem) in (
+        "0: changed while it was read: no shard written",
+        "0: not what its sources hold, read back (a file system error)",
+    )
     assert os.listdir(tmp_path / "s") == []  # no shard, no temporary file
 
 
@@ -303,7 +343,10 @@ def test_a_fifo_among_the_chunks_is_refused_without_waiting_for_a_writer(tmp_pat
         [Shard(str(tmp_path / "s" / "0"), (str(tmp_path / "0"), str(tmp_path / "1")))]
     )
     problem = result[str(tmp_path / "s" / "0")]
-    assert isinstance(problem, OSError) and str(problem) == f"{tmp_path / '0'}: not a regular file: not read"
+    assert (
+        isinstance(problem, OSError)
+        and str(problem) == f"{tmp_path / '0'}: not a regular file: not read"
+    )
     assert not (tmp_path / "s" / "0").exists()
 
 
@@ -311,7 +354,9 @@ def test_a_linked_chunk_file_is_packed_as_v2_readers_read_it(tmp_path: Path) -> 
     (tmp_path / ".zgroup").write_text("{}")
     (tmp_path / "elsewhere").write_bytes(b"the target's bytes")
     (tmp_path / "0").symlink_to(tmp_path / "elsewhere")
-    result = open_store(tmp_path).files.pack([Shard(str(tmp_path / "s" / "0"), (str(tmp_path / "0"),))])
+    result = open_store(tmp_path).files.pack(
+        [Shard(str(tmp_path / "s" / "0"), (str(tmp_path / "0"),))]
+    )
     assert isinstance(result[str(tmp_path / "s" / "0")], Packed)
     assert (tmp_path / "s" / "0").read_bytes() == expected_shard([b"the target's bytes"])
 
@@ -338,18 +383,26 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
 """
 
 
-def test_a_shard_of_more_chunks_than_files_may_be_open_and_of_256_mib_in_bounded_memory(tmp_path: Path) -> None:
-    """Issue 55, items 6 and 7: 300 chunk files in one shard under a limit of 64 open files (one source is open
-    at a time), and a shard of 256 MiB made, read back and compared in memory that does not grow with it (each
-    side read a block at a time; nothing mapped whole): peak memory grows by less than 32 MiB."""
+def test_a_shard_of_more_chunks_than_files_may_be_open_and_of_256_mib_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    """Issue 55, items 6 and 7: 300 chunk files in one shard under a limit of 64 open files (one
+    source is open at a time), and a shard of 256 MiB made, read back and compared in memory that
+    does not grow with it (each side read a block at a time; nothing mapped whole): peak memory
+    grows by less than 32 MiB."""
     import subprocess
     import sys
 
     for count, size in ((300, 16), (64, 4 << 20)):
         folder = tmp_path / f"{count}"
         folder.mkdir()
-        result = subprocess.run([sys.executable, "-c", BOUNDED, str(folder), str(count), str(size)],
-                                capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-c", BOUNDED, str(folder), str(count), str(size)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr
         assert int(result.stdout) < 32, f"peak memory grew by {result.stdout.strip()} MiB"
         assert (folder / "c" / "0").stat().st_size == count * size + count * 16 + 4

@@ -21,5 +21,13 @@ def test_a_temporary_file_names_the_file_it_was_made_beside(tmp_path: Path) -> N
 
 
 def test_other_names_are_no_temporary_files() -> None:
-    for entry in ("0.0", ".zarray", ".zattrs", "x" + TEMP_SUFFIX, "." + TEMP_SUFFIX, ".0.0", ".0.0.bak"):
+    for entry in (
+        "0.0",
+        ".zarray",
+        ".zattrs",
+        "x" + TEMP_SUFFIX,
+        "." + TEMP_SUFFIX,
+        ".0.0",
+        ".0.0.bak",
+    ):
         assert made_for(entry) is None, entry

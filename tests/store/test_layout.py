@@ -1,4 +1,5 @@
-"""The Zarr layout facts (numcodecs_bytes.store.layout): which folders hold chunks, which chunks are stored."""
+"""The Zarr layout facts (numcodecs_bytes.store.layout): which folders hold chunks, which chunks are
+stored."""
 
 from __future__ import annotations
 
@@ -9,18 +10,27 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numcodecs_bytes.store.layout import chunk_folders, chunk_indices, chunk_key, chunk_region, nested_layout
+from numcodecs_bytes.store.layout import (
+    chunk_folders,
+    chunk_indices,
+    chunk_key,
+    chunk_region,
+    nested_layout,
+)
 
 
 @pytest.mark.parametrize(
     ("subfolders", "files", "zarray", "expected"),
     [
         (["0", "1", "g"], [".zarray"], {"shape": [4, 4], "dimension_separator": "/"}, ["0", "1"]),
-        (["0", "g"], [".zarray"], {"shape": [4, 4], "dimension_separator": "."}, []),  # a digit folder: a node
+        # a digit folder: a node
+        (["0", "g"], [".zarray"], {"shape": [4, 4], "dimension_separator": "."}, []),
         (["0", "g"], [".zarray"], {"shape": [4]}, []),  # one axis: chunk "0" is a file
-        (["0", "g"], [".zarray"], {"shape": [4, 4]}, ["0"]),  # no separator said: the store shows nested
+        # no separator said: the store shows nested
+        (["0", "g"], [".zarray"], {"shape": [4, 4]}, ["0"]),
         (["g"], [".zarray", "0.0"], {"shape": [4, 4]}, []),  # ... or flat
-        (["0", "g"], [".zarray", "0.0"], {"shape": [4, 4]}, ["0"]),  # both: no digit folder holds a node zarr reads
+        # both: no digit folder holds a node zarr reads
+        (["0", "g"], [".zarray", "0.0"], {"shape": [4, 4]}, ["0"]),
         (["0", "g"], [".zarray"], None, ["0"]),  # no array metadata: likewise
         (["0", "g"], [".zarray"], {"shape": "4"}, ["0"]),
     ],
@@ -60,12 +70,17 @@ def test_stored_chunks_are_those_listed_chunk_0_first_then_in_c_order(
         return
     origin = tuple(0 for _ in shape)
     in_folders = separator == "/" and len(shape) > 1
-    expected = every if in_folders else [origin, *sorted(index for index in stored if index != origin)]
+    expected = (
+        every if in_folders else [origin, *sorted(index for index in stored if index != origin)]
+    )
     assert listed == expected
     assert list(chunk_indices(zarray, None)) == every  # not listed: the whole grid
     for index in listed:
         region = chunk_region(zarray, index)
-        assert all(0 <= part.start < part.stop <= extent for part, extent in zip(region, shape, strict=True))
+        assert all(
+            0 <= part.start < part.stop <= extent
+            for part, extent in zip(region, shape, strict=True)
+        )
 
 
 def test_chunk_keys_as_zarr_2_writes_them() -> None:

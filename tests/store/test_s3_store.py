@@ -1,4 +1,5 @@
-"""migrate on an S3 API server (moto in server mode on a loopback port), through s3fs, as users' object stores."""
+"""migrate on an S3 API server (moto in server mode on a loopback port), through s3fs, as users'
+object stores."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ BUCKET = "legacy"
 
 @pytest.fixture
 def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """An empty bucket; fsspec's s3 settings point at the local server, credentials from the environment."""
+    """An empty bucket; fsspec's s3 settings point at the local server, credentials from the
+    environment."""
     yield from empty_bucket(endpoint, monkeypatch, BUCKET)
 
 
@@ -45,16 +47,33 @@ VALUES = {
 
 
 def upload_legacy_stores(fs: Any, local: Path) -> None:
-    """A v3 group (an array, a sharded array, consolidated metadata) and a v2 group, renamed to endian."""
+    """A v3 group (an array, a sharded array, consolidated metadata) and a v2 group, renamed to
+    endian."""
     group = zarr.open_group(str(local / "v3"), mode="w")
-    group.create_array("a", data=VALUES["v3/a"], chunks=(2, 3), serializer=ZarrBytesCodec(endian="big"),
-                       compressors=None)  # fmt: skip
-    group.create_array("sharded", data=VALUES["v3/sharded"], chunks=(2, 2), shards=(4, 4),
-                       serializer=ZarrBytesCodec(endian="big"), compressors=None)  # fmt: skip
+    group.create_array(
+        "a",
+        data=VALUES["v3/a"],
+        chunks=(2, 3),
+        serializer=ZarrBytesCodec(endian="big"),
+        compressors=None,
+    )
+    group.create_array(
+        "sharded",
+        data=VALUES["v3/sharded"],
+        chunks=(2, 2),
+        shards=(4, 4),
+        serializer=ZarrBytesCodec(endian="big"),
+        compressors=None,
+    )
     zarr.consolidate_metadata(str(local / "v3"))
     v2 = zarr.open_group(str(local / "v2"), mode="w", zarr_format=2)
-    v2.create_array("c", data=VALUES["v2/c"], chunks=(4,), filters=[BytesCodec(endian="big", dtype="<i8")],
-                    compressors=None)  # fmt: skip
+    v2.create_array(
+        "c",
+        data=VALUES["v2/c"],
+        chunks=(4,),
+        filters=[BytesCodec(endian="big", dtype="<i8")],
+        compressors=None,
+    )
     zarr.consolidate_metadata(str(local / "v2"))
     for path in local.rglob("*"):
         if path.name in ("zarr.json", ".zarray", ".zmetadata"):
@@ -75,7 +94,8 @@ def objects(fs: Any) -> dict[str, bytes]:
 
 
 def read_with_zarrs_own_codec(url: str, endpoint: str) -> dict[str, np.ndarray[Any, Any]]:
-    """Open through the same URL, with zarr-python's own codec for the legacy name (which refuses it)."""
+    """Open through the same URL, with zarr-python's own codec for the legacy name (which refuses
+    it)."""
     options = {"endpoint_url": endpoint}
     with zarr.config.set({"codecs.endian": "zarr.codecs.bytes.BytesCodec"}):
         v3 = zarr.open_group(f"{url}/v3", mode="r", storage_options=options)
@@ -83,7 +103,9 @@ def read_with_zarrs_own_codec(url: str, endpoint: str) -> dict[str, np.ndarray[A
         return {"v3/a": v3["a"][...], "v3/sharded": v3["sharded"][...], "v2/c": v2["c"][...]}
 
 
-def test_migrate_on_an_object_store(s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_migrate_on_an_object_store(
+    s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     upload_legacy_stores(s3, tmp_path)
     url = f"s3://{BUCKET}"
     before = objects(s3)
@@ -102,12 +124,16 @@ def test_migrate_on_an_object_store(s3: Any, endpoint: str, tmp_path: Path, caps
     after = objects(s3)
     for path, data in before.items():
         if path.endswith(("zarr.json", ".zarray", ".zmetadata")) and b'"endian"' in data:
-            assert after[path] != data and after[path].replace(b'"bytes"', b'"endian"') == data.replace(
+            assert after[path] != data and after[path].replace(
                 b'"bytes"', b'"endian"'
-            ), path
+            ) == data.replace(b'"bytes"', b'"endian"'), path
         else:
             assert after[path] == data, f"{path} changed"
-        if path.startswith(f"{BUCKET}/v3/") and path.endswith("zarr.json") and b'"name": "endian"' in data:
+        if (
+            path.startswith(f"{BUCKET}/v3/")
+            and path.endswith("zarr.json")
+            and b'"name": "endian"' in data
+        ):
             assert after[path + ".bak"] == data
     read = read_with_zarrs_own_codec(url, endpoint)
     for name, expected in VALUES.items():
@@ -127,7 +153,9 @@ def test_a_broken_object_is_reported_and_the_rest_migrated(
     assert "failed a/zarr.json: not valid JSON" in err and "Traceback" not in err
     assert "2 files changed" in out
     assert (
-        json.loads(s3.cat_file(f"{BUCKET}/v3/sharded/zarr.json"))["codecs"][0]["configuration"]["codecs"][0]["name"]
+        json.loads(s3.cat_file(f"{BUCKET}/v3/sharded/zarr.json"))["codecs"][0]["configuration"][
+            "codecs"
+        ][0]["name"]
         == "bytes"
     )
 
@@ -137,7 +165,9 @@ def test_no_such_bucket_is_a_usage_error(s3: Any, capsys: pytest.CaptureFixture[
     assert capsys.readouterr().err.startswith("numcodecs-bytes migrate: error:")
 
 
-def test_credentials_and_endpoint_come_from_the_environment(endpoint: str, s3: Any, tmp_path: Path) -> None:
+def test_credentials_and_endpoint_come_from_the_environment(
+    endpoint: str, s3: Any, tmp_path: Path
+) -> None:
     """As documented: AWS_* credentials and FSSPEC_S3_ENDPOINT_URL, in a fresh process."""
     upload_legacy_stores(s3, tmp_path)
     env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint}
@@ -152,8 +182,11 @@ def test_credentials_and_endpoint_come_from_the_environment(endpoint: str, s3: A
     assert "dry run: 2 files would change" in result.stdout
 
 
-def test_to_v3_on_an_object_store(s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A consolidated v2 group with the legacy filter on S3 becomes a v3 group read by zarr's own codec."""
+def test_to_v3_on_an_object_store(
+    s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A consolidated v2 group with the legacy filter on S3 becomes a v3 group read by zarr's own
+    codec."""
     upload_legacy_stores(s3, tmp_path)
     url = f"s3://{BUCKET}/v2"
     before = objects(s3)
@@ -162,8 +195,12 @@ def test_to_v3_on_an_object_store(s3: Any, endpoint: str, tmp_path: Path, capsys
     assert main(["to-v3", url]) == 0
     assert "2 zarr.json written (1 bytes filter folded)" in capsys.readouterr().out
     after = objects(s3)
-    assert {path: data for path, data in after.items() if path in before} == before  # nothing rewritten
-    assert sorted(set(after) - set(before)) == [f"{BUCKET}/v2/c/zarr.json", f"{BUCKET}/v2/zarr.json"]
+    # nothing rewritten
+    assert {path: data for path, data in after.items() if path in before} == before
+    assert sorted(set(after) - set(before)) == [
+        f"{BUCKET}/v2/c/zarr.json",
+        f"{BUCKET}/v2/zarr.json",
+    ]
     v3 = zarr.open_consolidated(url, zarr_format=3, storage_options={"endpoint_url": endpoint})
     assert type(v3["c"].metadata.codecs[0]).__module__ == "zarr.codecs.bytes"
     assert np.array_equal(v3["c"][...], VALUES["v2/c"])
@@ -173,15 +210,21 @@ def test_to_v3_on_an_object_store(s3: Any, endpoint: str, tmp_path: Path, capsys
 def test_to_v3_on_an_object_store_keeps_every_node_through_a_subgroup_first_and_a_failure(
     s3: Any, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A subgroup converted first with its v2 files removed is in the root's consolidation; a node that
-    fails keeps the root v2 until it is fixed (707 of 1,010 entries were consolidated on S3 before)."""
+    """A subgroup converted first with its v2 files removed is in the root's consolidation; a node
+    that fails keeps the root v2 until it is fixed (707 of 1,010 entries were consolidated on S3
+    before)."""
     local = tmp_path / "v2"
     group = zarr.open_group(str(local), mode="w", zarr_format=2)
     written: dict[str, np.ndarray[Any, Any]] = {}
     for path in ("g/a", "g/b", "h/c"):
         values = np.arange(3, dtype="<i4") + len(written)
-        group.create_array(path, data=values, chunks=(2,), filters=[BytesCodec(endian="big", dtype="<i4")],
-                           compressors=None)  # fmt: skip
+        group.create_array(
+            path,
+            data=values,
+            chunks=(2,),
+            filters=[BytesCodec(endian="big", dtype="<i4")],
+            compressors=None,
+        )
         written[path] = values
     zarr.consolidate_metadata(str(local))
     good = (local / "h" / "c" / ".zarray").read_text()
@@ -205,31 +248,42 @@ def test_to_v3_on_an_object_store_keeps_every_node_through_a_subgroup_first_and_
 
 
 def test_the_store_tools_benchmark_runs() -> None:
-    """benchmarks/store_tools.py (S3 behind a delaying proxy, then a kill and a rerun) keeps working: 3 arrays."""
+    """benchmarks/store_tools.py (S3 behind a delaying proxy, then a kill and a rerun) keeps
+    working: 3 arrays."""
     script = Path(__file__).parents[2] / "benchmarks" / "store_tools.py"
     result = subprocess.run(
         [sys.executable, str(script), "--arrays", "3", "--rtt", "0.002"],
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert "floor: list + concurrent cat" in result.stdout
     assert "the rerun exited 0" in result.stdout and "all 3 arrays read right" in result.stdout
 
 
-# -- the walk: the whole store in one listing where that pays, folder by folder where not ---------------------
+# -- the walk: the whole store in one listing where that pays, folder by folder where not ----------
 
 
 def local_tree(tmp_path: Path) -> Path:
-    """A v2 hierarchy with the shapes a walk meets: groups, a folder without .zgroup, flat and nested chunk
-    keys, a node in a v2 array's non-chunk folder, an empty folder."""
+    """A v2 hierarchy with the shapes a walk meets: groups, a folder without .zgroup, flat and
+    nested chunk keys, a node in a v2 array's non-chunk folder, an empty folder."""
     root = tmp_path / "tree.zarr"
     group = zarr.open_group(str(root), mode="w", zarr_format=2)
     group.create_array("g/flat", data=np.arange(6, dtype="<i2"), chunks=(2,), compressors=None)
-    group.create_array("g/nested", data=np.arange(8, dtype="<i2").reshape(2, 4), chunks=(1, 2), compressors=None,
-                       chunk_key_encoding={"name": "v2", "separator": "/"})  # fmt: skip
+    group.create_array(
+        "g/nested",
+        data=np.arange(8, dtype="<i2").reshape(2, 4),
+        chunks=(1, 2),
+        compressors=None,
+        chunk_key_encoding={"name": "v2", "separator": "/"},
+    )
     group.create_array("inner", data=np.arange(2, dtype="<i2"), chunks=(2,), compressors=None)
     (root / "inner").rename(root / "g" / "flat" / "inner")  # zarr writes no node inside an array
-    zarr.create_array(str(root / "bare" / "x"), data=np.arange(3, dtype="<u1"), chunks=(3,), zarr_format=2)
+    zarr.create_array(
+        str(root / "bare" / "x"), data=np.arange(3, dtype="<u1"), chunks=(3,), zarr_format=2
+    )
     (root / "g" / "empty").mkdir()
     return root
 
@@ -242,27 +296,39 @@ def upload_tree(s3: Any, local: Path) -> None:
 def walk_seen(
     store: Store, read: dict[str, Any] | None = None
 ) -> tuple[list[tuple[str, list[str], list[str]]], list[tuple[str, str]]]:
-    """Each folder a walk yields (path in the store, the subfolders it enters, files), an array's digit folders
-    left out as the tools leave them out; and the failures it met. With ``read``: each batch's metadata files read
-    into it, as the tools do."""
+    """Each folder a walk yields (path in the store, the subfolders it enters, files), an array's
+    digit folders left out as the tools leave them out; and the failures it met. With ``read``: each
+    batch's metadata files read into it, as the tools do."""
     seen: list[tuple[str, list[str], list[str]]] = []
     failures: list[tuple[str, str]] = []
     walk = store.walk(dry_run=True)
     for batch in walk:
         failures += batch.problems
         for folder in batch.folders:
-            left_out = chunk_folders(folder.subfolders, folder.files, None) if ".zarray" in folder.files else []
+            left_out = (
+                chunk_folders(folder.subfolders, folder.files, None)
+                if ".zarray" in folder.files
+                else []
+            )
             walk.leave_out(folder, left_out)
             entered = [name for name in folder.subfolders if name not in left_out]
             seen.append((store.relative(folder.path), entered, list(folder.files)))
         if read is not None:
-            paths = [f"{f.path}/{name}" for f in batch.folders for name in f.files if name.startswith(".z")]
-            read.update((store.relative(path), data) for path, data in store.files.read(paths).items())
+            paths = [
+                f"{f.path}/{name}"
+                for f in batch.folders
+                for name in f.files
+                if name.startswith(".z")
+            ]
+            read.update(
+                (store.relative(path), data) for path, data in store.files.read(paths).items()
+            )
     return seen, failures
 
 
 def s3_requests(files: Any) -> dict[str, int]:
-    """The S3 operations ``files`` sends from now on, counted by name (a hook on its client's own events)."""
+    """The S3 operations ``files`` sends from now on, counted by name (a hook on its client's own
+    events)."""
     counts: dict[str, int] = {}
 
     def count(model: Any, **_: Any) -> None:
@@ -272,10 +338,13 @@ def s3_requests(files: Any) -> dict[str, int]:
     return counts
 
 
-def test_a_store_of_small_nodes_is_walked_from_one_listing_as_a_local_walk_sees_it(s3: Any, tmp_path: Path) -> None:
-    """Fewer than 1,000 keys: one request lists them all; the walk then yields what a walk of the same tree on
-    a local disk yields (the oracle), and so do the reads, one GET each (a listing may be older than the file:
-    no file is taken from its listed ETag); a key no path reaches is reported."""
+def test_a_store_of_small_nodes_is_walked_from_one_listing_as_a_local_walk_sees_it(
+    s3: Any, tmp_path: Path
+) -> None:
+    """Fewer than 1,000 keys: one request lists them all; the walk then yields what a walk of the
+    same tree on a local disk yields (the oracle), and so do the reads, one GET each (a listing may
+    be older than the file: no file is taken from its listed ETag); a key no path reaches is
+    reported."""
     local = local_tree(tmp_path)
     upload_tree(s3, local)
     s3.pipe_file(f"{BUCKET}/tree/odd//a/.zarray", b"{}")  # "odd//a": no Zarr path names it
@@ -288,7 +357,8 @@ def test_a_store_of_small_nodes_is_walked_from_one_listing_as_a_local_walk_sees_
     assert [entry for entry in seen if entry[0] != "odd"] == expected
     assert failures == [("odd/", "a folder with an empty name: not visited")]
     assert read == local_read
-    assert any(data == b"{}" for data in read.values())  # read too, though the listing's ETag is the MD5 of "{}"
+    # read too, though the listing's ETag is the MD5 of "{}"
+    assert any(data == b"{}" for data in read.values())
     # One listing; one GET per file (no HEAD before it: the listing gave each file's version).
     assert requests == {"ListObjectsV2": 1, "GetObject": len(read)}
 
@@ -297,8 +367,9 @@ def test_a_store_of_small_nodes_is_walked_from_one_listing_as_a_local_walk_sees_
 def test_where_one_listing_does_not_pay_the_walk_lists_folder_by_folder(
     s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str
 ) -> None:
-    """A window of the listing (BATCH keys, 10 here) with fewer nodes than requests may be in flight (2), or a
-    listing beyond LISTING_LIMIT keys: the walk lists each folder on its own instead, and sees the same."""
+    """A window of the listing (BATCH keys, 10 here) with fewer nodes than requests may be in flight
+    (2), or a listing beyond LISTING_LIMIT keys: the walk lists each folder on its own instead, and
+    sees the same."""
     from numcodecs_bytes.store import files
     from numcodecs_bytes.store import s3 as s3_files
 
@@ -306,7 +377,9 @@ def test_where_one_listing_does_not_pay_the_walk_lists_folder_by_folder(
     monkeypatch.setattr(s3_files, "BATCH", 10)
     local = local_tree(tmp_path)
     if limit == "nodes per page":  # an array of many chunks
-        zarr.create_array(str(local / "g" / "many"), data=np.arange(30, dtype="<u1"), chunks=(1,), zarr_format=2)
+        zarr.create_array(
+            str(local / "g" / "many"), data=np.arange(30, dtype="<u1"), chunks=(1,), zarr_format=2
+        )
     else:
         monkeypatch.setattr(s3_files, "LISTING_LIMIT", 20)
     upload_tree(s3, local)
@@ -315,32 +388,44 @@ def test_where_one_listing_does_not_pay_the_walk_lists_folder_by_folder(
     seen, failures = walk_seen(store)
     expected, _ = walk_seen(open_store(local))
     assert seen == expected and failures == []
-    assert requests["ListObjectsV2"] >= len(seen), requests  # a page of the whole listing, then folder by folder
+    # a page of the whole listing, then folder by folder
+    assert requests["ListObjectsV2"] >= len(seen), requests
 
 
-# -- concurrency: batches in flight, two runs at once, a kill mid-batch -----------------------------------------
+# -- concurrency: batches in flight, two runs at once, a kill mid-batch ----------------------------
 
 
 @pytest.fixture(scope="module")
 def slow_endpoint(endpoint: str) -> Iterator[str]:
-    """The server behind a proxy that adds a 20 ms round trip: batches take long enough to overlap and be killed."""
+    """The server behind a proxy that adds a 20 ms round trip: batches take long enough to overlap
+    and be killed."""
     with benchmark("store_tools").delaying_proxy(int(endpoint.rsplit(":", 1)[1]), 0.02) as url:
         yield url
 
 
 def tool(args: list[str], endpoint: str, lock: bool = True) -> subprocess.Popen[str]:
-    """A store tool in its own process, as a user runs it, on the server at ``endpoint`` (``lock=False``: with no
-    lock on S3)."""
-    env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
-           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    """A store tool in its own process, as a user runs it, on the server at ``endpoint``
+    (``lock=False``: with no lock on S3)."""
+    env = {
+        **os.environ,
+        "FSSPEC_S3_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     command = ["-m", "numcodecs_bytes"] if lock else ["-c", tool_code(lock=False)]
     return subprocess.Popen(
-        [sys.executable, *command, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, *command, *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
 def upload_v2_store(s3: Any, tmp_path: Path, arrays: int, legacy: bool = False) -> dict[str, Any]:
-    """A consolidated v2 group of ``arrays`` arrays with the bytes filter (its legacy id if asked) on S3."""
+    """A consolidated v2 group of ``arrays`` arrays with the bytes filter (its legacy id if asked)
+    on S3."""
     bench = benchmark("store_tools")
     local = tmp_path / "store.zarr"
     written: dict[str, Any] = bench.write_v2_store(local, arrays)
@@ -354,7 +439,9 @@ def upload_v2_store(s3: Any, tmp_path: Path, arrays: int, legacy: bool = False) 
 
 def assert_converted(url: str, endpoint: str, written: dict[str, Any]) -> None:
     """Every array reads its values through the consolidated v3 root, with zarr's own codec."""
-    group: Any = zarr.open_consolidated(url, zarr_format=3, storage_options={"endpoint_url": endpoint})
+    group: Any = zarr.open_consolidated(
+        url, zarr_format=3, storage_options={"endpoint_url": endpoint}
+    )
     assert set(group.metadata.consolidated_metadata.metadata) == set(written)
     for name, values in written.items():
         assert np.array_equal(group[name][...], values), name
@@ -363,8 +450,9 @@ def assert_converted(url: str, endpoint: str, written: dict[str, Any]) -> None:
 def test_two_to_v3_runs_at_once_without_a_lock_never_overwrite_each_other(
     s3: Any, endpoint: str, slow_endpoint: str, tmp_path: Path
 ) -> None:
-    """Where no lock can be had: a zarr.json is created only where none exists (If-None-Match), so of two runs
-    at once each file is written by one; what the other finds written is reported, and a rerun finishes."""
+    """Where no lock can be had: a zarr.json is created only where none exists (If-None-Match), so
+    of two runs at once each file is written by one; what the other finds written is reported, and a
+    rerun finishes."""
     written = upload_v2_store(s3, tmp_path, 40)
     url = f"s3://{BUCKET}/s"
     runs = [tool(["to-v3", url, "--jobs", "8"], slow_endpoint, lock=False) for _ in range(2)]
@@ -386,8 +474,8 @@ def test_two_to_v3_runs_at_once_without_a_lock_never_overwrite_each_other(
 def test_two_migrate_runs_at_once_without_a_lock_change_each_file_once(
     s3: Any, slow_endpoint: str, tmp_path: Path
 ) -> None:
-    """Where no lock can be had: a file is replaced only while it is the version listed (If-Match), so the
-    slower run leaves it."""
+    """Where no lock can be had: a file is replaced only while it is the version listed (If-Match),
+    so the slower run leaves it."""
     upload_v2_store(s3, tmp_path, 40, legacy=True)
     url = f"s3://{BUCKET}/s"
     runs = [tool(["migrate", url, "--jobs", "8"], slow_endpoint, lock=False) for _ in range(2)]
@@ -404,7 +492,9 @@ def test_two_migrate_runs_at_once_without_a_lock_change_each_file_once(
             assert '"endian"' not in text.replace('"endian": "big"', ""), path
     rerun = tool(["migrate", url], slow_endpoint)
     out, _ = rerun.communicate(timeout=120)
-    assert rerun.returncode == 0 and out.startswith("nothing to do: no legacy codec in 41 nodes"), out
+    assert rerun.returncode == 0 and out.startswith("nothing to do: no legacy codec in 41 nodes"), (
+        out
+    )
 
 
 def test_to_v3_killed_mid_batch_on_s3_then_rerun_finishes(
@@ -419,14 +509,17 @@ def test_to_v3_killed_mid_batch_on_s3_then_rerun_finishes(
         created = [p for p in s3.find(f"{BUCKET}/s") if p.endswith("/zarr.json")]
         if created:
             break
-        assert run.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
+        assert run.poll() is None and time.monotonic() < deadline, (
+            "the run ended before it could be killed"
+        )
         time.sleep(0.02)
     run.kill()
     run.communicate()
     s3.invalidate_cache()
     objects_now = s3.find(f"{BUCKET}/s")
     assert 0 < sum(p.endswith("/zarr.json") for p in objects_now) < 61, "not killed mid-batch"
-    assert all(f"{BUCKET}/s/{name}/.zarray" in objects_now for name in written)  # v2 readers lose nothing
+    # v2 readers lose nothing
+    assert all(f"{BUCKET}/s/{name}/.zarray" in objects_now for name in written)
     rerun = tool(["to-v3", url, "--remove-v2-metadata"], slow_endpoint)
     _, err = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, err
@@ -436,8 +529,9 @@ def test_to_v3_killed_mid_batch_on_s3_then_rerun_finishes(
 
 
 def test_object_store_writes_are_conditional(s3: Any, tmp_path: Path) -> None:
-    """On S3 a create never replaces an object (If-None-Match), and a replace holds only while the object is
-    the version the walk listed (If-Match), even where its bytes are what the caller expects."""
+    """On S3 a create never replaces an object (If-None-Match), and a replace holds only while the
+    object is the version the walk listed (If-Match), even where its bytes are what the caller
+    expects."""
     upload_v2_store(s3, tmp_path, 1)
     store = open_store(f"s3://{BUCKET}/s")
     files = store.files
@@ -454,14 +548,22 @@ def test_object_store_writes_are_conditional(s3: Any, tmp_path: Path) -> None:
 
 
 def test_storage_options_and_jobs_from_the_command_line(
-    s3: Any, endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    s3: Any,
+    endpoint: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     upload_v2_store(s3, tmp_path, 3, legacy=True)
     monkeypatch.setitem(fsspec.config.conf, "s3", {})  # the endpoint comes from the option alone
     monkeypatch.delenv("FSSPEC_S3_ENDPOINT_URL", raising=False)
     url = f"s3://{BUCKET}/s"
-    assert main(["migrate", url, "--jobs", "1", "--storage-option", f"endpoint_url={endpoint}"]) == 0
+    assert (
+        main(["migrate", url, "--jobs", "1", "--storage-option", f"endpoint_url={endpoint}"]) == 0
+    )
     assert capsys.readouterr().out.startswith("4 files changed (6 codecs) in 4 nodes")
     with pytest.raises(SystemExit) as usage:
         main(["migrate", url, "--storage-option", "endpoint_url"])
-    assert usage.value.code == 2 and "must be KEY=VALUE, got 'endpoint_url'" in capsys.readouterr().err
+    assert (
+        usage.value.code == 2 and "must be KEY=VALUE, got 'endpoint_url'" in capsys.readouterr().err
+    )

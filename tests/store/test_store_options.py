@@ -1,4 +1,5 @@
-"""How a store is reached (numcodecs_bytes.store.StoreOptions): one value, checked once, for both tools."""
+"""How a store is reached (numcodecs_bytes.store.StoreOptions): one value, checked once, for both
+tools."""
 
 from __future__ import annotations
 
@@ -12,9 +13,17 @@ from numcodecs_bytes.store import JOBS, REQUEST_TIMEOUT, StoreOptions, open_stor
 
 def test_the_defaults() -> None:
     options = StoreOptions()
-    assert (options.jobs, options.storage_options, options.request_timeout, options.run_timeout) == (
-        JOBS, None, REQUEST_TIMEOUT, None,
-    )  # fmt: skip
+    assert (
+        options.jobs,
+        options.storage_options,
+        options.request_timeout,
+        options.run_timeout,
+    ) == (
+        JOBS,
+        None,
+        REQUEST_TIMEOUT,
+        None,
+    )
 
 
 @pytest.mark.parametrize(
@@ -24,7 +33,10 @@ def test_the_defaults() -> None:
         ({"jobs": 2.5}, "jobs must be a whole number of 1 or more, got 2.5"),
         ({"jobs": True}, "jobs must be a whole number of 1 or more, got True"),
         ({"request_timeout": 0}, "request_timeout must be a number of seconds above 0, got 0"),
-        ({"request_timeout": math.inf}, "request_timeout must be a number of seconds above 0, got inf"),
+        (
+            {"request_timeout": math.inf},
+            "request_timeout must be a number of seconds above 0, got inf",
+        ),
         ({"run_timeout": -1.0}, "run_timeout must be a number of seconds above 0, got -1.0"),
         ({"run_timeout": math.nan}, "run_timeout must be a number of seconds above 0, got nan"),
         ({"run_timeout": "60"}, "run_timeout must be a number of seconds above 0, got '60'"),

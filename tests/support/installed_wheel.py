@@ -31,28 +31,42 @@ def main() -> int:
 
     metadata = wheel.metadata
     urls = dict(entry.split(", ", 1) for entry in metadata.get_all("Project-URL") or ())
-    assert set(urls) == PROJECT_URLS and all(url.startswith("https://") for url in urls.values()), urls
+    assert set(urls) == PROJECT_URLS and all(url.startswith("https://") for url in urls.values()), (
+        urls
+    )
     assert metadata["License-Expression"] == "MIT", metadata["License-Expression"]
     assert metadata.get_all("License-File") == ["LICENSE"], metadata.get_all("License-File")
     classifiers = metadata.get_all("Classifier") or []
     assert any(c.startswith("Development Status :: ") for c in classifiers), classifiers
-    assert EXTRAS <= set(metadata.get_all("Provides-Extra") or ()), metadata.get_all("Provides-Extra")
+    assert EXTRAS <= set(metadata.get_all("Provides-Extra") or ()), metadata.get_all(
+        "Provides-Extra"
+    )
     assert metadata["Description-Content-Type"] == "text/markdown"
 
     # The zarr extra and nothing more: zarr is there, the test extra's xarray is not.
     assert importlib.util.find_spec("zarr") is not None, "the zarr extra did not install zarr"
     assert importlib.util.find_spec("xarray") is None, "more than the zarr extra is installed"
 
-    for codec_id in ("bytes", "endian"):  # resolved through the entry points, in a fresh interpreter
+    # resolved through the entry points, in a fresh interpreter
+    for codec_id in ("bytes", "endian"):
         config = {"id": codec_id, "endian": "big", "dtype": "<i4"}
-        code = f"import sys, numcodecs; c = numcodecs.get_codec({config!r}); assert 'numcodecs_bytes' in sys.modules"
+        code = (
+            f"import sys, numcodecs; c = numcodecs.get_codec({config!r}); assert 'numcodecs_bytes' "
+            "in sys.modules"
+        )
         code += "; print(c)"
-        print(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.strip())
+        print(
+            subprocess.run(
+                [sys.executable, "-c", code], check=True, capture_output=True, text=True
+            ).stdout.strip()
+        )
     script = Path(sys.executable).parent / "numcodecs-bytes"
     out = subprocess.run([str(script), "dtypes"], check=True, capture_output=True, text=True).stdout
     assert "fixed_length_utf32" in out and "needs the ml_dtypes extra" in out, out
-    print(f"wheel ok: {wheel.version}, py.typed, LICENSE, metadata ({', '.join(sorted(urls))}, "
-          f"License-Expression MIT), both entry points, console script")  # fmt: skip
+    print(
+        f"wheel ok: {wheel.version}, py.typed, LICENSE, metadata ({', '.join(sorted(urls))}, "
+        f"License-Expression MIT), both entry points, console script"
+    )
     return 0
 
 

@@ -32,7 +32,9 @@ def main() -> int:
             codec = BytesCodec(endian=endian, dtype=values.dtype)
             encoded = expected_bytes(values, endian)
             if bytes(codec.encode(values)) != encoded:
-                raise SystemExit(f"{name} {endian}: the codec disagrees with the numpy oracle; not writing")
+                raise SystemExit(
+                    f"{name} {endian}: the codec disagrees with the numpy oracle; not writing"
+                )
             path = fixture_path(name, endian)
             if path.exists():
                 continue

@@ -1,4 +1,5 @@
-"""Write tests/fixtures/nczarr: Zarr v2 stores as netCDF-C's NCZarr writes them (run by hand; needs netCDF4).
+"""Write tests/fixtures/nczarr: Zarr v2 stores as netCDF-C's NCZarr writes them (run by hand; needs
+netCDF4).
 
 ``PYTHONPATH=tests python -m support.make_nczarr_fixtures`` (with ``pip install netCDF4``, whose
 wheels carry netCDF-C with NCZarr) writes:
@@ -59,7 +60,9 @@ def as_nczarr_v1(path: Path) -> None:
         zarray["_NCZARR_ARRAY"] = {"dimrefs": dimrefs, "storage": "chunked"}
         (path / name / ".zarray").write_text(json.dumps(zarray))
         zattrs = json.loads((path / name / ".zattrs").read_text())
-        zattrs["_NCZARR_ATTR"] = {"types": {key: "<f4" if key == "_FillValue" else ">S1" for key in zattrs}}
+        zattrs["_NCZARR_ATTR"] = {
+            "types": {key: "<f4" if key == "_FillValue" else ">S1" for key in zattrs}
+        }
         (path / name / ".zattrs").write_text(json.dumps(zattrs))
 
 

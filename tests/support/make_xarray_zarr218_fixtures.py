@@ -1,4 +1,5 @@
-"""Write the committed stores of xarray 2025.4 with zarr 2.18: run once in an environment that has them.
+"""Write the committed stores of xarray 2025.4 with zarr 2.18: run once in an environment that has
+them.
 
 ``PYTHONPATH=tests python -m support.make_xarray_zarr218_fixtures`` (with ``zarr==2.18.*``,
 ``xarray==2025.4.*``, ``dask`` and this package installed) writes
@@ -27,9 +28,13 @@ def main() -> None:
     assert zarr.__version__.startswith("2.18"), zarr.__version__
     shutil.rmtree(OUT, ignore_errors=True)
     stores = write_stores(OUT)
-    written = {name: [path.relative_to(OUT).as_posix(), how] for name, (path, how) in stores.items()}
+    written = {
+        name: [path.relative_to(OUT).as_posix(), how] for name, (path, how) in stores.items()
+    }
     (OUT / "stores.json").write_text(json.dumps(written, indent=1) + "\n")
-    (OUT / "README").write_text(f"Written by xarray {xr.__version__} with zarr {zarr.__version__}.\n")
+    (OUT / "README").write_text(
+        f"Written by xarray {xr.__version__} with zarr {zarr.__version__}.\n"
+    )
 
 
 if __name__ == "__main__":

@@ -22,7 +22,12 @@ from numcodecs_bytes import BytesCodec
 
 OUT = Path(__file__).parents[1] / "fixtures" / "zarr218"
 DTYPES = ["<i2", ">i4", "<u8", "<f4", ">f8", "<c16", "|b1", "<M8[ms]", "<U2", "|S3"]
-COMPRESSORS = [None, numcodecs.Zstd(level=1), numcodecs.Blosc(cname="lz4", clevel=1, shuffle=1), numcodecs.GZip(1)]
+COMPRESSORS = [
+    None,
+    numcodecs.Zstd(level=1),
+    numcodecs.Blosc(cname="lz4", clevel=1, shuffle=1),
+    numcodecs.GZip(1),
+]
 
 
 def main() -> None:
@@ -50,10 +55,16 @@ def main() -> None:
         name = f"{dtype.str.strip('<>|').replace('[', '_').replace(']', '')}_{endian}_{order}"
         codec = BytesCodec.from_config({"id": codec_id, "endian": endian, "dtype": dtype.str})
         array = group.create(
-            name, shape=data.shape, chunks=(2, 3), dtype=dtype, order=order, filters=[codec],
-            compressor=COMPRESSORS[case % 4], fill_value=np.zeros((), dtype)[()],
-            dimension_separator="/." [case % 3 % 2],
-        )  # fmt: skip
+            name,
+            shape=data.shape,
+            chunks=(2, 3),
+            dtype=dtype,
+            order=order,
+            filters=[codec],
+            compressor=COMPRESSORS[case % 4],
+            fill_value=np.zeros((), dtype)[()],
+            dimension_separator="/."[case % 3 % 2],
+        )
         array[...] = data
         expected[name] = data
     zarr.consolidate_metadata(store)

@@ -1,4 +1,5 @@
-"""A Markdown file's Python examples (README.md's, the docs'), run as a user with the installed package runs them.
+"""A Markdown file's Python examples (README.md's, the docs'), run as a user with the installed
+package runs them.
 
     python tests/support/readme_examples.py README.md --without xarray
 
@@ -22,7 +23,9 @@ import sys
 from pathlib import Path
 
 FENCED_PYTHON = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
-IMPORTED = re.compile(r"^>>> (?:import|from) ([\w.]+(?:\s+as\s+\w+)?(?:,\s*[\w.]+(?:\s+as\s+\w+)?)*)", re.M)
+IMPORTED = re.compile(
+    r"^>>> (?:import|from) ([\w.]+(?:\s+as\s+\w+)?(?:,\s*[\w.]+(?:\s+as\s+\w+)?)*)", re.M
+)
 
 
 def imported_modules(block: str) -> set[str]:
@@ -37,7 +40,9 @@ def imported_modules(block: str) -> set[str]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("readme", type=Path)
-    parser.add_argument("--without", action="append", default=[], help="a module this environment lacks")
+    parser.add_argument(
+        "--without", action="append", default=[], help="a module this environment lacks"
+    )
     args = parser.parse_args(argv)
     for module in args.without:
         if importlib.util.find_spec(module) is not None:
@@ -63,7 +68,10 @@ def main(argv: list[str]) -> int:
         namespace = test.globs  # a DocTest runs in a copy of the namespace it is given
         ran += 1
     failed, attempted = runner.summarize(verbose=False)
-    print(f"{args.readme.name}: {ran} blocks run ({attempted} examples, {failed} failed), {skipped} skipped")
+    print(
+        f"{args.readme.name}: {ran} blocks run ({attempted} examples, {failed} failed), {skipped} "
+        "skipped"
+    )
     return 1 if failed or not ran else 0
 
 

@@ -1,4 +1,5 @@
-"""The S3 tests' helpers: an empty bucket on moto's server, and a fault-injecting HTTP proxy in front of it.
+"""The S3 tests' helpers: an empty bucket on moto's server, and a fault-injecting HTTP proxy in
+front of it.
 
     with fault_proxy(moto_endpoint) as proxy:
         proxy.add(Fault("lost", method="PUT", key=r"zarr\\.json$"))
@@ -32,12 +33,17 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 """What moto takes, in the environment (of the test process and of the tools the tests run)."""
 
 
 def moto_endpoint() -> Iterator[str]:
-    """For a fixture: moto's S3 API server on a loopback port (the one the store tools' benchmark starts)."""
+    """For a fixture: moto's S3 API server on a loopback port (the one the store tools' benchmark
+    starts)."""
     from support.stack import benchmark
 
     with benchmark("store_tools").moto_server() as url:
@@ -45,8 +51,9 @@ def moto_endpoint() -> Iterator[str]:
 
 
 def empty_bucket(endpoint: str, monkeypatch: Any, bucket: str) -> Iterator[Any]:
-    """For a fixture: ``bucket`` made empty on the server at ``endpoint``, seen through s3fs directly; fsspec's
-    s3 settings point at the server and the credentials are in the environment, for the test's length."""
+    """For a fixture: ``bucket`` made empty on the server at ``endpoint``, seen through s3fs
+    directly; fsspec's s3 settings point at the server and the credentials are in the environment,
+    for the test's length."""
     import fsspec
     import s3fs
 
@@ -62,12 +69,16 @@ def empty_bucket(endpoint: str, monkeypatch: Any, bucket: str) -> Iterator[Any]:
     fs.rm(bucket, recursive=True)
 
 
-_ERROR_BODY = b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>injected</Message></Error>'
+_ERROR_BODY = (
+    b'<?xml version="1.0" encoding="UTF-8"?>'
+    b"<Error><Code>{code}</Code><Message>injected</Message></Error>"
+)
 
 
 @dataclass
 class Fault:
-    """One fault: what it does, to which requests (``method``, and a regular expression on the key), how often."""
+    """One fault: what it does, to which requests (``method``, and a regular expression on the key),
+    how often."""
 
     action: str
     method: str | None = None
@@ -80,7 +91,9 @@ class Fault:
     hits: int = field(default=0)
 
     def matches(self, method: str, key: str) -> bool:
-        return (self.method is None or self.method == method) and re.search(self.key, key) is not None
+        return (self.method is None or self.method == method) and re.search(
+            self.key, key
+        ) is not None
 
 
 @dataclass
@@ -98,7 +111,11 @@ class _Request:
 
     def raw(self) -> bytes:
         headers = [(name, value) for name, value in self.headers if name.lower() != "connection"]
-        lines = [f"{self.method} {self.target} HTTP/1.1", *(f"{n}: {v}" for n, v in headers), "Connection: close"]
+        lines = [
+            f"{self.method} {self.target} HTTP/1.1",
+            *(f"{n}: {v}" for n, v in headers),
+            "Connection: close",
+        ]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + self.body
 
 
@@ -185,14 +202,18 @@ class FaultProxy:
         if any(h.lower().startswith("transfer-encoding: chunked") for h in headers):
             body = _unchunked(body)
         kept = [
-            h for h in headers if h.split(":")[0].lower() not in ("connection", "content-length", "transfer-encoding")
+            h
+            for h in headers
+            if h.split(":")[0].lower() not in ("connection", "content-length", "transfer-encoding")
         ]
         if request.method == "HEAD":
             length = [h for h in headers if h.lower().startswith("content-length:")]
             kept += length
         else:
             kept.append(f"Content-Length: {len(body)}")
-        return ("\r\n".join([status, *kept, "Connection: keep-alive"]) + "\r\n\r\n").encode("latin-1") + body
+        return ("\r\n".join([status, *kept, "Connection: keep-alive"]) + "\r\n\r\n").encode(
+            "latin-1"
+        ) + body
 
 
 def _unchunked(body: bytes) -> bytes:
@@ -206,16 +227,21 @@ def _unchunked(body: bytes) -> bytes:
     return out
 
 
-async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> _Request | None:
+async def _read_request(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> _Request | None:
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError:
         return None
     request_line, *lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
     method, target, _ = request_line.split(" ", 2)
-    headers = [(name.strip(), value.strip()) for name, _, value in (line.partition(":") for line in lines)]
+    headers = [
+        (name.strip(), value.strip()) for name, _, value in (line.partition(":") for line in lines)
+    ]
     fields = {name.lower(): value for name, value in headers}
-    if fields.get("expect", "").lower() == "100-continue":  # botocore's PUTs: the body comes once asked for
+    # botocore's PUTs: the body comes once asked for
+    if fields.get("expect", "").lower() == "100-continue":
         writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         await writer.drain()
         headers = [(name, value) for name, value in headers if name.lower() != "expect"]
@@ -238,7 +264,10 @@ async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
 def _error(status: int, code: str = "ServiceUnavailable") -> bytes:
     body = _ERROR_BODY.replace(b"{code}", code.encode())
     reason = {500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Error")
-    head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\nContent-Length: {len(body)}\r\n"
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\n"
+        f"Content-Type: application/xml\r\nContent-Length: {len(body)}\r\n"
+    )
     return (head + "Connection: keep-alive\r\n\r\n").encode("latin-1") + body
 
 
@@ -260,8 +289,8 @@ def _without_keys(answer: bytes, pattern: str) -> bytes:
 
 @contextmanager
 def fault_proxy(endpoint: str) -> Iterator[FaultProxy]:
-    """A `FaultProxy` in front of the S3 server at ``endpoint`` (``http://127.0.0.1:PORT``), on a thread of its
-    own; its ``endpoint`` is where clients connect."""
+    """A `FaultProxy` in front of the S3 server at ``endpoint`` (``http://127.0.0.1:PORT``), on a
+    thread of its own; its ``endpoint`` is where clients connect."""
     proxy = FaultProxy(int(urlsplit(endpoint).port or 80))
     loop = asyncio.new_event_loop()
     started = threading.Event()
@@ -299,8 +328,9 @@ def fault_proxy(endpoint: str) -> Iterator[FaultProxy]:
 
 
 def tool_code(lock: bool = True, lease: float | None = None) -> str:
-    """Code for ``python -c`` that runs ``numcodecs-bytes`` (its arguments follow the code) with no lock on S3
-    (``lock=False``: as where no lock can be had), or with a lease of ``lease`` seconds on the lock."""
+    """Code for ``python -c`` that runs ``numcodecs-bytes`` (its arguments follow the code) with no
+    lock on S3 (``lock=False``: as where no lock can be had), or with a lease of ``lease`` seconds
+    on the lock."""
     lines = ["import contextlib, sys", "from numcodecs_bytes.store import s3"]
     if not lock:
         lines.append("s3.S3Files.lock = lambda self, top: contextlib.nullcontext()")

@@ -11,7 +11,14 @@ import numpy as np
 
 from numcodecs_bytes import DATA_TYPES
 
-__all__ = ["ML_DTYPES_NAMES", "NUMPY_NATIVE", "array_of", "expected_bytes", "sample", "sample_dtype"]
+__all__ = [
+    "ML_DTYPES_NAMES",
+    "NUMPY_NATIVE",
+    "array_of",
+    "expected_bytes",
+    "sample",
+    "sample_dtype",
+]
 from numcodecs_bytes.data_types import ML_DTYPES_NAMES
 
 # For each family row: the representative numpy dtype the tests use.
@@ -21,7 +28,12 @@ FAMILY_DTYPES = {
     "r*": "V3",
     "null_terminated_bytes": "S5",
     "fixed_length_utf32": "<U3",
-    "struct": [("id", "<u2"), ("pos", "<f4", (2,)), ("tag", "S2"), ("inner", [("flag", "?"), ("z", "<c8")])],
+    "struct": [
+        ("id", "<u2"),
+        ("pos", "<f4", (2,)),
+        ("tag", "S2"),
+        ("inner", [("flag", "?"), ("z", "<c8")]),
+    ],
 }
 
 
@@ -37,23 +49,43 @@ def sample(name: str) -> np.ndarray[Any, Any]:
     if name in ML_DTYPES_NAMES:  # values in the type's range, through its float or int constructor
         floats: list[float] = [0, 1, -1, -2, 1] if name.startswith("int") else [0, 1, 2, 3, 1]
         if not name.startswith(("int", "uint")):
-            floats = [0.0, 1.0, -1.5, 0.25, 3.0, -0.5] if name != "float8_e8m0fnu" else [1.0, 2.0, 0.5, 1024.0]
+            floats = (
+                [0.0, 1.0, -1.5, 0.25, 3.0, -0.5]
+                if name != "float8_e8m0fnu"
+                else [1.0, 2.0, 0.5, 1024.0]
+            )
         return np.array(floats, dtype=np.float64).astype(dtype)
     if name == "bool":
         return np.array([True, False, True, True, False, False, True], dtype=dtype)
     if kind in "iu":
         info = np.iinfo(dtype)
         return np.array(
-            [info.min, info.max, 0, 1, info.max // 3, info.min // 5 + 1, 0x1234 % (info.max + 1)], dtype=dtype
+            [info.min, info.max, 0, 1, info.max // 3, info.min // 5 + 1, 0x1234 % (info.max + 1)],
+            dtype=dtype,
         )
     if kind == "f":
         return np.array(
-            [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, np.finfo(dtype).tiny, np.finfo(dtype).max], dtype=dtype
+            [
+                0.0,
+                -0.0,
+                1.5,
+                -2.25,
+                np.inf,
+                -np.inf,
+                np.nan,
+                np.finfo(dtype).tiny,
+                np.finfo(dtype).max,
+            ],
+            dtype=dtype,
         )
     if kind == "c":
-        return np.array([1 - 2j, complex(np.inf, -0.0), complex(np.nan, 3.5), 0j, -1.25e-3 + 7j], dtype=dtype)
+        return np.array(
+            [1 - 2j, complex(np.inf, -0.0), complex(np.nan, 3.5), 0j, -1.25e-3 + 7j], dtype=dtype
+        )
     if kind in "Mm":
-        values = np.array([0, 1, -1, 1_600_000_000_123_456_789, np.iinfo(np.int64).min], dtype="<i8")
+        values = np.array(
+            [0, 1, -1, 1_600_000_000_123_456_789, np.iinfo(np.int64).min], dtype="<i8"
+        )
         return values.view(dtype)  # the last one is NaT
     if kind == "U":
         return np.array(["", "a", "\u00e9t\u00e9", "\U0001f600x", "abc"], dtype=dtype)
@@ -74,7 +106,9 @@ def sample(name: str) -> np.ndarray[Any, Any]:
 
 def expected_bytes(data: np.ndarray[Any, Any], endian: str | None) -> bytes:
     """The oracle: numpy with an explicit byte order, in memory order (C for strided input)."""
-    order: Literal["C", "F"] = "F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C"
+    order: Literal["C", "F"] = (
+        "F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C"
+    )
     if endian is None:
         return data.tobytes(order=order)
     char: Literal["<", ">"] = "<" if endian == "little" else ">"
@@ -90,7 +124,8 @@ NUMPY_NATIVE = [name for name in DATA_TYPES if name not in ML_DTYPES_NAMES]
 
 
 def array_of(dtype: Any, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
-    """An array of ``dtype`` and ``shape`` with varied values (for numpy dtypes: the zarr tests' arrays).
+    """An array of ``dtype`` and ``shape`` with varied values (for numpy dtypes: the zarr tests'
+    arrays).
 
     Structs are those of fields ``id`` (u2), ``x`` (f4), ``tag`` (S2) and ``z`` (c8).
     """

@@ -34,7 +34,10 @@ def same(a: Any, b: Any) -> bool:
 
 
 def check(root: str) -> dict[str, Any]:
-    result: dict[str, Any] = {"arrays": {}, "root_is_v3": os.path.exists(os.path.join(root, "zarr.json"))}
+    result: dict[str, Any] = {
+        "arrays": {},
+        "root_is_v3": os.path.exists(os.path.join(root, "zarr.json")),
+    }
     warnings.simplefilter("ignore")
     assert zarr.config.get("codecs.bytes") == "zarr.codecs.bytes.BytesCodec"
     opened = None
@@ -56,10 +59,14 @@ def check(root: str) -> dict[str, Any]:
             v3_array = zarr.open_array(folder, mode="r", zarr_format=3)
             codecs = getattr(v3_array.metadata, "codecs", ())
             serializers = [c for c in codecs if type(c).__name__ == "BytesCodec"]
-            entry["zarrs_own_codec"] = all(type(c).__module__ == "zarr.codecs.bytes" for c in serializers)
+            entry["zarrs_own_codec"] = all(
+                type(c).__module__ == "zarr.codecs.bytes" for c in serializers
+            )
             entry["v3_same"] = same(v2, v3_array[...])
         try:
-            node: Any = opened[path] if (opened is not None and path) else zarr.open_array(root, mode="r")
+            node: Any = (
+                opened[path] if (opened is not None and path) else zarr.open_array(root, mode="r")
+            )
             entry["reached_same"] = same(v2, node[...])
         except Exception as exc:
             entry["reached_same"] = False

@@ -1,5 +1,6 @@
-"""Zarr v2 stores of every data type, byte order, memory order, separator and compressor, with the bytes filter;
-and how the tests read them as Zarr v3 in a fresh interpreter (zarr's own codec classes, or the zarrs pipeline)."""
+"""Zarr v2 stores of every data type, byte order, memory order, separator and compressor, with the
+bytes filter; and how the tests read them as Zarr v3 in a fresh interpreter (zarr's own codec
+classes, or the zarrs pipeline)."""
 
 from __future__ import annotations
 
@@ -40,15 +41,22 @@ def write_v2_store(root: Path, codec_id: str = "bytes") -> dict[str, np.ndarray[
         dtype = np.dtype(dtype_text)
         for endian in ("little", "big"):
             for order in ("C", "F"):
-                name = f"{dtype.str.strip('<|').replace('[', '_').replace(']', '')}_{endian}_{order}"
+                name = (
+                    f"{dtype.str.strip('<|').replace('[', '_').replace(']', '')}_{endian}_{order}"
+                )
                 data = array_of(dtype, SHAPE)
                 config = {"id": codec_id, "endian": endian, "dtype": dtype.str}
                 array = group.create_array(
-                    name, shape=SHAPE, chunks=CHUNKS, dtype=dtype, order=order,
-                    filters=[numcodecs.get_codec(config)], compressors=COMPRESSORS[case % 4],
-                    chunk_key_encoding={"name": "v2", "separator": "/." [case % 3 % 2]},
+                    name,
+                    shape=SHAPE,
+                    chunks=CHUNKS,
+                    dtype=dtype,
+                    order=order,
+                    filters=[numcodecs.get_codec(config)],
+                    compressors=COMPRESSORS[case % 4],
+                    chunk_key_encoding={"name": "v2", "separator": "/."[case % 3 % 2]},
                     fill_value=np.zeros((), dtype)[()],
-                )  # fmt: skip
+                )
                 array[...] = data
                 written[name] = data
                 case += 1
@@ -68,15 +76,16 @@ def files_of(root: Path) -> dict[str, str]:
 
 
 def v3_documents(root: Path) -> dict[str, bytes]:
-    """Every zarr.json of a store: its path in the store to its bytes (what ``files_of`` leaves out)."""
+    """Every zarr.json of a store: its path in the store to its bytes (what ``files_of`` leaves
+    out)."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("zarr.json"))}
 
 
 def read_as_v3_in_a_fresh_interpreter(
     root: Path, expected: dict[str, np.ndarray[Any, Any]], tmp: Path, zarrs: bool = False
 ) -> None:
-    """Every array read as Zarr v3, with zarr-python's own codec classes (and its pipeline, or zarrs' where
-    ``zarrs``), equals ``expected``."""
+    """Every array read as Zarr v3, with zarr-python's own codec classes (and its pipeline, or
+    zarrs' where ``zarrs``), equals ``expected``."""
     arrays = {name.replace("/", "__"): data for name, data in expected.items()}
     np.savez(tmp / "expected.npz", **arrays)  # type: ignore[arg-type]
     code = f"""
@@ -88,22 +97,26 @@ group = zarr.open_group({str(root)!r}, mode="r", zarr_format=3)
 for key in expected.files:
     array = group[key.replace("__", "/")]
     codecs = array.metadata.codecs
-    codecs = [*codecs, *(inner for c in codecs if type(c).__name__ == "ShardingCodec" for inner in c.codecs)]
+    sharding = [c for c in codecs if type(c).__name__ == "ShardingCodec"]
+    codecs = [*codecs, *(inner for c in sharding for inner in c.codecs)]
     serializer = [c for c in codecs if type(c).__name__ == "BytesCodec"]
-    assert serializer and type(serializer[0]).__module__ == "zarr.codecs.bytes", array.metadata.codecs
+    zarrs_own = serializer and type(serializer[0]).__module__ == "zarr.codecs.bytes"
+    assert zarrs_own, array.metadata.codecs
     got = array[...]
     assert got.dtype == expected[key].dtype.newbyteorder("="), (key, got.dtype)
     assert got.tolist() == expected[key].tolist(), key
 print(len(expected.files))
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) == len(expected)
 
 
 def tensorstore_reads(root: Path, expected: dict[str, np.ndarray[Any, Any]]) -> int:
-    """Every numeric array of ``expected`` (tensorstore's zarr3 driver reads those) read by tensorstore from the
-    v3 store at ``root`` equals its values; how many were read."""
+    """Every numeric array of ``expected`` (tensorstore's zarr3 driver reads those) read by
+    tensorstore from the v3 store at ``root`` equals its values; how many were read."""
     import tensorstore as ts
 
     checked = 0

@@ -1,4 +1,5 @@
-"""Run as a script in a fresh interpreter: how xarray users open converted stores, with no numcodecs-bytes.
+"""Run as a script in a fresh interpreter: how xarray users open converted stores, with no
+numcodecs-bytes.
 
 ``python tests/xarray_check.py EXPECTED STORES`` opens each store of the JSON
 file STORES (name -> [path, "dataset" or "tree"]) as a user without this package
@@ -74,11 +75,14 @@ def difference(got: Any, expected: Any) -> str | None:
                 continue
             for name in sorted(set(ds.variables) | set(other.variables), key=str):
                 if name not in ds.variables or name not in other.variables:
-                    details.append(f"{path}{name}: only in {'v2' if name in other.variables else 'v3'}")
+                    details.append(
+                        f"{path}{name}: only in {'v2' if name in other.variables else 'v3'}"
+                    )
                 elif not ds[name].identical(other[name]):
                     details.append(
-                        f"{path}{name}: v3 {ds[name].dtype} {ds[name].attrs} {ds[name].values.ravel()[:4]!r}, "
-                        f"v2 {other[name].dtype} {other[name].attrs} {other[name].values.ravel()[:4]!r}"
+                        f"{path}{name}: v3 {ds[name].dtype} {ds[name].attrs} "
+                        f"{ds[name].values.ravel()[:4]!r}, v2 {other[name].dtype} "
+                        f"{other[name].attrs} {other[name].values.ravel()[:4]!r}"
                     )
             if ds.attrs != other.attrs:
                 details.append(f"{path}: attrs {ds.attrs} in v3, {other.attrs} in v2")
@@ -86,7 +90,10 @@ def difference(got: Any, expected: Any) -> str | None:
     for path, ds in datasets(got).items():
         for name, variable in ds.variables.items():
             if variable.dtype != datasets(expected)[path][name].dtype:
-                return f"{path}{name}: dtype {variable.dtype} in v3, {datasets(expected)[path][name].dtype} in v2"
+                return (
+                    f"{path}{name}: dtype {variable.dtype} in v3, "
+                    f"{datasets(expected)[path][name].dtype} in v2"
+                )
     return None
 
 

@@ -38,14 +38,19 @@ def compressed(codec: Any) -> dict[str, Any]:
 
 
 def base(n: int = 6) -> xr.Dataset:
-    """A small dataset with the coordinates xarray users have: times, an integer axis, string labels."""
+    """A small dataset with the coordinates xarray users have: times, an integer axis, string
+    labels."""
     time = pd.date_range("2000-01-01", periods=n, freq="D")
     return xr.Dataset(
         {
             "temp": (("time", "x"), np.linspace(260.0, 300.0, n * 4).reshape(n, 4), {"units": "K"}),
             "count": (("time",), np.arange(n, dtype="int32")),
         },
-        coords={"time": time, "x": np.arange(4, dtype="int64"), "name": ("x", ["a", "bb", "ccc", "dd"])},
+        coords={
+            "time": time,
+            "x": np.arange(4, dtype="int64"),
+            "name": ("x", ["a", "bb", "ccc", "dd"]),
+        },
         attrs={"title": "corpus", "history": "written by xarray"},
     )
 
@@ -81,9 +86,15 @@ def kinds() -> dict[str, Callable[[Path], str]]:
         return "dataset"
 
     def tree(path: Path) -> str:
-        child = xr.Dataset({"v": (("y",), np.arange(3.0))}, coords={"y": [10, 20, 30]}, attrs={"level": 1})
-        grandchild = xr.Dataset({"w": (("z",), np.array([1, -1], dtype="int16"))}, coords={"z": [0, 1]})
-        xr.DataTree.from_dict({"/": base(), "/child": child, "/child/deeper": grandchild}).to_zarr(path, zarr_format=2)
+        child = xr.Dataset(
+            {"v": (("y",), np.arange(3.0))}, coords={"y": [10, 20, 30]}, attrs={"level": 1}
+        )
+        grandchild = xr.Dataset(
+            {"w": (("z",), np.array([1, -1], dtype="int16"))}, coords={"z": [0, 1]}
+        )
+        xr.DataTree.from_dict({"/": base(), "/child": child, "/child/deeper": grandchild}).to_zarr(
+            path, zarr_format=2
+        )
         return "tree"
 
     def cf_int16() -> xr.Dataset:
@@ -95,7 +106,9 @@ def kinds() -> dict[str, Callable[[Path], str]]:
 
         return make
 
-    times_with_nat = pd.to_datetime(["2000-01-01", None, "2000-01-03", None, "2000-01-05", "2000-01-06"])
+    times_with_nat = pd.to_datetime(
+        ["2000-01-01", None, "2000-01-03", None, "2000-01-05", "2000-01-06"]
+    )
     object_strings = np.array(["x", "yy", "", "zzz", "w", "v"], dtype=object)
     object_bytes = np.array([b"x", b"yy", b"", b"zzz", b"w", b"v"], dtype=object)
     gzip, zstd = numcodecs.GZip(level=1), numcodecs.Zstd(level=1)
@@ -105,45 +118,76 @@ def kinds() -> dict[str, Callable[[Path], str]]:
         "nan": dataset(lambda: masked(base())),
         "float_fill": dataset(lambda: masked(base()), encoding={"temp": {"_FillValue": -1e20}}),
         "float32_fill": dataset(
-            lambda: masked(base()), encoding={"temp": {"dtype": "float32", "_FillValue": np.float32(-999.5)}}
+            lambda: masked(base()),
+            encoding={"temp": {"dtype": "float32", "_FillValue": np.float32(-999.5)}},
         ),
         "cf_int16": dataset(
             cf_int16,
-            encoding={"temp": {"dtype": "int16", "scale_factor": 0.01, "add_offset": 280.0, "_FillValue": -9999}},
+            encoding={
+                "temp": {
+                    "dtype": "int16",
+                    "scale_factor": 0.01,
+                    "add_offset": 280.0,
+                    "_FillValue": -9999,
+                }
+            },
         ),
         "int_fill": dataset(base, encoding={"count": {"_FillValue": -1}}),
-        "bool": dataset(with_vars(flag=("time", np.array([True, False, False, True, True, False])))),
+        "bool": dataset(
+            with_vars(flag=("time", np.array([True, False, False, True, True, False])))
+        ),
         "times_nat": dataset(with_vars(when=("time", times_with_nat))),
         "timedelta": dataset(with_vars(lag=("time", pd.to_timedelta(np.arange(6), "h")))),
         "bytes_fixed": dataset(with_vars(code=("x", np.array([b"a", b"bb", b"c", b""])))),
         "unicode_fixed": dataset(
-            with_vars(label=("x", np.array(["a", "bb", "c", ""], dtype="<U2"))), encoding={"label": {"dtype": "<U2"}}
+            with_vars(label=("x", np.array(["a", "bb", "c", ""], dtype="<U2"))),
+            encoding={"label": {"dtype": "<U2"}},
         ),
         "object_strings": dataset(with_vars(note=("time", object_strings))),
         "object_bytes": dataset(with_vars(blob=("time", object_bytes))),
-        "complex": dataset(with_vars(wave=("x", np.array([1 + 2j, -1j, 0, 3.5]))), encoding={"wave": {}}),
-        "scalar": dataset(with_vars(crs=((), np.int32(4326), {"grid_mapping_name": "latitude_longitude"}))),
+        "complex": dataset(
+            with_vars(wave=("x", np.array([1 + 2j, -1j, 0, 3.5]))), encoding={"wave": {}}
+        ),
+        "scalar": dataset(
+            with_vars(crs=((), np.int32(4326), {"grid_mapping_name": "latitude_longitude"}))
+        ),
         "zero_size": dataset(
-            with_vars(nothing=(("empty",), np.zeros(0, "float64")), nothing2d=(("empty", "x"), np.zeros((0, 4))))
+            with_vars(
+                nothing=(("empty",), np.zeros(0, "float64")),
+                nothing2d=(("empty", "x"), np.zeros((0, 4))),
+            )
         ),
         "dask": dataset(lambda: masked(base()).chunk({"time": 2, "x": 2})),
         "gzip": dataset(base, encoding={"temp": compressed(gzip), "count": compressed(gzip)}),
         "zstd": dataset(base, encoding={"temp": compressed(zstd), "count": compressed(zstd)}),
-        "uncompressed": dataset(base, encoding={"temp": compressed(None), "count": compressed(None)}),
+        "uncompressed": dataset(
+            base, encoding={"temp": compressed(None), "count": compressed(None)}
+        ),
         "delta": dataset(base, encoding={"count": {"filters": [numcodecs.Delta(dtype="<i4")]}}),
         "scale_offset": dataset(
             base,
             encoding={
-                "temp": {"filters": [numcodecs.FixedScaleOffset(offset=280, scale=10, dtype="<f8", astype="<i4")]}
+                "temp": {
+                    "filters": [
+                        numcodecs.FixedScaleOffset(offset=280, scale=10, dtype="<f8", astype="<i4")
+                    ]
+                }
             },
         ),
-        "quantize": dataset(lambda: masked(base()), encoding={"temp": {"filters": [numcodecs.Quantize(3, "<f8")]}}),
+        "quantize": dataset(
+            lambda: masked(base()), encoding={"temp": {"filters": [numcodecs.Quantize(3, "<f8")]}}
+        ),
         "bytes_filter": dataset(
-            lambda: masked(base()), encoding={"temp": {"filters": [BytesCodec(endian="big", dtype="<f8")]}}
+            lambda: masked(base()),
+            encoding={"temp": {"filters": [BytesCodec(endian="big", dtype="<f8")]}},
         ),
         "delta_then_bytes_filter": dataset(
             base,
-            encoding={"count": {"filters": [numcodecs.Delta(dtype="<i4"), BytesCodec(endian="big", dtype="<i4")]}},
+            encoding={
+                "count": {
+                    "filters": [numcodecs.Delta(dtype="<i4"), BytesCodec(endian="big", dtype="<i4")]
+                }
+            },
         ),
         "appended": appended,
         "region": region,
@@ -152,8 +196,8 @@ def kinds() -> dict[str, Callable[[Path], str]]:
 
 
 def by_hand(path: Path, attributes: dict[str, dict[str, Any]]) -> None:
-    """Attributes set on a store's arrays by hand, as netCDF users copy theirs (``z.attrs.update(ncvar.__dict__)``),
-    and the store consolidated again."""
+    """Attributes set on a store's arrays by hand, as netCDF users copy theirs
+    (``z.attrs.update(ncvar.__dict__)``), and the store consolidated again."""
     group = zarr.open_group(str(path), mode="r+", zarr_format=2)
     for name, attrs in attributes.items():
         group[name].attrs.update(attrs)
@@ -161,23 +205,33 @@ def by_hand(path: Path, attributes: dict[str, dict[str, Any]]) -> None:
 
 
 def other_writers() -> dict[str, Callable[[Path], str]]:
-    """Stores xarray reads that other writers made: attributes set by hand, zarr's own fill values, NCZarr.
+    """Stores xarray reads that other writers made: attributes set by hand, zarr's own fill values,
+    NCZarr.
 
-    Only for the installed zarr 3 (they are written at test time). NCZarr's stores are committed, as netCDF-C
-    wrote them (tests/make_nczarr_fixtures.py).
+    Only for the installed zarr 3 (they are written at test time). NCZarr's stores are committed, as
+    netCDF-C wrote them (tests/make_nczarr_fixtures.py).
     """
 
     def netcdf_attributes(path: Path) -> str:
         ds = base().assign(
             level=("time", np.array([0, -32768, 3, 4, 5, 6], dtype="int16")),
-            pressure=("time", np.array([1000.0, -9999.0, 990.0, 980.0, 970.0, 960.0], dtype="float32")),
+            pressure=(
+                "time",
+                np.array([1000.0, -9999.0, 990.0, 980.0, 970.0, 960.0], dtype="float32"),
+            ),
         )
-        ds.to_zarr(path, zarr_format=2, encoding={"level": {"_FillValue": 0}, "pressure": {"_FillValue": None}})
+        ds.to_zarr(
+            path,
+            zarr_format=2,
+            encoding={"level": {"_FillValue": 0}, "pressure": {"_FillValue": None}},
+        )
         by_hand(
             path,
             {
-                "level": {"_FillValue": -32768},  # beside zarr's fill value 0, which xarray masks with on v2
-                "pressure": {"_FillValue": -9999},  # a number; the fill value is null: xarray masks with it
+                # beside zarr's fill value 0, which xarray masks with on v2
+                "level": {"_FillValue": -32768},
+                # a number; the fill value is null: xarray masks with it
+                "pressure": {"_FillValue": -9999},
                 "temp": {"_FillValue": -1.0},  # beside the fill value NaN
                 "count": {"_FillValue": None},  # null: masks nothing
             },
@@ -196,12 +250,15 @@ def other_writers() -> dict[str, Callable[[Path], str]]:
 
     def attributes_only_in_zmetadata(path: Path) -> str:
         base().to_zarr(path, zarr_format=2)
-        (path / "temp" / ".zattrs").unlink()  # deleted, or never uploaded: xarray reads .zmetadata's copy
+        # deleted, or never uploaded: xarray reads .zmetadata's copy
+        (path / "temp" / ".zattrs").unlink()
         return "dataset"
 
     def fixture(name: str) -> Callable[[Path], str]:
         def copy(path: Path) -> str:
-            shutil.copytree(Path(__file__).parents[1] / "fixtures" / "nczarr" / f"{name}.zarr", path)
+            shutil.copytree(
+                Path(__file__).parents[1] / "fixtures" / "nczarr" / f"{name}.zarr", path
+            )
             return "dataset"
 
         return copy
@@ -216,7 +273,8 @@ def other_writers() -> dict[str, Callable[[Path], str]]:
 
 
 NEEDS = {"delta_then_bytes_filter": (3, 4)}
-"""The zarr-python release from which a kind converts: before it, zarr reads it wrong and to-v3 refuses it."""
+"""The zarr-python release from which a kind converts: before it, zarr reads it wrong and to-v3
+refuses it."""
 
 
 Kinds = Callable[[], dict[str, Callable[[Path], str]]]
@@ -227,7 +285,8 @@ def write_stores(root: Path, which: Kinds = kinds) -> dict[str, tuple[Path, str]
     written = {}
     root.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # zarr's and xarray's own warnings about v2 and unstable data types
+        # zarr's and xarray's own warnings about v2 and unstable data types
+        warnings.simplefilter("ignore")
         for name, write in which().items():
             path = root / f"{name}.zarr"
             shutil.rmtree(path, ignore_errors=True)
@@ -236,11 +295,14 @@ def write_stores(root: Path, which: Kinds = kinds) -> dict[str, tuple[Path, str]
 
 
 def open_store(path: Path, how: str, **options: Any) -> Any:
-    """A store opened as xarray users open it, loaded, without its encodings (what `identical` compares)."""
+    """A store opened as xarray users open it, loaded, without its encodings (what `identical`
+    compares)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if how == "tree":
             return (
-                xr.open_datatree(path, engine="zarr", **options).load().map_over_datasets(lambda ds: ds.drop_encoding())
+                xr.open_datatree(path, engine="zarr", **options)
+                .load()
+                .map_over_datasets(lambda ds: ds.drop_encoding())
             )
         return xr.open_zarr(path, **options).load().drop_encoding()

@@ -1,4 +1,5 @@
-"""Run as a script in a fresh interpreter: every array zarr-python reaches from a store's root, and its values.
+"""Run as a script in a fresh interpreter: every array zarr-python reaches from a store's root, and
+its values.
 
 ``python tests/zarr_read.py STORE FORMAT [ENDPOINT]`` opens STORE (a folder or
 an ``s3://`` URL, ENDPOINT its S3 server) as users open it, with
@@ -26,7 +27,9 @@ import zarr
 
 def fingerprint(values: np.ndarray[Any, Any]) -> list[Any]:
     if values.dtype.kind in "OT":
-        data = json.dumps(values.tolist(), default=lambda v: v.hex() if isinstance(v, bytes) else str(v)).encode()
+        data = json.dumps(
+            values.tolist(), default=lambda v: v.hex() if isinstance(v, bytes) else str(v)
+        ).encode()
         dtype = "str"
     else:
         data = np.ascontiguousarray(values, values.dtype.newbyteorder("=")).tobytes()
@@ -61,9 +64,17 @@ def read_all(store: str, zarr_format: Literal[2, 3], endpoint: str | None = None
     return arrays
 
 
-def in_a_fresh_interpreter(store: Path | str, zarr_format: int, endpoint: str | None = None) -> dict[str, Any]:
+def in_a_fresh_interpreter(
+    store: Path | str, zarr_format: int, endpoint: str | None = None
+) -> dict[str, Any]:
     """`read_all` run as this script in a fresh interpreter; fails where the root does not open."""
-    command = [sys.executable, __file__, str(store), str(zarr_format), *([endpoint] if endpoint else [])]
+    command = [
+        sys.executable,
+        __file__,
+        str(store),
+        str(zarr_format),
+        *([endpoint] if endpoint else []),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
     assert result.returncode == 0, result.stderr
     read: dict[str, Any] = json.loads(result.stdout)
@@ -74,4 +85,8 @@ def in_a_fresh_interpreter(store: Path | str, zarr_format: int, endpoint: str | 
 if __name__ == "__main__":
     warnings.simplefilter("ignore")
     endpoint = sys.argv[3] if len(sys.argv) > 3 else None
-    print(json.dumps(read_all(sys.argv[1], cast(Literal[2, 3], int(sys.argv[2])), endpoint), sort_keys=True))
+    print(
+        json.dumps(
+            read_all(sys.argv[1], cast(Literal[2, 3], int(sys.argv[2])), endpoint), sort_keys=True
+        )
+    )

@@ -36,6 +36,7 @@ def pytest_runtest_logreport(report: Any) -> None:
 
 def pytest_sessionfinish(session: Any) -> None:
     path = os.environ.get("NUMCODECS_BYTES_OUTCOMES")
-    if path and not hasattr(session.config, "workerinput"):  # the xdist controller sees every worker's reports
+    # the xdist controller sees every worker's reports
+    if path and not hasattr(session.config, "workerinput"):
         with open(path, "w", encoding="utf-8") as file:
             json.dump(_outcomes, file, indent=0, sort_keys=True)

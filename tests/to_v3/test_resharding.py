@@ -1,8 +1,10 @@
-"""Resharding without decoding (issue 56): a run with another shard size on arrays sharded already, by this tool,
-zarr-python or tensorstore, moves each inner chunk, byte for byte, from the shard it is in to its new shard.
+"""Resharding without decoding (issue 56): a run with another shard size on arrays sharded already,
+by this tool, zarr-python or tensorstore, moves each inner chunk, byte for byte, from the shard it
+is in to its new shard.
 
-The oracles: zarr-python reading every array in a fresh interpreter without this package (`support.zarr_read`),
-and tensorstore, against the values written; the shard format rebuilt from the old shards' inner chunks.
+The oracles: zarr-python reading every array in a fresh interpreter without this package
+(`support.zarr_read`), and tensorstore, against the values written; the shard format rebuilt from
+the old shards' inner chunks.
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ DATA = np.arange(24 * 10, dtype="<i4").reshape(24, 10) * 7 - 100
 
 
 def zarr_sharded(path: Path, shards: tuple[int, int], chunks: tuple[int, int] = (2, 5)) -> None:
-    """An array zarr-python writes sharded (zstd inside, as zarr does by default), a chunk left empty."""
-    array = zarr.create_array(str(path), shape=DATA.shape, chunks=chunks, shards=shards, dtype="<i4", fill_value=-1)
+    """An array zarr-python writes sharded (zstd inside, as zarr does by default), a chunk left
+    empty."""
+    array = zarr.create_array(
+        str(path), shape=DATA.shape, chunks=chunks, shards=shards, dtype="<i4", fill_value=-1
+    )
     array[...] = DATA
     array[2:4, 0:5] = -1  # an inner chunk of fill values: zarr stores no bytes for it
 
@@ -53,7 +58,8 @@ def expected() -> np.ndarray[Any, Any]:
 
 
 def inner_chunks(path: Path) -> dict[tuple[int, int], bytes]:
-    """Every stored inner chunk of a sharded array in a local folder, by its grid index, from its shards' bytes."""
+    """Every stored inner chunk of a sharded array in a local folder, by its grid index, from its
+    shards' bytes."""
     doc = document(path)
     shard_shape = doc["chunk_grid"]["configuration"]["chunk_shape"]
     configuration = doc["codecs"][0]["configuration"]
@@ -64,7 +70,11 @@ def inner_chunks(path: Path) -> dict[tuple[int, int], bytes]:
     found = {}
     for i in range(-(-DATA.shape[0] // shard_shape[0])):
         for j in range(-(-DATA.shape[1] // shard_shape[1])):
-            file = path / separator.join(["c", str(i), str(j)]) if separator == "/" else path / f"c.{i}.{j}"
+            file = (
+                path / separator.join(["c", str(i), str(j)])
+                if separator == "/"
+                else path / f"c.{i}.{j}"
+            )
             if not file.exists():
                 continue
             data = file.read_bytes()
@@ -72,7 +82,9 @@ def inner_chunks(path: Path) -> dict[tuple[int, int], bytes]:
             index = data[-(count * 16 + 4) :] if at_end else data[: count * 16 + 4]
             for k, entry in enumerate(parsed_index(index, count)):
                 if entry is not None:
-                    found[(i * per[0] + k // per[1], j * per[1] + k % per[1])] = data[entry[0] : entry[0] + entry[1]]
+                    found[(i * per[0] + k // per[1], j * per[1] + k % per[1])] = data[
+                        entry[0] : entry[0] + entry[1]
+                    ]
     return found
 
 
@@ -80,9 +92,10 @@ def inner_chunks(path: Path) -> dict[tuple[int, int], bytes]:
 def test_an_array_zarr_or_tensorstore_sharded_is_resharded_byte_for_byte(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], writer: str
 ) -> None:
-    """A Zarr v3 store (no v2 metadata): its array, in shards of 4x10, made shards of 12x10 by moving each inner
-    chunk's bytes from its shard to its new one (no chunk decoded: every inner chunk is the same bytes after); the
-    new shards under ``c.0.0`` (the old under ``c/0/0`` are removed); the array reads the same values."""
+    """A Zarr v3 store (no v2 metadata): its array, in shards of 4x10, made shards of 12x10 by
+    moving each inner chunk's bytes from its shard to its new one (no chunk decoded: every inner
+    chunk is the same bytes after); the new shards under ``c.0.0`` (the old under ``c/0/0`` are
+    removed); the array reads the same values."""
     root = tmp_path / "s.zarr"
     zarr.open_group(str(root), mode="w", zarr_format=3)
     if writer == "zarr-python":
@@ -92,14 +105,32 @@ def test_an_array_zarr_or_tensorstore_sharded_is_resharded_byte_for_byte(
             pytest.skip("tensorstore is not installed (the interop extra)")
         import tensorstore as ts
 
-        codecs = [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 5], "index_location": "start"}}]
-        metadata = {"shape": list(DATA.shape), "data_type": "int32", "fill_value": -1, "codecs": codecs,
-                    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 10]}}}  # fmt: skip
-        array = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(root / "a")}, "create": True,
-                         "metadata": metadata}).result()  # fmt: skip
+        codecs = [
+            {
+                "name": "sharding_indexed",
+                "configuration": {"chunk_shape": [2, 5], "index_location": "start"},
+            }
+        ]
+        metadata = {
+            "shape": list(DATA.shape),
+            "data_type": "int32",
+            "fill_value": -1,
+            "codecs": codecs,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 10]}},
+        }
+        array = ts.open(
+            {
+                "driver": "zarr3",
+                "kvstore": {"driver": "file", "path": str(root / "a")},
+                "create": True,
+                "metadata": metadata,
+            }
+        ).result()
         array[...] = expected()
     before = inner_chunks(root / "a")
-    assert main(["to-v3", str(root), "--shard-size", f"{12 * 10 * 4}B"]) == 0, capsys.readouterr().err
+    assert main(["to-v3", str(root), "--shard-size", f"{12 * 10 * 4}B"]) == 0, (
+        capsys.readouterr().err
+    )
     assert "1 array resharded (2 shards, " in capsys.readouterr().out
     doc = document(root / "a")
     assert doc["chunk_grid"]["configuration"]["chunk_shape"] == [12, 10]
@@ -118,16 +149,20 @@ def test_an_array_zarr_or_tensorstore_sharded_is_resharded_byte_for_byte(
 def test_an_array_this_tool_sharded_is_resharded_with_its_v2_files_kept_or_gone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], v2_files: str
 ) -> None:
-    """A v2 array sharded (v2 files kept, or removed), then resharded, then resharded again (the keys go back to
-    ``c/``): from its shards each time; the v2 chunk files, where kept, stay as v2 readers read them, and a later
-    removal of the v2 files finds them held by the new shards."""
+    """A v2 array sharded (v2 files kept, or removed), then resharded, then resharded again (the
+    keys go back to ``c/``): from its shards each time; the v2 chunk files, where kept, stay as v2
+    readers read them, and a later removal of the v2 files finds them held by the new shards."""
     root = tmp_path / "s.zarr"
-    array = zarr.create_array(str(root), shape=DATA.shape, chunks=(2, 5), dtype="<i4", zarr_format=2, fill_value=-1)
+    array = zarr.create_array(
+        str(root), shape=DATA.shape, chunks=(2, 5), dtype="<i4", zarr_format=2, fill_value=-1
+    )
     array[...] = expected()
     removing = ["--remove-v2-metadata"] if v2_files == "removed" else []
     assert main(["to-v3", str(root), "--shard-size", f"{4 * 10 * 4}B", *removing]) == 0
     for rows, separator in ((12, "."), (24, "/")):
-        assert main(["to-v3", str(root), "--shard-size", f"{rows * 10 * 4}B"]) == 0, capsys.readouterr().err
+        assert main(["to-v3", str(root), "--shard-size", f"{rows * 10 * 4}B"]) == 0, (
+            capsys.readouterr().err
+        )
         assert "1 array resharded" in capsys.readouterr().out
         doc = document(root)
         assert doc["chunk_grid"]["configuration"]["chunk_shape"] == [rows, 10]
@@ -144,8 +179,8 @@ def test_an_array_this_tool_sharded_is_resharded_with_its_v2_files_kept_or_gone(
 def test_a_writer_between_the_repacking_and_the_switch_keeps_the_array_in_its_shards(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """zarr writes into the array (through the zarr.json it reads: into an old shard) after its new shards were
-    packed: the array is not switched, keeps its old shards and reads the write."""
+    """zarr writes into the array (through the zarr.json it reads: into an old shard) after its new
+    shards were packed: the array is not switched, keeps its old shards and reads the write."""
     from numcodecs_bytes.store.local import LocalFiles
 
     zarr_sharded(tmp_path / "a", (4, 10))
@@ -159,8 +194,12 @@ def test_a_writer_between_the_repacking_and_the_switch_keeps_the_array_in_its_sh
     monkeypatch.setattr(LocalFiles, "pack", writer_meanwhile)
     report = convert_store(tmp_path / "a", shard_size=12 * 10 * 4)
     assert report.resharded == []
-    assert report.failures == [(".", "c/1/0: written by someone else while its shards were made: left in the shards "
-                                     "it has")]  # fmt: skip
+    assert report.failures == [
+        (
+            ".",
+            "c/1/0: written by someone else while its shards were made: left in the shards it has",
+        )
+    ]
     values = expected()
     values[5, 5] = 12345
     assert zarr.open_array(str(tmp_path / "a"), mode="r")[...].tolist() == values.tolist()
@@ -168,24 +207,34 @@ def test_a_writer_between_the_repacking_and_the_switch_keeps_the_array_in_its_sh
 
 
 @pytest.mark.parametrize("moment", ["new shards are placed", "the array switched to them"])
-def test_a_resharding_killed_anywhere_reads_right_and_a_rerun_finishes(tmp_path: Path, moment: str) -> None:
-    """SIGKILL while the new shards are placed, or once the array switched (its old shards not all removed yet):
-    the array reads its values throughout; a rerun finishes (no old shard, no marker, no temporary file left)."""
+def test_a_resharding_killed_anywhere_reads_right_and_a_rerun_finishes(
+    tmp_path: Path, moment: str
+) -> None:
+    """SIGKILL while the new shards are placed, or once the array switched (its old shards not all
+    removed yet): the array reads its values throughout; a rerun finishes (no old shard, no marker,
+    no temporary file left)."""
     from support.slowed_tool import slowed_tool
 
     root = tmp_path / "a"
     zarr_sharded(root, (2, 5))  # 24 shards of one chunk each
     done: Callable[[], bool] = {
         "new shards are placed": lambda: any(p.name.startswith("c.") for p in root.iterdir()),
-        "the array switched to them": lambda: b'"separator": "."' in (root / "zarr.json").read_bytes(),
+        "the array switched to them": lambda: (
+            b'"separator": "."' in (root / "zarr.json").read_bytes()
+        ),
     }[moment]
     code = slowed_tool(0.02, "link", "rename", "replace")
-    process = subprocess.Popen([sys.executable, "-c", code, "to-v3", str(root), "--shard-size", f"{12 * 10 * 4}B"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, "to-v3", str(root), "--shard-size", f"{12 * 10 * 4}B"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while not done():
-            assert process.poll() is None and time.monotonic() < deadline, "the run ended before it was killed"
+            assert process.poll() is None and time.monotonic() < deadline, (
+                "the run ended before it was killed"
+            )
             time.sleep(0.002)
     finally:
         process.send_signal(signal.SIGKILL)
@@ -197,7 +246,8 @@ def test_a_resharding_killed_anywhere_reads_right_and_a_rerun_finishes(tmp_path:
 
 
 def test_resharding_on_an_object_store(tmp_path: Path) -> None:
-    """On fsspec's memory file system (no local disk): byte ranges read, new shards written, old ones removed."""
+    """On fsspec's memory file system (no local disk): byte ranges read, new shards written, old
+    ones removed."""
     fsspec = pytest.importorskip("fsspec")
     local = tmp_path / "a"
     zarr_sharded(local, (4, 10))
@@ -215,8 +265,8 @@ def test_resharding_on_an_object_store(tmp_path: Path) -> None:
 
 
 def test_resharding_on_s3(endpoint: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """On S3 (moto): each inner chunk a ranged GET of its shard; the array read right by zarr in a fresh
-    interpreter."""
+    """On S3 (moto): each inner chunk a ranged GET of its shard; the array read right by zarr in a
+    fresh interpreter."""
     from support.s3 import empty_bucket
 
     s3 = next(empty_bucket(endpoint, monkeypatch, "reshard"))
@@ -225,20 +275,33 @@ def test_resharding_on_s3(endpoint: str, monkeypatch: pytest.MonkeyPatch, tmp_pa
     s3.put(str(local), "reshard/a", recursive=True)
     from numcodecs_bytes.store import StoreOptions
 
-    report = convert_store("s3://reshard/a", shard_size=12 * 10 * 4,
-                           store_options=StoreOptions(storage_options={"endpoint_url": endpoint}))  # fmt: skip
+    report = convert_store(
+        "s3://reshard/a",
+        shard_size=12 * 10 * 4,
+        store_options=StoreOptions(storage_options={"endpoint_url": endpoint}),
+    )
     assert report.failures == [] and report.resharded == [""]
     s3.invalidate_cache()
-    assert sorted(path.rsplit("/", 1)[-1] for path in s3.find("reshard/a")) == ["c.0.0", "c.1.0", "zarr.json"]
+    assert sorted(path.rsplit("/", 1)[-1] for path in s3.find("reshard/a")) == [
+        "c.0.0",
+        "c.1.0",
+        "zarr.json",
+    ]
     assert zarr_reads("s3://reshard/a", 3, endpoint) == {"": fingerprint(expected())}
 
 
-def test_reshard_is_the_command_a_user_guesses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``numcodecs-bytes reshard STORE --shard-size SIZE``: the same run as to-v3's, a shard size required."""
+def test_reshard_is_the_command_a_user_guesses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``numcodecs-bytes reshard STORE --shard-size SIZE``: the same run as to-v3's, a shard size
+    required."""
     zarr_sharded(tmp_path / "a", (4, 10))
     with pytest.raises(SystemExit) as exited:
         main(["reshard", str(tmp_path / "a")])
-    assert exited.value.code == 2 and "the following arguments are required: --shard-size" in capsys.readouterr().err
+    assert (
+        exited.value.code == 2
+        and "the following arguments are required: --shard-size" in capsys.readouterr().err
+    )
     assert main(["reshard", str(tmp_path / "a"), "--shard-size", f"{24 * 10 * 4}B"]) == 0
     assert "1 array resharded (1 shard, " in capsys.readouterr().out
     assert zarr.open_array(str(tmp_path / "a"), mode="r")[...].tolist() == expected().tolist()
@@ -247,13 +310,16 @@ def test_reshard_is_the_command_a_user_guesses(tmp_path: Path, capsys: pytest.Ca
 def test_a_kept_v2_sharding_says_what_its_kept_chunk_files_cost_and_a_resharding_says_nothing_of_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 56, item 4: the run that shards and keeps the v2 files says how much more the disk holds; one that
-    reshards (no chunk file kept by it) does not."""
+    """Issue 56, item 4: the run that shards and keeps the v2 files says how much more the disk
+    holds; one that reshards (no chunk file kept by it) does not."""
     root = tmp_path / "s.zarr"
-    array = zarr.create_array(str(root), shape=DATA.shape, chunks=(2, 5), dtype="<i4", zarr_format=2,
-                              compressors=None)  # fmt: skip
+    array = zarr.create_array(
+        str(root), shape=DATA.shape, chunks=(2, 5), dtype="<i4", zarr_format=2, compressors=None
+    )
     array[...] = DATA
     assert main(["to-v3", str(root), "--shard-size", f"{4 * 10 * 4}B"]) == 0
-    assert f"note: v2 chunk files kept beside the shards: {DATA.nbytes} B more on disk" in (capsys.readouterr().err)
+    assert f"note: v2 chunk files kept beside the shards: {DATA.nbytes} B more on disk" in (
+        capsys.readouterr().err
+    )
     assert main(["to-v3", str(root), "--shard-size", f"{12 * 10 * 4}B"]) == 0
     assert "v2 chunk files kept beside the shards" not in capsys.readouterr().err

@@ -1,5 +1,6 @@
-"""to-v3 --shard-size on a dask cluster: a `LocalCluster` of two worker processes packs the shards, on a local
-folder (which the workers see at the same path) and on S3 (moto); the run's caller checks and switches."""
+"""to-v3 --shard-size on a dask cluster: a `LocalCluster` of two worker processes packs the shards,
+on a local folder (which the workers see at the same path) and on S3 (moto); the run's caller checks
+and switches."""
 
 from __future__ import annotations
 
@@ -24,12 +25,14 @@ distributed: Any = pytest.importorskip("distributed")
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    """Two worker processes, one thread each; they take moto's credentials from the environment they start in."""
+    """Two worker processes, one thread each; they take moto's credentials from the environment they
+    start in."""
     with pytest.MonkeyPatch.context() as patch:
         for key, value in CREDENTIALS.items():
             patch.setenv(key, value)
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                      dashboard_address=None) as running:  # fmt: skip
+        with distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as running:
             yield running
 
 
@@ -48,7 +51,9 @@ def test_a_cluster_packs_the_shards_of_a_local_store(cluster: Any, tmp_path: Pat
     expected = write_store(root)
     before = zarr_reads(root, 2)
     with distributed.Client(cluster) as client, distributed.get_task_stream(client) as tasks:
-        report = convert_store(root, shard_size=4 * 5 * 8 * 6, client=client, remove_v2_metadata=True)
+        report = convert_store(
+            root, shard_size=4 * 5 * 8 * 6, client=client, remove_v2_metadata=True
+        )
     assert report.failures == [] and sorted(report.sharded) == ["a0", "a1", "a2"]
     assert report.shards == 3 * 5 * 1 and report.chunks_packed == 3 * 30  # 5x6 chunks, 6 per shard
     packed_there = [task for task in tasks.data if "_pack_task" in str(task["key"])]
@@ -56,11 +61,18 @@ def test_a_cluster_packs_the_shards_of_a_local_store(cluster: Any, tmp_path: Pat
     assert zarr_reads(root, 3) == before
     assert sorted(p.name for p in (root / "a0").iterdir()) == ["c", "zarr.json"]
     for name, data in expected.items():
-        assert zarr.open_array(str(root / name), mode="r", zarr_format=3)[...].tolist() == data.tolist()
+        assert (
+            zarr.open_array(str(root / name), mode="r", zarr_format=3)[...].tolist()
+            == data.tolist()
+        )
 
 
 def test_the_command_line_packs_on_a_scheduler_for_an_object_store(
-    cluster: Any, endpoint: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cluster: Any,
+    endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     pytest.importorskip("s3fs", reason="object stores need s3fs (the interop extra)")
     from support.s3 import empty_bucket
@@ -71,8 +83,18 @@ def test_the_command_line_packs_on_a_scheduler_for_an_object_store(
     s3.put(str(local), "dask/s", recursive=True)
     url = "s3://dask/s"
     before = zarr_reads(url, 2, endpoint)
-    code = main(["to-v3", url, "--storage-option", f"endpoint_url={endpoint}", "--shard-size", "1KiB",
-                 "--scheduler", cluster.scheduler_address])  # fmt: skip
+    code = main(
+        [
+            "to-v3",
+            url,
+            "--storage-option",
+            f"endpoint_url={endpoint}",
+            "--shard-size",
+            "1KiB",
+            "--scheduler",
+            cluster.scheduler_address,
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "3 arrays sharded (15 shards, 90 chunks" in out, out

@@ -1,8 +1,9 @@
-"""to-v3 --shard-size on S3 (moto on a loopback port) behind the fault-injecting proxy: errors, resets,
-truncated bodies, answers lost after the server acted, a writer between a chunk's read and the switch.
+"""to-v3 --shard-size on S3 (moto on a loopback port) behind the fault-injecting proxy: errors,
+resets, truncated bodies, answers lost after the server acted, a writer between a chunk's read and
+the switch.
 
-The oracle is zarr-python in a fresh interpreter: what it reads from the v2 store before, it reads from the
-sharded v3 store after (or the run reports the array and it reads as before).
+The oracle is zarr-python in a fresh interpreter: what it reads from the v2 store before, it reads
+from the sharded v3 store after (or the run reports the array and it reads as before).
 """
 
 from __future__ import annotations
@@ -37,12 +38,19 @@ def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 def upload(s3: Any, tmp_path: Path) -> None:
-    """Four arrays of 8 chunks (one missing in a001), this package's big-endian filter, consolidated."""
+    """Four arrays of 8 chunks (one missing in a001), this package's big-endian filter,
+    consolidated."""
     local = tmp_path / "store.zarr"
     group = zarr.open_group(str(local), mode="w", zarr_format=2)
     for i in range(ARRAYS):
-        array = group.create_array(f"a{i:03d}", shape=(4 * CHUNKS,), chunks=(4,), dtype="<i4", fill_value=-1,
-                                   filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+        array = group.create_array(
+            f"a{i:03d}",
+            shape=(4 * CHUNKS,),
+            chunks=(4,),
+            dtype="<i4",
+            fill_value=-1,
+            filters=[BytesCodec(endian="big", dtype="<i4")],
+        )
         array[...] = np.arange(4 * CHUNKS, dtype="<i4") + 256 * i
     (local / "a001" / "5").unlink()
     zarr.consolidate_metadata(str(local))
@@ -50,8 +58,20 @@ def upload(s3: Any, tmp_path: Path) -> None:
     s3.invalidate_cache()
 
 
-def run(proxy: FaultProxy, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, str, str]:
-    code = main(["to-v3", URL, "--storage-option", f"endpoint_url={proxy.endpoint}", "--shard-size", "32B", *options])
+def run(
+    proxy: FaultProxy, capsys: pytest.CaptureFixture[str], *options: str
+) -> tuple[int, str, str]:
+    code = main(
+        [
+            "to-v3",
+            URL,
+            "--storage-option",
+            f"endpoint_url={proxy.endpoint}",
+            "--shard-size",
+            "32B",
+            *options,
+        ]
+    )
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -67,7 +87,12 @@ def codec_of(s3: Any, array: str) -> str:
 
 @pytest.mark.parametrize("removing", [False, True], ids=["v2 kept", "v2 removed"])
 def test_failing_requests_are_retried_and_every_array_is_sharded(
-    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], removing: bool
+    s3: Any,
+    proxy: FaultProxy,
+    endpoint: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    removing: bool,
 ) -> None:
     upload(s3, tmp_path)
     before = zarr_reads(URL, 2, endpoint)
@@ -77,8 +102,10 @@ def test_failing_requests_are_retried_and_every_array_is_sharded(
         Fault("truncate", "GET", r"a002/7$"),
         Fault("error", "PUT", r"a000/c/1$", status=503),  # a shard written
         Fault("reset", "PUT", r"a001/c/2$"),
-        Fault("lost", "PUT", r"a002/c/0$"),  # the server wrote it; the retry is refused (If-None-Match), and fine
-        Fault("lost", "DELETE", r"a003/1$"),  # removing: the server removed it; the retry finds nothing
+        # the server wrote it; the retry is refused (If-None-Match), and fine
+        Fault("lost", "PUT", r"a002/c/0$"),
+        # removing: the server removed it; the retry finds nothing
+        Fault("lost", "DELETE", r"a003/1$"),
     )
     code, out, err = run(proxy, capsys, *(["--remove-v2-metadata"] if removing else []))
     assert code == 0 and "failed" not in err, err
@@ -89,7 +116,9 @@ def test_failing_requests_are_retried_and_every_array_is_sharded(
     for i in range(ARRAYS):
         assert codec_of(s3, f"a{i:03d}") == "sharding_indexed"
     root = json.loads(s3.cat_file(f"{BUCKET}/s/zarr.json"))
-    assert root["consolidated_metadata"]["metadata"]["a000"]["codecs"][0]["name"] == "sharding_indexed"
+    assert (
+        root["consolidated_metadata"]["metadata"]["a000"]["codecs"][0]["name"] == "sharding_indexed"
+    )
     chunk_keys = [key for key in keys(s3) if key.rsplit("/", 1)[-1].isdigit() and "/c/" not in key]
     assert len(chunk_keys) == (0 if removing else CHUNKS * ARRAYS - 1)
     assert not [key for key in keys(s3) if "numcodecs-bytes" in key]
@@ -100,58 +129,88 @@ def test_failing_requests_are_retried_and_every_array_is_sharded(
 def test_a_chunk_written_between_its_read_and_the_switch_keeps_its_array_unsharded(
     s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A v2 writer rewrites a002's chunk 6 after it was packed (just before its shard is written): the ETag
-    check before the switch sees it; a002 is reported, reads its chunk files as v3 and as v2, and keeps them."""
+    """A v2 writer rewrites a002's chunk 6 after it was packed (just before its shard is written):
+    the ETag check before the switch sees it; a002 is reported, reads its chunk files as v3 and as
+    v2, and keeps them."""
     upload(s3, tmp_path)
 
     def writer() -> None:
-        array = zarr.open_array(f"{URL}/a002", mode="r+", zarr_format=2,
-                                storage_options={"endpoint_url": endpoint})  # fmt: skip
+        array = zarr.open_array(
+            f"{URL}/a002", mode="r+", zarr_format=2, storage_options={"endpoint_url": endpoint}
+        )
         array[24] = 99
 
     proxy.add(Fault("before", "PUT", r"a002/c/3$", hook=writer))
     code, _out, err = run(proxy, capsys, "--remove-v2-metadata")
     assert code == 1 and proxy.faults[0].hits == 1
-    assert "failed a002: 6: written by someone else while its shards were made: left unsharded" in err, err
+    assert (
+        "failed a002: 6: written by someone else while its shards were made: left unsharded" in err
+    ), err
     assert codec_of(s3, "a002") == "bytes" and codec_of(s3, "a001") == "sharding_indexed"
     expected = (np.arange(4 * CHUNKS) + 512).tolist()
     expected[24] = 99
     for zarr_format in (2, 3):
-        array = zarr.open_array(f"{URL}/a002", mode="r", zarr_format=zarr_format,
-                                storage_options={"endpoint_url": endpoint})  # fmt: skip
+        array = zarr.open_array(
+            f"{URL}/a002",
+            mode="r",
+            zarr_format=zarr_format,
+            storage_options={"endpoint_url": endpoint},
+        )
         assert array[...].tolist() == expected
     assert s3.exists(f"{BUCKET}/s/a002/6") and not s3.exists(f"{BUCKET}/s/a001/6")
 
 
-# -- two runs at once (issue 55, item 3) --------------------------------------------------------------------------
+# -- two runs at once (issue 55, item 3) -----------------------------------------------------------
 
 
 def other_run(endpoint: str, *options: str, lock: bool = True, lease: float | None = None) -> Any:
-    """Another run of the command line, in its own process, on the server at ``endpoint``: to its end."""
+    """Another run of the command line, in its own process, on the server at ``endpoint``: to its
+    end."""
     import os
     import subprocess
     import sys
 
     from support.s3 import CREDENTIALS, tool_code
 
-    command = [sys.executable, "-c", tool_code(lock, lease), "to-v3", URL, "--shard-size", "32B", *options]
+    command = [
+        sys.executable,
+        "-c",
+        tool_code(lock, lease),
+        "to-v3",
+        URL,
+        "--shard-size",
+        "32B",
+        *options,
+    ]
     env = {**os.environ, **CREDENTIALS, "FSSPEC_S3_ENDPOINT_URL": endpoint}
-    return subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=120)
+    return subprocess.run(
+        command, env=env, capture_output=True, text=True, check=False, timeout=120
+    )
 
 
 def test_a_run_that_starts_while_another_packs_is_refused_by_the_lock(
     s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Run B is held at its first shard's PUT; run A, which would remove every v2 file, says the store is busy
-    (exit 2) and writes nothing; B then finishes."""
+    """Run B is held at its first shard's PUT; run A, which would remove every v2 file, says the
+    store is busy (exit 2) and writes nothing; B then finishes."""
     upload(s3, tmp_path)
     before = zarr_reads(URL, 2, endpoint)
     seen: list[Any] = []
-    proxy.add(Fault("before", "PUT", r"/c/", hook=lambda: seen.append(other_run(endpoint, "--remove-v2-metadata"))))
+    proxy.add(
+        Fault(
+            "before",
+            "PUT",
+            r"/c/",
+            hook=lambda: seen.append(other_run(endpoint, "--remove-v2-metadata")),
+        )
+    )
     code, _, err = run(proxy, capsys)
     assert code == 0, err
     [run_a] = seen
-    assert run_a.returncode == 2 and "another numcodecs-bytes run is working on this store (pid " in run_a.stderr
+    assert (
+        run_a.returncode == 2
+        and "another numcodecs-bytes run is working on this store (pid " in run_a.stderr
+    )
     assert zarr_reads(URL, 3, endpoint) == before and zarr_reads(URL, 2, endpoint) == before
     assert not [key for key in keys(s3) if "numcodecs-bytes" in key]
 
@@ -159,9 +218,9 @@ def test_a_run_that_starts_while_another_packs_is_refused_by_the_lock(
 def test_a_run_paused_past_its_lease_writes_nothing_more_once_it_resumes(
     s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
 ) -> None:
-    """Run B (a lease of 4 s) is stopped (SIGSTOP) at its first shard's PUT for longer than 60% of its lease;
-    run A takes the lock over, shards everything and removes the v2 files; B, resumed, stops at its next write
-    (exit 2): the store reads as A left it."""
+    """Run B (a lease of 4 s) is stopped (SIGSTOP) at its first shard's PUT for longer than 60% of
+    its lease; run A takes the lock over, shards everything and removes the v2 files; B, resumed,
+    stops at its next write (exit 2): the store reads as A left it."""
     import os
     import signal
     import subprocess
@@ -174,9 +233,22 @@ def test_a_run_paused_past_its_lease_writes_nothing_more_once_it_resumes(
     before = zarr_reads(URL, 2, endpoint)
     lease = 4.0
     env = {**os.environ, **CREDENTIALS}
-    command = [sys.executable, "-c", tool_code(lease=lease), "to-v3", URL, "--shard-size", "32B",
-               "--storage-option", f"endpoint_url={proxy.endpoint}", "--jobs", "1"]  # fmt: skip
-    run_b = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = [
+        sys.executable,
+        "-c",
+        tool_code(lease=lease),
+        "to-v3",
+        URL,
+        "--shard-size",
+        "32B",
+        "--storage-option",
+        f"endpoint_url={proxy.endpoint}",
+        "--jobs",
+        "1",
+    ]
+    run_b = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     seen: list[Any] = []
 
     def pause_b_and_run_a() -> None:
@@ -197,17 +269,23 @@ def test_a_run_paused_past_its_lease_writes_nothing_more_once_it_resumes(
     assert run_b.returncode == 2, err
     assert "stopped, nothing more written; run again to finish" in err and err.count("\n") == 1, err
     assert zarr_reads(URL, 3, endpoint) == before
-    assert not [key for key in keys(s3) if key.rsplit("/", 1)[-1].isdigit() and "/c/" not in key]  # A's removal
+    # A's removal
+    assert not [key for key in keys(s3) if key.rsplit("/", 1)[-1].isdigit() and "/c/" not in key]
     assert not [key for key in keys(s3) if "numcodecs-bytes" in key]
 
 
 def test_without_a_lock_a_run_that_finds_its_chunk_files_gone_removes_nothing(
-    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    s3: Any,
+    proxy: FaultProxy,
+    endpoint: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
-    """Where no lock can be had: run B is held at its first shard's PUT while run A shards everything and removes
-    the v2 files; B, resumed, finds chunk files gone that it listed, and shards A's zarr.json reads: it reports
-    its arrays and replaces or removes nothing (the release before this one removed A's shards: all fill)."""
+) -> None:
+    """Where no lock can be had: run B is held at its first shard's PUT while run A shards
+    everything and removes the v2 files; B, resumed, finds chunk files gone that it listed, and
+    shards A's zarr.json reads: it reports its arrays and replaces or removes nothing (the release
+    before this one removed A's shards: all fill)."""
     from contextlib import nullcontext
 
     from numcodecs_bytes.store.s3 import S3Files
@@ -216,8 +294,14 @@ def test_without_a_lock_a_run_that_finds_its_chunk_files_gone_removes_nothing(
     before = zarr_reads(URL, 2, endpoint)
     monkeypatch.setattr(S3Files, "lock", lambda self, top: nullcontext())
     seen: list[Any] = []
-    proxy.add(Fault("before", "PUT", r"/c/", hook=lambda: seen.append(other_run(endpoint, "--remove-v2-metadata",
-                                                                               lock=False))))  # fmt: skip
+    proxy.add(
+        Fault(
+            "before",
+            "PUT",
+            r"/c/",
+            hook=lambda: seen.append(other_run(endpoint, "--remove-v2-metadata", lock=False)),
+        )
+    )
     code, _, err = run(proxy, capsys)
     assert zarr_reads(URL, 3, endpoint) == before
     [run_a] = seen

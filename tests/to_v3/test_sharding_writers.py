@@ -37,16 +37,30 @@ from numcodecs_bytes.to_v3.rules import array_document
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 
 
-def v2_array(path: Path, data: np.ndarray[Any, Any], chunks: tuple[int, ...], **options: Any) -> None:
-    array = zarr.create_array(str(path), shape=data.shape, chunks=chunks, dtype=data.dtype, zarr_format=2,
-                              fill_value=0, **options)  # fmt: skip
+def v2_array(
+    path: Path, data: np.ndarray[Any, Any], chunks: tuple[int, ...], **options: Any
+) -> None:
+    array = zarr.create_array(
+        str(path),
+        shape=data.shape,
+        chunks=chunks,
+        dtype=data.dtype,
+        zarr_format=2,
+        fill_value=0,
+        **options,
+    )
     array[...] = data
 
 
-def assert_reads(root: Path, expected: dict[str, np.ndarray[Any, Any]], zarr_format: int = 3) -> None:
-    """zarr-python in a fresh interpreter reads these arrays (by path below ``root``) with these values."""
+def assert_reads(
+    root: Path, expected: dict[str, np.ndarray[Any, Any]], zarr_format: int = 3
+) -> None:
+    """zarr-python in a fresh interpreter reads these arrays (by path below ``root``) with these
+    values."""
     read = zarr_reads(root, zarr_format)
-    assert {path: read.get(path) for path in expected} == {path: fingerprint(data) for path, data in expected.items()}
+    assert {path: read.get(path) for path in expected} == {
+        path: fingerprint(data) for path, data in expected.items()
+    }
 
 
 def tensorstore_reads(path: Path) -> list[Any]:
@@ -59,7 +73,11 @@ def tensorstore_reads(path: Path) -> list[Any]:
 
 def chunk_files(folder: Path) -> list[str]:
     """The v2 chunk files below an array's folder (its shards, under ``c/``, left out)."""
-    names = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name[0].isdigit())
+    names = (
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and p.name[0].isdigit()
+    )
     return sorted(name for name in names if not name.startswith("c/"))
 
 
@@ -67,15 +85,16 @@ def codec(path: Path) -> str:
     return str(json.loads((path / "zarr.json").read_text())["codecs"][0]["name"])
 
 
-# -- writers between runs --------------------------------------------------------------------------------------
+# -- writers between runs --------------------------------------------------------------------------
 
 
 def test_rows_a_v3_writer_appended_after_a_metadata_run_are_sharded_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Item 1: README's road, then zarr appends through zarr.json (new chunk files under the v2 keys, a larger
-    shape there, the .zarray as it was), then a sharding run that removes the v2 files: the sharding plans from
-    the zarr.json (the side that reads the data), so the appended rows are in its shards, no chunk file left."""
+    """Item 1: README's road, then zarr appends through zarr.json (new chunk files under the v2
+    keys, a larger shape there, the .zarray as it was), then a sharding run that removes the v2
+    files: the sharding plans from the zarr.json (the side that reads the data), so the appended
+    rows are in its shards, no chunk file left."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(1, 7, dtype="<i4"), (2,))
     assert main(["to-v3", str(root)]) == 0
@@ -91,10 +110,13 @@ def test_rows_a_v3_writer_appended_after_a_metadata_run_are_sharded_too(
         assert tensorstore_reads(root) == expected.tolist()
 
 
-def test_a_v3_writers_shards_are_never_replaced_by_a_rerun(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Item 2: sharded with the v2 files kept, then zarr appends (into the shards: the last one rewritten, a new
-    one), then a rerun with the same size, then one that removes the v2 files: the v3 writer's shards are never
-    replaced by shards of the old chunk files, and the appended values stay."""
+def test_a_v3_writers_shards_are_never_replaced_by_a_rerun(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 2: sharded with the v2 files kept, then zarr appends (into the shards: the last one
+    rewritten, a new one), then a rerun with the same size, then one that removes the v2 files: the
+    v3 writer's shards are never replaced by shards of the old chunk files, and the appended values
+    stay."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(1, 7, dtype="<i4"), (2,))
     assert main(["to-v3", str(root), "--shard-size", "16B"]) == 0
@@ -105,7 +127,9 @@ def test_a_v3_writers_shards_are_never_replaced_by_a_rerun(tmp_path: Path, capsy
     assert main(["to-v3", str(root), "--shard-size", "16B"]) == 0, capsys.readouterr().err
     assert {p: p.read_bytes() for p in (root / "c").rglob("*") if p.is_file()} == shards
     assert_reads(root, {"": expected})
-    assert main(["to-v3", str(root), "--shard-size", "16B", "--remove-v2-metadata"]) == 0, capsys.readouterr().err
+    assert main(["to-v3", str(root), "--shard-size", "16B", "--remove-v2-metadata"]) == 0, (
+        capsys.readouterr().err
+    )
     assert_reads(root, {"": expected})
     assert chunk_files(root) == [] and not (root / ".zarray").exists()
     if has_module("tensorstore"):
@@ -115,13 +139,14 @@ def test_a_v3_writers_shards_are_never_replaced_by_a_rerun(tmp_path: Path, capsy
 def test_removing_the_v2_files_after_a_v3_write_into_a_shard_finishes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Item 4: sharded with the v2 files kept, then zarr writes into a shard: a later run that removes the v2
-    files finishes (the chunk files are the ones packed, or older than the shard that holds their place), and the
-    v3 writer's values stay."""
+    """Item 4: sharded with the v2 files kept, then zarr writes into a shard: a later run that
+    removes the v2 files finishes (the chunk files are the ones packed, or older than the shard that
+    holds their place), and the v3 writer's values stay."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(16, dtype="<i4").reshape(4, 4), (2, 2))
     assert main(["to-v3", str(root), "--shard-size", "32B"]) == 0
-    zarr.open_array(str(root), mode="r+")[0, :] = -1  # the first shard (two chunks) rewritten by zarr
+    # the first shard (two chunks) rewritten by zarr
+    zarr.open_array(str(root), mode="r+")[0, :] = -1
     expected = np.arange(16, dtype="<i4").reshape(4, 4)
     expected[0, :] = -1
     capsys.readouterr()
@@ -134,8 +159,9 @@ def test_removing_the_v2_files_after_a_v3_write_into_a_shard_finishes(
 def test_a_v2_write_after_the_sharding_keeps_the_v2_files_and_says_what_to_do(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The other side of item 4: a Zarr v2 writer changes a chunk file after the sharding (v3 readers read the
-    shard, which holds the old bytes): nothing is removed, and the line says what to do."""
+    """The other side of item 4: a Zarr v2 writer changes a chunk file after the sharding (v3
+    readers read the shard, which holds the old bytes): nothing is removed, and the line says what
+    to do."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(16, dtype="<i4").reshape(4, 4), (2, 2))
     assert main(["to-v3", str(root), "--shard-size", "32B"]) == 0
@@ -145,16 +171,18 @@ def test_a_v2_write_after_the_sharding_keeps_the_v2_files_and_says_what_to_do(
     capsys.readouterr()
     assert main(["to-v3", str(root), "--remove-v2-metadata"]) == 1
     err = capsys.readouterr().err
-    assert "failed .: 1.1: written after its shard c/1/0 (by a Zarr v2 writer, since the sharding), which holds " \
-           "other bytes: v3 readers do not see that write; its v2 files are kept." in err, err  # fmt: skip
+    assert (
+        "failed .: 1.1: written after its shard c/1/0 (by a Zarr v2 writer, since the sharding), "
+        "which holds other bytes: v3 readers do not see that write; its v2 files are kept." in err
+    ), err
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
 
 
 def test_a_v2_write_where_there_was_no_data_keeps_the_v2_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A Zarr v2 writer writes, after the sharding, where the array held no chunk (so no shard holds its place):
-    removing the v2 files keeps them, and says why."""
+    """A Zarr v2 writer writes, after the sharding, where the array held no chunk (so no shard holds
+    its place): removing the v2 files keeps them, and says why."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.array([1, 2, 0, 0], dtype="<i4"), (2,))
     assert not (root / "1").exists()  # a chunk of fill values: zarr writes none
@@ -165,8 +193,9 @@ def test_a_v2_write_where_there_was_no_data_keeps_the_v2_files(
     assert main(["to-v3", str(root), "--remove-v2-metadata"]) == 1
     err = capsys.readouterr().err
     said = (
-        "failed .: c/1: no such shard, where chunk files of it are kept (a Zarr v2 writer wrote where there was "
-        "no data since the sharding, or a Zarr v3 writer removed it): its v2 files are kept."
+        "failed .: c/1: no such shard, where chunk files of it are kept (a Zarr v2 writer wrote "
+        "where there was no data since the sharding, or a Zarr v3 writer removed it): its v2 files "
+        "are kept."
     )
     assert said in err, err
     assert (root / ".zarray").exists() and (root / "1").exists()
@@ -175,15 +204,18 @@ def test_a_v2_write_where_there_was_no_data_keeps_the_v2_files(
 def test_v2_readers_keep_reaching_an_array_left_unsharded_through_the_groups_above(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Item 5: an array left unsharded (a v2 writer changed a chunk while its shards were made) keeps its v2
-    metadata, and so do the groups above it: v2 readers reach it from the root, and the root's .zmetadata lists
-    only what is still v2 (an entry of a removed array would read its removed chunks as fill values)."""
+    """Item 5: an array left unsharded (a v2 writer changed a chunk while its shards were made)
+    keeps its v2 metadata, and so do the groups above it: v2 readers reach it from the root, and the
+    root's .zmetadata lists only what is still v2 (an entry of a removed array would read its
+    removed chunks as fill values)."""
     from numcodecs_bytes.store.local import LocalFiles
 
     root = tmp_path / "s.zarr"
     group = zarr.open_group(str(root), mode="w", zarr_format=2)
     for name in ("a", "sub/b"):
-        group.create_array(name, shape=(8,), chunks=(2,), dtype="<i4", fill_value=0)[...] = np.arange(1, 9)
+        group.create_array(name, shape=(8,), chunks=(2,), dtype="<i4", fill_value=0)[...] = (
+            np.arange(1, 9)
+        )
     zarr.consolidate_metadata(str(root))
     pack = LocalFiles.pack
 
@@ -198,36 +230,56 @@ def test_v2_readers_keep_reaching_an_array_left_unsharded_through_the_groups_abo
     assert not (root / "a" / ".zarray").exists() and (root / "sub" / "b" / ".zarray").exists()
     assert (root / ".zgroup").exists() and (root / "sub" / ".zgroup").exists()
     listed = json.loads((root / ".zmetadata").read_text())["metadata"]
-    assert sorted(listed) == [".zattrs", ".zgroup", "sub/.zattrs", "sub/.zgroup", "sub/b/.zarray", "sub/b/.zattrs"]
+    assert sorted(listed) == [
+        ".zattrs",
+        ".zgroup",
+        "sub/.zattrs",
+        "sub/.zgroup",
+        "sub/b/.zarray",
+        "sub/b/.zattrs",
+    ]
     b = np.array([99, 2, 3, 4, 5, 6, 7, 8], dtype="<i4")
-    assert zarr_reads(root, 2) == {"sub/b": fingerprint(b)}  # through the root's .zmetadata, as xarray opens it
+    # through the root's .zmetadata, as xarray opens it
+    assert zarr_reads(root, 2) == {"sub/b": fingerprint(b)}
     assert_reads(root, {"a": np.arange(1, 9, dtype="<i4"), "sub/b": b})
 
 
 def test_a_symlinked_chunk_file_is_packed_from_its_target_and_the_link_removed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Item 9: a chunk file that is a symbolic link (a deduplicated store) is packed from its target; removing
-    the v2 files removes the link, never its target; a note says so."""
+    """Item 9: a chunk file that is a symbolic link (a deduplicated store) is packed from its
+    target; removing the v2 files removes the link, never its target; a note says so."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(8, dtype="<i4"), (2,))
     elsewhere = tmp_path / "elsewhere"
     (root / "3").rename(elsewhere)
     (root / "3").symlink_to(elsewhere)
     target = elsewhere.read_bytes()
-    assert main(["to-v3", str(root), "--shard-size", "16B", "--remove-v2-metadata"]) == 0, capsys.readouterr().err
-    assert "1 chunk files are symbolic links: packed from their targets; the links go with the chunk files, their " \
-           "targets stay" in capsys.readouterr().err  # fmt: skip
-    assert not (root / "3").exists() and not (root / "3").is_symlink() and elsewhere.read_bytes() == target
+    assert main(["to-v3", str(root), "--shard-size", "16B", "--remove-v2-metadata"]) == 0, (
+        capsys.readouterr().err
+    )
+    assert (
+        "1 chunk files are symbolic links: packed from their targets; the links go with the chunk "
+        "files, their targets stay" in capsys.readouterr().err
+    )
+    assert (
+        not (root / "3").exists()
+        and not (root / "3").is_symlink()
+        and elsewhere.read_bytes() == target
+    )
     assert_reads(root, {"": np.arange(8, dtype="<i4")})
 
 
 def test_nested_chunk_folders_go_with_their_chunk_files(tmp_path: Path) -> None:
-    """Item 10: chunks in nested folders (``dimension_separator "/"``): once their files are removed, their
-    folders go too."""
+    """Item 10: chunks in nested folders (``dimension_separator "/"``): once their files are
+    removed, their folders go too."""
     root = tmp_path / "s.zarr"
-    v2_array(root, np.arange(64, dtype="<i4").reshape(8, 8), (2, 2), chunk_key_encoding={"name": "v2",
-                                                                                        "separator": "/"})  # fmt: skip
+    v2_array(
+        root,
+        np.arange(64, dtype="<i4").reshape(8, 8),
+        (2, 2),
+        chunk_key_encoding={"name": "v2", "separator": "/"},
+    )
     assert (root / "3" / "3").is_file()
     report = convert_store(root, shard_size=64, remove_v2_metadata=True)
     assert report.failures == [] and report.chunks_removed == 16
@@ -235,32 +287,38 @@ def test_nested_chunk_folders_go_with_their_chunk_files(tmp_path: Path) -> None:
     assert_reads(root, {"": np.arange(64, dtype="<i4").reshape(8, 8)})
 
 
-def test_shard_shapes_keys_are_paths_however_spelled_and_one_naming_no_array_is_refused(tmp_path: Path) -> None:
-    """Item 11: ``/sub/a`` and ``sub/a/`` name the array ``sub/a``; a key naming no array is an error before the
-    run writes anything."""
+def test_shard_shapes_keys_are_paths_however_spelled_and_one_naming_no_array_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Item 11: ``/sub/a`` and ``sub/a/`` name the array ``sub/a``; a key naming no array is an
+    error before the run writes anything."""
     root = tmp_path / "s.zarr"
     group = zarr.open_group(str(root), mode="w", zarr_format=2)
     group.create_array("sub/a", shape=(8,), chunks=(2,), dtype="<i4")[...] = np.arange(8)
     group.create_array("b", shape=(8,), chunks=(2,), dtype="<i4")[...] = np.arange(8)
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
     for wrong in ("nothing", "sub"):
-        with pytest.raises(ValueError, match=f"shard_shapes names '{wrong}', which is no array of the store"):
+        with pytest.raises(
+            ValueError, match=f"shard_shapes names '{wrong}', which is no array of the store"
+        ):
             convert_store(root, shard_shapes={wrong: (4,)})
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
     report = convert_store(root, shard_shapes={"/sub/a": (4,), "b/": (8,)})
     assert report.failures == [] and sorted(report.sharded) == ["b", "sub/a"]
-    assert json.loads((root / "sub" / "a" / "zarr.json").read_text())["chunk_grid"]["configuration"] == {
-        "chunk_shape": [4]
+    assert json.loads((root / "sub" / "a" / "zarr.json").read_text())["chunk_grid"][
+        "configuration"
+    ] == {"chunk_shape": [4]}
+    assert json.loads((root / "b" / "zarr.json").read_text())["chunk_grid"]["configuration"] == {
+        "chunk_shape": [8]
     }
-    assert json.loads((root / "b" / "zarr.json").read_text())["chunk_grid"]["configuration"] == {"chunk_shape": [8]}
 
 
 def test_a_dry_run_counts_what_the_run_does_and_the_same_size_again_does_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Item 12: a dry run over a sharded store counts the shards the run would write: none for the same size
-    (the release before this one said "8 shards to write" and the run wrote none), and the new ones for another
-    size (which reshards it)."""
+    """Item 12: a dry run over a sharded store counts the shards the run would write: none for the
+    same size (the release before this one said "8 shards to write" and the run wrote none), and the
+    new ones for another size (which reshards it)."""
     root = tmp_path / "s.zarr"
     v2_array(root, np.arange(16, dtype="<i4"), (2,))
     assert main(["to-v3", str(root), "--shard-size", "16B"]) == 0
@@ -274,17 +332,27 @@ def test_a_dry_run_counts_what_the_run_does_and_the_same_size_again_does_nothing
     assert "1 array resharded (1 shard, 8 chunks" in capsys.readouterr().out
 
 
-def test_temporaries_a_killed_removal_left_in_chunk_folders_are_removed_by_the_rerun(tmp_path: Path) -> None:
-    """Item 13: a run killed while it removed nested chunk files (a chunk file renamed aside, not yet removed):
-    the rerun finishes the removal, the temporary file and the emptied folders with it."""
+def test_temporaries_a_killed_removal_left_in_chunk_folders_are_removed_by_the_rerun(
+    tmp_path: Path,
+) -> None:
+    """Item 13: a run killed while it removed nested chunk files (a chunk file renamed aside, not
+    yet removed): the rerun finishes the removal, the temporary file and the emptied folders with
+    it."""
     root = tmp_path / "s.zarr"
-    v2_array(root, np.arange(16, dtype="<i4").reshape(4, 4), (2, 2), chunk_key_encoding={"name": "v2",
-                                                                                        "separator": "/"})  # fmt: skip
+    v2_array(
+        root,
+        np.arange(16, dtype="<i4").reshape(4, 4),
+        (2, 2),
+        chunk_key_encoding={"name": "v2", "separator": "/"},
+    )
     assert convert_store(root, shard_size=32).failures == []
-    # What a run killed while removing the chunk files leaves: the v2 metadata aside, a chunk file renamed aside.
+    # What a run killed while removing the chunk files leaves: the v2 metadata aside, a chunk file
+    # renamed aside.
     zarray = json.loads((root / ".zarray").read_text())
     unsharded = array_document(zarray, {}).document
-    (root / ".zarray.numcodecs-bytes-removing").write_text(json.dumps({"zarray": zarray, "unsharded": unsharded}))
+    (root / ".zarray.numcodecs-bytes-removing").write_text(
+        json.dumps({"zarray": zarray, "unsharded": unsharded})
+    )
     for name in (".zarray", ".zattrs"):
         (root / name).unlink()
     (root / "1" / "1").rename(root / "1" / ".1.3a9f0c.numcodecs-bytes-tmp")
@@ -295,7 +363,9 @@ def test_temporaries_a_killed_removal_left_in_chunk_folders_are_removed_by_the_r
     assert_reads(root, {"": np.arange(16, dtype="<i4").reshape(4, 4)})
 
 
-def test_remove_v2_metadata_says_it_removes_chunk_files_with_shard_size(capsys: pytest.CaptureFixture[str]) -> None:
+def test_remove_v2_metadata_says_it_removes_chunk_files_with_shard_size(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Item 14."""
     with pytest.raises(SystemExit):
         main(["to-v3", "--help"])
@@ -304,7 +374,7 @@ def test_remove_v2_metadata_says_it_removes_chunk_files_with_shard_size(capsys: 
     assert "with --shard-size, also the chunk files its shards hold" in text, text
 
 
-# -- two runs at once ------------------------------------------------------------------------------------------------
+# -- two runs at once ------------------------------------------------------------------------------
 
 PAUSED = """
 import os, sys, time
@@ -320,14 +390,20 @@ os.copy_file_range = paused
 from numcodecs_bytes.cli import main
 sys.exit(main(sys.argv[3:]))
 """
-"""The command line, paused at its first shard (its first copy of a chunk file) until a file says go."""
+"""The command line, paused at its first shard (its first copy of a chunk file) until a file says
+go."""
 
 
-@pytest.mark.skipif(not hasattr(os, "copy_file_range"), reason="pauses at the kernel's copy (Linux)")
+@pytest.mark.skipif(
+    not hasattr(os, "copy_file_range"), reason="pauses at the kernel's copy (Linux)"
+)
 @pytest.mark.parametrize("second", ["the same folder", "an array below it", "a group above it"])
-def test_a_run_given_any_folder_of_a_store_another_run_works_on_is_refused(tmp_path: Path, second: str) -> None:
-    """Item 3, on a local disk: run B paused at its first shard; run A, given the store, an array in it, or the
-    folder of a group above it, says the store is busy (exit 2) and writes nothing; B then finishes."""
+def test_a_run_given_any_folder_of_a_store_another_run_works_on_is_refused(
+    tmp_path: Path, second: str
+) -> None:
+    """Item 3, on a local disk: run B paused at its first shard; run A, given the store, an array in
+    it, or the folder of a group above it, says the store is busy (exit 2) and writes nothing; B
+    then finishes."""
     outer = tmp_path / "outer.zarr"
     zarr.open_group(str(outer), mode="w", zarr_format=2)
     root = outer / "s"
@@ -336,19 +412,35 @@ def test_a_run_given_any_folder_of_a_store_another_run_works_on_is_refused(tmp_p
         group.create_array(name, shape=(16,), chunks=(2,), dtype="<i4")[...] = np.arange(16)
     pause, go = tmp_path / "paused", tmp_path / "go"
     options = ["--shard-size", "16B", "--remove-v2-metadata"]
-    run_b = subprocess.Popen([sys.executable, "-c", PAUSED, str(pause), str(go), "to-v3", str(root), *options],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    run_b = subprocess.Popen(
+        [sys.executable, "-c", PAUSED, str(pause), str(go), "to-v3", str(root), *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not pause.exists():
             assert run_b.poll() is None and time.monotonic() < deadline, run_b.communicate()
             time.sleep(0.01)
-        given = {"the same folder": root, "an array below it": root / "a", "a group above it": outer}[second]
+        given = {
+            "the same folder": root,
+            "an array below it": root / "a",
+            "a group above it": outer,
+        }[second]
         before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
-        run_a = subprocess.run([sys.executable, "-m", "numcodecs_bytes", "to-v3", str(given), *options],
-                               capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
+        run_a = subprocess.run(
+            [sys.executable, "-m", "numcodecs_bytes", "to-v3", str(given), *options],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
         assert run_a.returncode == 2, run_a.stderr
-        busy = f"numcodecs-bytes to-v3: error: {outer}: another numcodecs-bytes run is working on this store\n"
+        busy = (
+            f"numcodecs-bytes to-v3: error: {outer}: another numcodecs-bytes run is working on "
+            "this store\n"
+        )
         assert run_a.stderr == busy
         assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
     finally:  # run B goes on (and ends) whatever happened here
@@ -361,8 +453,8 @@ def test_a_run_given_any_folder_of_a_store_another_run_works_on_is_refused(tmp_p
 def test_after_a_run_was_killed_a_rerun_on_the_same_machine_takes_its_s3_lock_at_once(
     endpoint: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A run killed (SIGKILL) leaves its lock object: a rerun on the same machine sees that its process has
-    ended, takes the lock over at once and finishes."""
+    """A run killed (SIGKILL) leaves its lock object: a rerun on the same machine sees that its
+    process has ended, takes the lock over at once and finishes."""
     from support.s3 import empty_bucket
 
     s3 = next(empty_bucket(endpoint, monkeypatch, "killed"))
@@ -371,19 +463,31 @@ def test_after_a_run_was_killed_a_rerun_on_the_same_machine_takes_its_s3_lock_at
     s3.put(str(local), "killed/s", recursive=True)
     env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint}
     url = "s3://killed/s"
-    run = subprocess.Popen([sys.executable, "-m", "numcodecs_bytes", "to-v3", url, "--shard-size", "16B"], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    run = subprocess.Popen(
+        [sys.executable, "-m", "numcodecs_bytes", "to-v3", url, "--shard-size", "16B"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not s3.exists("killed/s/.numcodecs-bytes-lock"):
-        assert run.poll() is None and time.monotonic() < deadline, "the run ended before it took its lock"
+        assert run.poll() is None and time.monotonic() < deadline, (
+            "the run ended before it took its lock"
+        )
         s3.invalidate_cache()
         time.sleep(0.005)
     run.send_signal(signal.SIGKILL)
     run.wait()
     s3.invalidate_cache()
     assert s3.exists("killed/s/.numcodecs-bytes-lock")
-    rerun = subprocess.run([sys.executable, "-m", "numcodecs_bytes", "to-v3", url, "--shard-size", "16B"], env=env,
-                           capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
+    rerun = subprocess.run(
+        [sys.executable, "-m", "numcodecs_bytes", "to-v3", url, "--shard-size", "16B"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert rerun.returncode == 0, rerun.stderr
     s3.invalidate_cache()
     assert not s3.exists("killed/s/.numcodecs-bytes-lock")
@@ -393,14 +497,17 @@ def test_after_a_run_was_killed_a_rerun_on_the_same_machine_takes_its_s3_lock_at
 def test_the_root_consolidation_is_rewritten_once_per_round_not_once_per_array(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Item 8: 60 arrays of two shards each under a consolidated root: one round, so the root's zarr.json is
-    brought up to date once by the sharding (the release before this one rewrote it once per array: 60 times)."""
+    """Item 8: 60 arrays of two shards each under a consolidated root: one round, so the root's
+    zarr.json is brought up to date once by the sharding (the release before this one rewrote it
+    once per array: 60 times)."""
     from numcodecs_bytes.store.local import LocalFiles
 
     root = tmp_path / "s.zarr"
     group = zarr.open_group(str(root), mode="w", zarr_format=2)
     for i in range(60):
-        group.create_array(f"a{i:02d}", shape=(8,), chunks=(2,), dtype="<i4")[...] = np.arange(8) + i
+        group.create_array(f"a{i:02d}", shape=(8,), chunks=(2,), dtype="<i4")[...] = (
+            np.arange(8) + i
+        )
     zarr.consolidate_metadata(str(root))
     replaced: list[str] = []
     replace = LocalFiles.replace
@@ -421,9 +528,9 @@ def test_the_root_consolidation_is_rewritten_once_per_round_not_once_per_array(
 def test_a_chunk_written_where_none_was_while_the_shards_are_made_keeps_the_array_unsharded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str
 ) -> None:
-    """A writer fills a region that held no chunk (only the fill value) after the chunk files were listed and
-    before the switch: its new chunk file is in no shard, so the array stays unsharded, reported, and reads the
-    write through either metadata."""
+    """A writer fills a region that held no chunk (only the fill value) after the chunk files were
+    listed and before the switch: its new chunk file is in no shard, so the array stays unsharded,
+    reported, and reads the write through either metadata."""
     from numcodecs_bytes.store.local import LocalFiles
 
     root = tmp_path / "s.zarr"
@@ -440,33 +547,51 @@ def test_a_chunk_written_where_none_was_while_the_shards_are_made_keeps_the_arra
 
     monkeypatch.setattr(LocalFiles, "pack", writer_meanwhile)
     report = convert_store(root, shard_size=16, remove_v2_metadata=True)
-    assert report.failures == [(".", "2: written by someone else while its shards were made: left unsharded")]
+    assert report.failures == [
+        (".", "2: written by someone else while its shards were made: left unsharded")
+    ]
     data[4] = 77
     assert codec(root) == "bytes" and (root / "2").is_file()
     for zarr_format in (2, 3):
-        assert zarr.open_array(str(root), mode="r", zarr_format=zarr_format)[...].tolist() == data.tolist()
+        assert (
+            zarr.open_array(str(root), mode="r", zarr_format=zarr_format)[...].tolist()
+            == data.tolist()
+        )
 
 
 def test_the_shard_progress_line_counts_as_it_packs_at_a_true_rate(tmp_path: Path) -> None:
-    """Issue 56, item 2: each chunk copy takes 50 ms more; the progress line shows shards and bytes while a shard
-    is being packed (not after a batch), and its rate counts from the first byte: never more than a chunk's bytes
-    per 50 ms (the release before this one said '109,855,685 GB/s')."""
+    """Issue 56, item 2: each chunk copy takes 50 ms more; the progress line shows shards and bytes
+    while a shard is being packed (not after a batch), and its rate counts from the first byte:
+    never more than a chunk's bytes per 50 ms (the release before this one said '109,855,685
+    GB/s')."""
     import re
 
     from support.slowed_tool import slowed_tool
 
     root = tmp_path / "s.zarr"
-    v2_array(root, np.arange(40 * 4096, dtype="<i4"), (4096,), compressors=None)  # 40 chunks of 16 KiB
+    # 40 chunks of 16 KiB
+    v2_array(root, np.arange(40 * 4096, dtype="<i4"), (4096,), compressors=None)
     code = slowed_tool(0.05, "copy_file_range")
-    result = subprocess.run([sys.executable, "-c", code, "to-v3", str(root), "--shard-size", "160KiB", "--progress"],
-                            capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", code, "to-v3", str(root), "--shard-size", "160KiB", "--progress"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     lines = [line for line in re.split(r"\x1b\[K|\r|\n", result.stderr) if " shards, " in line]
-    found = [re.fullmatch(r"to-v3: (\d+) of 4 shards, ([\d.,]+) (k?B|MB) at ([\d.,]+) (k?B|MB)/s(, about .*)?", line)
-             for line in lines]  # fmt: skip
+    found = [
+        re.fullmatch(
+            r"to-v3: (\d+) of 4 shards, ([\d.,]+) (k?B|MB) at ([\d.,]+) (k?B|MB)/s(, about .*)?",
+            line,
+        )
+        for line in lines
+    ]
     assert lines and all(found), lines
     scale = {"B": 1, "kB": 1e3, "MB": 1e6}
-    assert any(int(f.group(1)) < 4 for f in found if f), lines  # shown while packing, not only at the end
+    # shown while packing, not only at the end
+    assert any(int(f.group(1)) < 4 for f in found if f), lines
     for f in found:
         assert f is not None
         rate = float(f.group(4).replace(",", "")) * scale[f.group(5)]

@@ -1,4 +1,5 @@
-"""to-v3 is never silently wrong on the v2 stores that exist: each case a user met, then random stores.
+"""to-v3 is never silently wrong on the v2 stores that exist: each case a user met, then random
+stores.
 
 Every test ends with `assert_v2_readers_lose_nothing`: in a fresh interpreter
 with zarr-python's own codecs, every array zarr reads as v2 is reached from
@@ -46,9 +47,15 @@ def assert_v2_readers_lose_nothing(root: Path) -> dict[str, Any]:
     return seen
 
 
-def check_in_a_fresh_interpreter(roots: list[Path], reached: dict[str, set[str]] | None = None) -> dict[str, Any]:
+def check_in_a_fresh_interpreter(
+    roots: list[Path], reached: dict[str, set[str]] | None = None
+) -> dict[str, Any]:
     result = subprocess.run(
-        [sys.executable, str(STORE_CHECK), *map(str, roots)], capture_output=True, text=True, check=False, timeout=600
+        [sys.executable, str(STORE_CHECK), *map(str, roots)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     seen: dict[str, Any] = json.loads(result.stdout)
@@ -63,7 +70,8 @@ def reached(seen: dict[str, Any]) -> set[str]:
 
 
 def assert_kept(seen: dict[str, Any], where: Any, reached_before: set[str] | None = None) -> None:
-    """Every array reached from the root before (all, by default) still is, the same; each zarr.json reads right."""
+    """Every array reached from the root before (all, by default) still is, the same; each zarr.json
+    reads right."""
     for path, entry in seen["arrays"].items():
         if reached_before is None or path in reached_before:
             assert entry["reached_same"], (where, path, entry)
@@ -74,7 +82,11 @@ def assert_kept(seen: dict[str, Any], where: Any, reached_before: set[str] | Non
 def v2_array(root: Path, name: str, data: np.ndarray[Any, Any], **options: Any) -> Any:
     options.setdefault("compressors", None)
     array = zarr.create_array(
-        str(root / name) if name else str(root), shape=data.shape, dtype=data.dtype, zarr_format=2, **options
+        str(root / name) if name else str(root),
+        shape=data.shape,
+        dtype=data.dtype,
+        zarr_format=2,
+        **options,
     )
     array[...] = data
     return array
@@ -88,7 +100,7 @@ def failures(report: Any) -> dict[str, str]:
     return dict(report.failures)
 
 
-# -- silently wrong values or lost arrays -------------------------------------------------------------------
+# -- silently wrong values or lost arrays ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(("memory", "endian"), [("<", "big"), (">", "little")])
@@ -101,8 +113,16 @@ def test_a_struct_fill_value_keeps_its_value_when_the_fold_changes_its_layout(
     fill = np.array((7, 1.5), dtype)[()]
     data = np.array([(1, 0.5), (2, -1.0)], dtype)
     ours = BytesCodec(endian=endian, dtype=dtype)  # type: ignore[arg-type]
-    array = zarr.create_array(str(root / "s"), shape=(4,), chunks=(2,), dtype=dtype, zarr_format=2,
-                              compressors=None, filters=[ours], fill_value=fill)  # fmt: skip
+    array = zarr.create_array(
+        str(root / "s"),
+        shape=(4,),
+        chunks=(2,),
+        dtype=dtype,
+        zarr_format=2,
+        compressors=None,
+        filters=[ours],
+        fill_value=fill,
+    )
     array[:2] = data  # chunk 1 stays missing: it reads the fill value
     assert not (root / "s" / "1").exists()
     report = convert_store(root)
@@ -116,13 +136,20 @@ def test_a_struct_fill_value_keeps_its_value_when_the_fold_changes_its_layout(
     assert_v2_readers_lose_nothing(root)
 
 
-def test_plain_struct_arrays_with_big_endian_fields_say_so_in_the_serializer(tmp_path: Path) -> None:
+def test_plain_struct_arrays_with_big_endian_fields_say_so_in_the_serializer(
+    tmp_path: Path,
+) -> None:
     """Every kerchunk reference to a FITS binary table: a v2 struct of '>' fields, no filter."""
     dtype = np.dtype([("a", ">i4"), ("b", ">f8"), ("c", "S3")])
     root = tmp_path / "s.zarr"
     v2_group(root)
-    v2_array(root, "table", np.array([(1, 0.5, b"x"), (256, -2.0, b"yz")], dtype), chunks=(1,),
-             fill_value=np.array((9, 2.5, b"f"), dtype)[()])  # fmt: skip
+    v2_array(
+        root,
+        "table",
+        np.array([(1, 0.5, b"x"), (256, -2.0, b"yz")], dtype),
+        chunks=(1,),
+        fill_value=np.array((9, 2.5, b"f"), dtype)[()],
+    )
     mixed = np.dtype([("a", ">i4"), ("b", "<f8")])
     v2_array(root, "mixed", np.zeros(2, mixed), chunks=(2,), fill_value=np.zeros((), mixed)[()])
     report = convert_store(root)
@@ -137,34 +164,56 @@ def test_plain_struct_arrays_with_big_endian_fields_say_so_in_the_serializer(tmp
     assert_v2_readers_lose_nothing(root)
 
 
-@pytest.mark.parametrize("before", [numcodecs.Delta(dtype="<i4"), numcodecs.Quantize(digits=3, dtype="<f8")])
-def test_a_numcodecs_filter_before_ours_converts_only_where_zarr_reads_it_right(tmp_path: Path, before: Any) -> None:
+@pytest.mark.parametrize(
+    "before", [numcodecs.Delta(dtype="<i4"), numcodecs.Quantize(digits=3, dtype="<f8")]
+)
+def test_a_numcodecs_filter_before_ours_converts_only_where_zarr_reads_it_right(
+    tmp_path: Path, before: Any
+) -> None:
     dtype = np.dtype(before.dtype)
     root = tmp_path / "s.zarr"
     v2_group(root)
     ours = BytesCodec(endian="big", dtype=dtype)
-    v2_array(root, "a", (np.arange(8) * 3 + 1).astype(dtype), chunks=(4,), filters=[before, ours], fill_value=0)
+    v2_array(
+        root,
+        "a",
+        (np.arange(8) * 3 + 1).astype(dtype),
+        chunks=(4,),
+        filters=[before, ours],
+        fill_value=0,
+    )
     report = convert_store(root)
     if ZARR_HANDS_FILTERS_NATIVE_ARRAYS:
         assert report.failures == []
     else:
-        assert "hands the filters before the bytes codec its big endian data" in failures(report)["a"]
+        assert (
+            "hands the filters before the bytes codec its big endian data" in failures(report)["a"]
+        )
     assert_v2_readers_lose_nothing(root)
 
 
 def test_a_filter_dtype_in_the_other_byte_order_than_the_arrays_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "s.zarr"
     v2_group(root)
-    v2_array(root, "a", np.arange(4, dtype=">i4"), chunks=(4,), filters=[BytesCodec(endian="little", dtype=">i4")])
+    v2_array(
+        root,
+        "a",
+        np.arange(4, dtype=">i4"),
+        chunks=(4,),
+        filters=[BytesCodec(endian="little", dtype=">i4")],
+    )
     zarray = json.loads((root / "a" / ".zarray").read_text())
     zarray["filters"][0]["dtype"] = "<i4"  # as an older version of the codec let users write it
     (root / "a" / ".zarray").write_text(json.dumps(zarray))
     report = convert_store(root)
-    assert "has dtype <i4, but the array's dtype is >i4 in the other byte order" in failures(report)["a"]
+    assert (
+        "has dtype <i4, but the array's dtype is >i4 in the other byte order"
+        in failures(report)["a"]
+    )
     assert not (root / "a" / "zarr.json").exists() and not (root / "zarr.json").exists()
 
 
-# -- consolidated hierarchies, interruptions, reruns --------------------------------------------------------
+# -- consolidated hierarchies, interruptions, reruns -----------------------------------------------
 
 
 def consolidated_store(root: Path, groups: int = 3, arrays: int = 4) -> dict[str, list[int]]:
@@ -174,8 +223,14 @@ def consolidated_store(root: Path, groups: int = 3, arrays: int = 4) -> dict[str
         sub = group.create_group(f"g{g}")
         for a in range(arrays):
             values = [g, a, 256 * a + g]
-            array = sub.create_array(f"a{a}", shape=(3,), chunks=(2,), dtype="<i4", compressors=None,
-                                     filters=[BytesCodec(endian="big", dtype="<i4")])  # fmt: skip
+            array = sub.create_array(
+                f"a{a}",
+                shape=(3,),
+                chunks=(2,),
+                dtype="<i4",
+                compressors=None,
+                filters=[BytesCodec(endian="big", dtype="<i4")],
+            )
             array[...] = values
             written[f"g{g}/a{a}"] = values
     zarr.consolidate_metadata(str(root))
@@ -197,7 +252,8 @@ class Interrupt(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def interrupted_after(method: str, calls: int) -> Iterator[None]:
-    """The local store's ``method`` ("create" or "remove") raises, as a Ctrl-C would, after ``calls`` files."""
+    """The local store's ``method`` ("create" or "remove") raises, as a Ctrl-C would, after
+    ``calls`` files."""
     from numcodecs_bytes.store.local import LocalFiles
 
     original = getattr(LocalFiles, f"_{method}")  # one file: the batch methods call it per file
@@ -213,14 +269,20 @@ def interrupted_after(method: str, calls: int) -> Iterator[None]:
         yield
 
 
-@pytest.mark.parametrize(("method", "calls"), [("create", 5), ("remove", 0), ("remove", 7), ("remove", 20)])
-def test_an_interrupted_run_then_a_rerun_keeps_every_node_consolidated(tmp_path: Path, method: str, calls: int) -> None:
+@pytest.mark.parametrize(
+    ("method", "calls"), [("create", 5), ("remove", 0), ("remove", 7), ("remove", 20)]
+)
+def test_an_interrupted_run_then_a_rerun_keeps_every_node_consolidated(
+    tmp_path: Path, method: str, calls: int
+) -> None:
     root = tmp_path / "s.zarr"
     written = consolidated_store(root)
     with interrupted_after(method, calls), pytest.raises(Interrupt):
         convert_store(root, remove_v2_metadata=True)
     if method == "create":  # killed while writing: nothing was removed, the root is not written yet
-        assert not (root / "zarr.json").exists() and all((root / p / ".zarray").exists() for p in written)
+        assert not (root / "zarr.json").exists() and all(
+            (root / p / ".zarray").exists() for p in written
+        )
     assert_v2_readers_lose_nothing(root)
     report = convert_store(root, remove_v2_metadata=True)
     assert report.failures == [] and report.consolidated
@@ -228,7 +290,9 @@ def test_an_interrupted_run_then_a_rerun_keeps_every_node_consolidated(tmp_path:
     assert not list(root.rglob(".z*"))
 
 
-def test_a_subgroup_converted_first_with_its_v2_files_removed_is_in_the_roots_consolidation(tmp_path: Path) -> None:
+def test_a_subgroup_converted_first_with_its_v2_files_removed_is_in_the_roots_consolidation(
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "s.zarr"
     written = consolidated_store(root)
     assert main(["to-v3", str(root / "g1"), "--remove-v2-metadata"]) == 0
@@ -239,14 +303,19 @@ def test_a_subgroup_converted_first_with_its_v2_files_removed_is_in_the_roots_co
 def test_an_array_under_a_folder_without_zgroup_is_reached_in_v3(tmp_path: Path) -> None:
     root = tmp_path / "s.zarr"
     v2_group(root)
-    v2_array(root, "x/y/a", np.arange(3, dtype="<i2"), filters=[BytesCodec(endian="big", dtype="<i2")])
-    assert not (root / "x" / ".zgroup").exists()  # zarr 2 reads x/y/a through folders that are no groups
+    v2_array(
+        root, "x/y/a", np.arange(3, dtype="<i2"), filters=[BytesCodec(endian="big", dtype="<i2")]
+    )
+    # zarr 2 reads x/y/a through folders that are no groups
+    assert not (root / "x" / ".zgroup").exists()
     zarr.consolidate_metadata(str(root))
     report = convert_store(root)
     assert report.failures == [] and report.consolidated
     assert [(n.path, n.implicit) for n in report.converted if n.kind == "group"] == [
-        ("x/y", True), ("x", True), ("", False),
-    ]  # fmt: skip
+        ("x/y", True),
+        ("x", True),
+        ("", False),
+    ]
     assert zarr.open_consolidated(str(root), zarr_format=3)["x/y/a"][...].tolist() == [0, 1, 2]
     assert_v2_readers_lose_nothing(root)
 
@@ -266,7 +335,8 @@ def test_after_fixing_a_failed_node_a_rerun_consolidates_and_later_runs_are_quie
     assert ", consolidated" in capsys.readouterr().out
     assert_consolidated_with_every_node(root, written)
     assert main(["to-v3", str(root)]) == 0  # quiet: everything kept
-    # Arrays added to the v2 store later: a rerun brings the root's consolidated metadata up to date.
+    # Arrays added to the v2 store later: a rerun brings the root's consolidated metadata up to
+    # date.
     group = zarr.open_group(str(root / "g2"), mode="a", zarr_format=2)
     group.create_array("late", shape=(1,), dtype="<i4", compressors=None, fill_value=5)
     assert (root / ".zmetadata").read_text() == zmetadata
@@ -275,11 +345,15 @@ def test_after_fixing_a_failed_node_a_rerun_consolidates_and_later_runs_are_quie
     assert_consolidated_with_every_node(root, {**written, "g2/late": [5]})
 
 
-def test_a_partial_failure_leaves_the_groups_above_it_v2_and_converts_the_rest(tmp_path: Path) -> None:
+def test_a_partial_failure_leaves_the_groups_above_it_v2_and_converts_the_rest(
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "s.zarr"
     group = v2_group(root)
     for name in ("g/bad", "g/fine", "h/fine"):
-        v2_array(root, name, np.arange(2, dtype="<i4"), filters=[BytesCodec(endian="big", dtype="<i4")])
+        v2_array(
+            root, name, np.arange(2, dtype="<i4"), filters=[BytesCodec(endian="big", dtype="<i4")]
+        )
     group.create_group("g")
     group.create_group("h")
     (root / "g" / "bad" / ".zarray").write_text("[]")
@@ -294,16 +368,27 @@ def test_a_partial_failure_leaves_the_groups_above_it_v2_and_converts_the_rest(t
 def test_an_array_inside_an_array_is_reported(tmp_path: Path) -> None:
     root = tmp_path / "s.zarr"
     v2_group(root)
-    v2_array(root, "a", np.arange(4, dtype="<i2"), chunks=(2,), chunk_key_encoding={"name": "v2", "separator": "/"})
+    v2_array(
+        root,
+        "a",
+        np.arange(4, dtype="<i2"),
+        chunks=(2,),
+        chunk_key_encoding={"name": "v2", "separator": "/"},
+    )
     v2_array(root, "a/b", np.arange(3, dtype="<i2"))
     report = convert_store(root)
-    assert failures(report)["a/b"] == "a node inside the array a: Zarr v3 arrays hold no nodes; left as v2"
+    assert (
+        failures(report)["a/b"]
+        == "a node inside the array a: Zarr v3 arrays hold no nodes; left as v2"
+    )
     assert not (root / "zarr.json").exists()
     assert_v2_readers_lose_nothing(root)
 
 
 @pytest.mark.parametrize("attributes_in", [".zmetadata", ".zattrs"])
-def test_a_root_with_only_zmetadata_becomes_a_consolidated_group(tmp_path: Path, attributes_in: str) -> None:
+def test_a_root_with_only_zmetadata_becomes_a_consolidated_group(
+    tmp_path: Path, attributes_in: str
+) -> None:
     root = tmp_path / "s.zarr"
     v2_group(root).attrs["title"] = "kept"
     v2_array(root, "a", np.arange(3, dtype="<f8"), filters=[BytesCodec(endian="big", dtype="<f8")])
@@ -317,13 +402,21 @@ def test_a_root_with_only_zmetadata_becomes_a_consolidated_group(tmp_path: Path,
     assert opened["a"][...].tolist() == [0.0, 1.0, 2.0] and dict(opened.attrs) == {"title": "kept"}
 
 
-# -- every node converted, or reported in one line ----------------------------------------------------------
+# -- every node converted, or reported in one line -------------------------------------------------
 
 
 def handwritten(root: Path, name: str, dtype: Any, fill_value: Any, filters: Any = None) -> None:
     (root / name).mkdir(parents=True)
-    zarray = {"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": dtype, "compressor": None,
-              "fill_value": fill_value, "order": "C", "filters": filters}  # fmt: skip
+    zarray = {
+        "zarr_format": 2,
+        "shape": [2],
+        "chunks": [2],
+        "dtype": dtype,
+        "compressor": None,
+        "fill_value": fill_value,
+        "order": "C",
+        "filters": filters,
+    }
     (root / name / ".zarray").write_text(json.dumps(zarray))
 
 
@@ -336,14 +429,17 @@ def test_every_problem_of_one_node_is_one_line_and_the_rest_converts(
     handwritten(root, "u1_negative", "|u1", -1)
     handwritten(root, "i4_float", "<i4", 1e10)
     handwritten(root, "datetime_too_big", "<M8[s]", 2**70)
-    handwritten(root, "i2_infinite", "<i2", float("inf"))  # written as Infinity, which json.loads reads
+    # written as Infinity, which json.loads reads
+    handwritten(root, "i2_infinite", "<i2", float("inf"))
     for dtype in ("|O", "<U0", "<M8", "<m8"):  # the last two (generic time unit) convert
         handwritten(root, f"ours_{dtype.strip('<|')}", dtype, 0, [{"id": "bytes", "endian": "big"}])
     (root / "deep").mkdir()
     (root / "deep" / ".zgroup").write_text('{"zarr_format": 2}')
     # Too deep for json on every Python (3.12+ parses 2,000 levels, which then convert and read)
     (root / "deep" / ".zattrs").write_text('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    v2_array(root, "fine", np.arange(2, dtype="<i4"), filters=[BytesCodec(endian="big", dtype="<i4")])
+    v2_array(
+        root, "fine", np.arange(2, dtype="<i4"), filters=[BytesCodec(endian="big", dtype="<i4")]
+    )
     assert main(["to-v3", str(root)]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -351,14 +447,18 @@ def test_every_problem_of_one_node_is_one_line_and_the_rest_converts(
     names = ["i4_too_big", "u1_negative", "i4_float", "i2_infinite", "datetime_too_big"]
     names += ["ours_O", "ours_U0"]
     assert not any(line.startswith("failed ours_m8") for line in lines), err
-    # The generic unit: zarr 3.1.6 cannot take the fill value 0 for a datetime without one (3.4.2 can;
-    # 3.2 and 3.3 not tried); our codec serves the type on both.
-    generic_datetime = f"failed ours_M8: zarr-python {zarr.__version__} cannot convert it: Converting an integer"
+    # The generic unit: zarr 3.1.6 cannot take the fill value 0 for a datetime without one (3.4.2
+    # can; 3.2 and 3.3 not tried); our codec serves the type on both.
+    generic_datetime = (
+        f"failed ours_M8: zarr-python {zarr.__version__} cannot convert it: Converting an integer"
+    )
     assert any(line.startswith(generic_datetime) for line in lines) == ((ZARR or ()) < (3, 4)), err
     for name in [*names, "deep"]:
         assert sum(line.startswith(f"failed {name}: ") for line in lines) == 1, (name, err)
     for name in names[:5]:  # numpy < 2 would wrap them into range: checked before numpy sees them
-        assert f"failed {name}: fill_value " in err and "is not a whole number in the range" in err, name
+        assert (
+            f"failed {name}: fill_value " in err and "is not a whole number in the range" in err
+        ), name
     assert (root / "fine" / "zarr.json").exists()
 
 
@@ -375,16 +475,23 @@ def test_urls_fsspec_cannot_open_are_one_line_and_exit_2(
     ]:
         assert main([command, url]) == 2, url
         err = capsys.readouterr().err
-        assert err.startswith(f"numcodecs-bytes {command}: error: ") and len(err.splitlines()) == 1, err
+        assert (
+            err.startswith(f"numcodecs-bytes {command}: error: ") and len(err.splitlines()) == 1
+        ), err
 
 
 def test_a_null_fill_value_becomes_the_data_types_default_with_a_note(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """kerchunk's NetCDF3ToZarr writes a null fill_value for every variable; zarr's converter refuses them."""
+    """kerchunk's NetCDF3ToZarr writes a null fill_value for every variable; zarr's converter
+    refuses them."""
     root = tmp_path / "s.zarr"
     v2_group(root)
-    for dtype, data in [(">f8", [1.5, -2.0]), ("|S4", [b"ab", b"c"]), ("|V4", [b"\x01\x02\x03\x04"] * 2)]:
+    for dtype, data in [
+        (">f8", [1.5, -2.0]),
+        ("|S4", [b"ab", b"c"]),
+        ("|V4", [b"\x01\x02\x03\x04"] * 2),
+    ]:
         name = dtype.strip("<>|")
         handwritten(root, name, dtype, None)
         zarr.open_array(str(root / name), mode="r+", zarr_format=2)[...] = np.array(data, dtype)
@@ -392,7 +499,10 @@ def test_a_null_fill_value_becomes_the_data_types_default_with_a_note(
     err = capsys.readouterr().err
     assert err.count("fill_value null (v2 leaves missing chunks undefined)") == 3, err
     assert json.loads((root / "f8" / "zarr.json").read_text())["fill_value"] == 0.0
-    assert base64.b64decode(json.loads((root / "V4" / "zarr.json").read_text())["fill_value"]) == b"\x00" * 4
+    assert (
+        base64.b64decode(json.loads((root / "V4" / "zarr.json").read_text())["fill_value"])
+        == b"\x00" * 4
+    )
     assert_v2_readers_lose_nothing(root)
 
 
@@ -407,31 +517,46 @@ def test_a_chunk_folder_that_is_a_symbolic_link_is_no_node(tmp_path: Path) -> No
     os.symlink(tmp_path / "deduplicated", root / "a" / "1")
     report = convert_store(root)
     assert report.failures == []
-    assert zarr.open_array(str(root / "a"), zarr_format=3)[...].tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert zarr.open_array(str(root / "a"), zarr_format=3)[...].tolist() == [
+        [0, 1, 2, 3],
+        [4, 5, 6, 7],
+    ]
 
 
-# -- the safety net -------------------------------------------------------------------------------------------
+# -- the safety net --------------------------------------------------------------------------------
 
 
 def test_the_check_catches_what_a_wrong_rule_would_write_and_no_verify_skips_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A rule made wrong on purpose (big endian struct fields said little): the check refuses to write it."""
+    """A rule made wrong on purpose (big endian struct fields said little): the check refuses to
+    write it."""
     from numcodecs_bytes.to_v3 import rules
 
     monkeypatch.setattr(rules, "_struct_endian", lambda v2_dtype: ("little", None))
     dtype = np.dtype([("a", ">i4"), ("b", ">f8")])
     root = tmp_path / "s.zarr"
-    v2_array(root, "", np.array([(1, 0.5), (2, 1.5)], dtype), chunks=(2,), fill_value=np.zeros((), dtype)[()])
+    v2_array(
+        root,
+        "",
+        np.array([(1, 0.5), (2, 1.5)], dtype),
+        chunks=(2,),
+        fill_value=np.zeros((), dtype)[()],
+    )
     assert main(["to-v3", str(root)]) == 1
     err = capsys.readouterr().err
-    assert "failed .: the converted metadata reads chunk 0 otherwise than v2: 2 of 2 elements differ" in err
+    assert (
+        "failed .: the converted metadata reads chunk 0 otherwise than v2: 2 of 2 elements differ"
+        in err
+    )
     assert not (root / "zarr.json").exists()
     assert main(["to-v3", str(root), "--no-verify"]) == 0  # what the check kept out
     assert zarr.open_array(str(root), zarr_format=3)[...].tolist() != [(1, 0.5), (2, 1.5)]
 
 
-def test_the_check_compares_the_fill_value_of_a_missing_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_check_compares_the_fill_value_of_a_missing_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from numcodecs_bytes.to_v3 import reading, rules
 
     original = rules.array_document
@@ -443,7 +568,9 @@ def test_the_check_compares_the_fill_value_of_a_missing_chunk(tmp_path: Path, mo
 
     monkeypatch.setattr(reading, "array_document", wrong_fill)
     root = tmp_path / "s.zarr"
-    zarr.create_array(str(root), shape=(4,), chunks=(2,), dtype="<f8", zarr_format=2, fill_value=0.0)
+    zarr.create_array(
+        str(root), shape=(4,), chunks=(2,), dtype="<f8", zarr_format=2, fill_value=0.0
+    )
     report = convert_store(root)
     assert "reads the fill value of a missing chunk otherwise than v2" in failures(report)["."]
 
@@ -451,9 +578,9 @@ def test_the_check_compares_the_fill_value_of_a_missing_chunk(tmp_path: Path, mo
 def test_arrays_read_by_the_same_pipelines_are_checked_by_one_chunk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Arrays whose .zarray says the same are read by the same v2 and v3 pipelines: once one array's chunk 0
-    has shown them right, the others are not read. Each other .zarray, and each array of objects (whose reads
-    depend on the data), is checked on its own."""
+    """Arrays whose .zarray says the same are read by the same v2 and v3 pipelines: once one array's
+    chunk 0 has shown them right, the others are not read. Each other .zarray, and each array of
+    objects (whose reads depend on the data), is checked on its own."""
     root = tmp_path / "s.zarr"
     v2_group(root)
     filters = [BytesCodec(endian="big", dtype="<i4")]
@@ -463,9 +590,13 @@ def test_arrays_read_by_the_same_pipelines_are_checked_by_one_chunk(
     read = chunks_read(monkeypatch)
     report = convert_store(root)
     assert report.failures == [] and len(report.converted) == 14
-    assert sorted(Path(path).relative_to(root).as_posix() for path in read) == ["other/0", "same00/0"]
+    assert sorted(Path(path).relative_to(root).as_posix() for path in read) == [
+        "other/0",
+        "same00/0",
+    ]
     assert_v2_readers_lose_nothing(root)
-    # Arrays of objects (no zarr-python converts them yet: vlen-utf8 has no v3 codec in 3.1 nor 3.4).
+    # Arrays of objects (no zarr-python converts them yet: vlen-utf8 has no v3 codec in 3.1 nor
+    # 3.4).
     from numcodecs_bytes.to_v3.check import pipelines_key
 
     assert pipelines_key({"dtype": "|O", "filters": [{"id": "vlen-utf8"}]}) is None
@@ -475,9 +606,9 @@ def test_arrays_read_by_the_same_pipelines_are_checked_by_one_chunk(
 def test_a_sample_that_cannot_show_the_mapping_vouches_for_no_other_array(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A rule made wrong on purpose (big endian struct fields said little): an array of zeros reads alike
-    either way, so it shows nothing of the rule, and the next array with the same .zarray is read too: the
-    check catches the rule there."""
+    """A rule made wrong on purpose (big endian struct fields said little): an array of zeros reads
+    alike either way, so it shows nothing of the rule, and the next array with the same .zarray is
+    read too: the check catches the rule there."""
     from numcodecs_bytes.to_v3 import rules
 
     monkeypatch.setattr(rules, "_struct_endian", lambda v2_dtype: ("little", None))
@@ -491,21 +622,26 @@ def test_a_sample_that_cannot_show_the_mapping_vouches_for_no_other_array(
     report = convert_store(root)
     assert [Path(path).relative_to(root).as_posix() for path in read] == ["a/0", "b/0"]
     assert list(failures(report)) == ["b", "."]
-    assert "the converted metadata reads chunk 0 otherwise than v2: 2 of 2 elements differ" in failures(report)["b"]
+    assert (
+        "the converted metadata reads chunk 0 otherwise than v2: 2 of 2 elements differ"
+        in failures(report)["b"]
+    )
 
 
 @pytest.mark.parametrize(("zeros", "read"), [(3, 4), (12, 12)])
 def test_samples_of_zeros_first_cost_rounds_of_one_two_four_arrays(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zeros: int, read: int
 ) -> None:
-    """12 arrays with one .zarray, the first ``zeros`` of them zeros: read in rounds of 1, 2, 4, ... arrays until
-    one shows the mapping (the 4th; a local store reads one chunk at a time, so the round stops there); where none
-    does, every array is read."""
+    """12 arrays with one .zarray, the first ``zeros`` of them zeros: read in rounds of 1, 2, 4, ...
+    arrays until one shows the mapping (the 4th; a local store reads one chunk at a time, so the
+    round stops there); where none does, every array is read."""
     root = tmp_path / "s.zarr"
     v2_group(root)
     for i in range(12):
         values = np.zeros(4, "<i4") if i < zeros else np.arange(4, dtype="<i4") + i
-        v2_array(root, f"a{i:02d}", values, chunks=(4,), filters=[BytesCodec(endian="big", dtype="<i4")])
+        v2_array(
+            root, f"a{i:02d}", values, chunks=(4,), filters=[BytesCodec(endian="big", dtype="<i4")]
+        )
     chunks = chunks_read(monkeypatch)
     report = convert_store(root)
     assert report.failures == [] and len(report.converted) == 13
@@ -516,33 +652,45 @@ def test_samples_of_zeros_first_cost_rounds_of_one_two_four_arrays(
 def test_an_array_whose_chunk_0_shows_nothing_is_checked_by_a_chunk_that_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk0: str
 ) -> None:
-    """Issue 43, item 6: a big-endian array with Quantize(">f8"); chunk 0 missing or zeros, which read alike under
-    any mapping. The check reads the next stored chunk, where a wrong mapping shows (zarr 3.4 read 1.25 as
-    3.1e-319 through zarr's own mapping, before the filters got native data types): the array converts only
-    where v3 reads every chunk as v2 does. On zarr < 3.4 the rules refuse it before reading (zarr 3.4 hands
-    filters native arrays: no document reads right on both)."""
+    """Issue 43, item 6: a big-endian array with Quantize(">f8"); chunk 0 missing or zeros, which
+    read alike under any mapping. The check reads the next stored chunk, where a wrong mapping shows
+    (zarr 3.4 read 1.25 as 3.1e-319 through zarr's own mapping, before the filters got native data
+    types): the array converts only where v3 reads every chunk as v2 does. On zarr < 3.4 the rules
+    refuse it before reading (zarr 3.4 hands filters native arrays: no document reads right on
+    both)."""
     root = tmp_path / "s.zarr"
     v2_group(root)
-    array = zarr.create_array(str(root / "q"), shape=(6,), chunks=(2,), dtype=">f8", zarr_format=2,
-                              filters=[numcodecs.Quantize(digits=3, dtype=">f8")], compressors=None)  # fmt: skip
+    array = zarr.create_array(
+        str(root / "q"),
+        shape=(6,),
+        chunks=(2,),
+        dtype=">f8",
+        zarr_format=2,
+        filters=[numcodecs.Quantize(digits=3, dtype=">f8")],
+        compressors=None,
+    )
     array[2:] = [1.25, 2.5, -3.75, 0.5]
     if chunk0 == "zeros":
         array[:2] = 0.0
     read = chunks_read(monkeypatch)
     report = convert_store(root)
     if ZARR_HANDS_FILTERS_NATIVE_ARRAYS:
-        assert [Path(path).name for path in read] == ["0", "1"]  # chunk 0 showed nothing: chunk 1 was read
+        # chunk 0 showed nothing: chunk 1 was read
+        assert [Path(path).name for path in read] == ["0", "1"]
     else:
         assert read == [] and "zarr-python 3.4 reads it right" in failures(report)["q"]
     seen = assert_v2_readers_lose_nothing(root)
-    assert ("q" in failures(report)) != seen["arrays"]["q"]["has_zarr_json"], (failures(report), seen)
+    assert ("q" in failures(report)) != seen["arrays"]["q"]["has_zarr_json"], (
+        failures(report),
+        seen,
+    )
 
 
 def test_an_array_whose_stored_chunks_all_show_nothing_is_read_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every stored chunk one value throughout: none can show a wrong mapping, so every one is compared (each
-    value read alike both ways); chunks that are not stored are not read."""
+    """Every stored chunk one value throughout: none can show a wrong mapping, so every one is
+    compared (each value read alike both ways); chunks that are not stored are not read."""
     root = tmp_path / "s.zarr"
     v2_group(root)
     v2_array(root, "ones", np.ones(10, "<i4"), chunks=(2,), fill_value=0)
@@ -554,14 +702,22 @@ def test_an_array_whose_stored_chunks_all_show_nothing_is_read_whole(
     assert_v2_readers_lose_nothing(root)
 
 
-def test_a_huge_chunk_that_was_never_written_is_checked_without_its_size_in_memory(tmp_path: Path) -> None:
-    """Issue 43, item 7: one chunk of 2**40 elements (8 TiB as float64), never written: its fill value is read as
-    one element, whatever the chunk's size (the whole chunk's region ran out of memory, and the hierarchy stayed
-    v2)."""
+def test_a_huge_chunk_that_was_never_written_is_checked_without_its_size_in_memory(
+    tmp_path: Path,
+) -> None:
+    """Issue 43, item 7: one chunk of 2**40 elements (8 TiB as float64), never written: its fill
+    value is read as one element, whatever the chunk's size (the whole chunk's region ran out of
+    memory, and the hierarchy stayed v2)."""
     root = tmp_path / "s.zarr"
     v2_group(root)
-    zarr.create_array(str(root / "huge"), shape=(2**20, 2**20), chunks=(2**20, 2**20), dtype="<f8", fill_value=1.5,
-                      zarr_format=2)  # fmt: skip
+    zarr.create_array(
+        str(root / "huge"),
+        shape=(2**20, 2**20),
+        chunks=(2**20, 2**20),
+        dtype="<f8",
+        fill_value=1.5,
+        zarr_format=2,
+    )
     report = convert_store(root)
     assert report.failures == [] and {node.path for node in report.converted} == {"", "huge"}
     assert zarr.open_array(str(root / "huge"), mode="r", zarr_format=3)[5, 7] == 1.5
@@ -583,15 +739,31 @@ def test_a_huge_chunk_that_was_never_written_is_checked_without_its_size_in_memo
         (np.array([(1, 0), (2, 0)], [("a", ">i4"), ("b", "|u1")]), True),
     ],
 )
-def test_a_sample_tells_where_a_wrong_mapping_would_show(sample: np.ndarray[Any, Any], telling: bool) -> None:
+def test_a_sample_tells_where_a_wrong_mapping_would_show(
+    sample: np.ndarray[Any, Any], telling: bool
+) -> None:
     from numcodecs_bytes.to_v3.check import shows_the_mapping
 
     assert shows_the_mapping(sample) is telling
 
 
-# -- random v2 stores, random interruptions, reruns ----------------------------------------------------------
+# -- random v2 stores, random interruptions, reruns ------------------------------------------------
 
-PLAIN_DTYPES = ["<i2", ">i4", "<u8", ">f4", "<f8", ">c8", "|b1", "|u1", "<M8[s]", ">m8[ms]", "<U3", ">U2", "|S3"]
+PLAIN_DTYPES = [
+    "<i2",
+    ">i4",
+    "<u8",
+    ">f4",
+    "<f8",
+    ">c8",
+    "|b1",
+    "|u1",
+    "<M8[s]",
+    ">m8[ms]",
+    "<U3",
+    ">U2",
+    "|S3",
+]
 PATHS = ["a", "g/b", "g/h/c", "x/d", "x/y/e"]  # x and x/y: folders without .zgroup
 
 
@@ -599,12 +771,16 @@ PATHS = ["a", "g/b", "g/h/c", "x/d", "x/y/e"]  # x and x/y: folders without .zgr
 def v2_dtypes(draw: st.DrawFn) -> np.dtype[Any]:
     if draw(st.booleans()):
         return np.dtype(draw(st.sampled_from(PLAIN_DTYPES)))
-    orders = draw(st.lists(st.sampled_from("<>"), min_size=3, max_size=3))  # zarr writes no nested structs
-    return np.dtype([("a", f"{orders[0]}i4"), ("b", f"{orders[1]}f8"), ("c", "|u1"), ("d", f"{orders[2]}U2")])
+    # zarr writes no nested structs
+    orders = draw(st.lists(st.sampled_from("<>"), min_size=3, max_size=3))
+    return np.dtype(
+        [("a", f"{orders[0]}i4"), ("b", f"{orders[1]}f8"), ("c", "|u1"), ("d", f"{orders[2]}U2")]
+    )
 
 
 def sample_values(dtype: np.dtype[Any], shape: tuple[int, ...], seed: int) -> np.ndarray[Any, Any]:
-    """Values that show their byte layout: distinct per element and field, valid bools, plain floats."""
+    """Values that show their byte layout: distinct per element and field, valid bools, plain
+    floats."""
     count = int(np.prod(shape))
     base = np.arange(count) * 37 + seed * 1000 - 300
     if dtype.names:
@@ -644,10 +820,17 @@ def v2_arrays(draw: st.DrawFn) -> dict[str, Any]:
     elif fill == "value":
         fill_value = sample_values(dtype, (1,), 99)[0]
     return {
-        "dtype": dtype, "shape": shape, "chunks": chunks, "filters": filters or None, "fill_value": fill_value,
-        "order": draw(st.sampled_from("CF")), "separator": draw(st.sampled_from("./")),
-        "written": draw(st.sampled_from(["all", "first chunk"])) if fill_value is not None else "all",
-    }  # fmt: skip
+        "dtype": dtype,
+        "shape": shape,
+        "chunks": chunks,
+        "filters": filters or None,
+        "fill_value": fill_value,
+        "order": draw(st.sampled_from("CF")),
+        "separator": draw(st.sampled_from("./")),
+        "written": draw(st.sampled_from(["all", "first chunk"]))
+        if fill_value is not None
+        else "all",
+    }
 
 
 @st.composite
@@ -668,10 +851,17 @@ def write_store(root: Path, spec: dict[str, Any]) -> None:
         group.require_group(path)
     for i, (path, array) in enumerate(spec["arrays"].items()):
         z = zarr.create_array(
-            str(root / path), shape=array["shape"], chunks=array["chunks"], dtype=array["dtype"], zarr_format=2,
-            filters=array["filters"], fill_value=array["fill_value"], order=array["order"], compressors=None,
+            str(root / path),
+            shape=array["shape"],
+            chunks=array["chunks"],
+            dtype=array["dtype"],
+            zarr_format=2,
+            filters=array["filters"],
+            fill_value=array["fill_value"],
+            order=array["order"],
+            compressors=None,
             chunk_key_encoding={"name": "v2", "separator": array["separator"]},
-        )  # fmt: skip
+        )
         values = sample_values(array["dtype"], array["shape"], i)
         if array["written"] == "all":
             z[...] = values
@@ -684,8 +874,11 @@ def write_store(root: Path, spec: dict[str, Any]) -> None:
             zarr.consolidate_metadata(str(root), zarr_format=2)
 
 
-def test_random_v2_stores_convert_right_or_stay_v2_through_interruptions_and_reruns(tmp_path: Path) -> None:
-    """The property: every array v2 reads is read by v3 with the same values, or is reported and stays v2."""
+def test_random_v2_stores_convert_right_or_stay_v2_through_interruptions_and_reruns(
+    tmp_path: Path,
+) -> None:
+    """The property: every array v2 reads is read by v3 with the same values, or is reported and
+    stays v2."""
 
     from support.store_check import check
 
@@ -693,14 +886,20 @@ def test_random_v2_stores_convert_right_or_stay_v2_through_interruptions_and_rer
     reached_before: dict[str, set[str]] = {}
 
     @given(v2_stores())
-    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None
+    )
     def convert(spec: dict[str, Any]) -> None:
         root = tmp_path / f"store{len(roots)}.zarr"
         roots.append(root)
         write_store(root, spec)
-        before = reached_before[str(root)] = reached(check(str(root)))  # zarr 3 misses some v2 arrays itself
+        # zarr 3 misses some v2 arrays itself
+        before = reached_before[str(root)] = reached(check(str(root)))
         if spec["interrupt"] is not None:
-            with interrupted_after(spec["interrupt"], spec["after"]), contextlib.suppress(Interrupt):
+            with (
+                interrupted_after(spec["interrupt"], spec["after"]),
+                contextlib.suppress(Interrupt),
+            ):
                 convert_store(root, remove_v2_metadata=spec["remove_v2_metadata"])
             assert_kept(check(str(root)), ("interrupted", spec), before)
         report = convert_store(root, remove_v2_metadata=spec["remove_v2_metadata"])
@@ -712,9 +911,12 @@ def test_random_v2_stores_convert_right_or_stay_v2_through_interruptions_and_rer
             assert entry["has_zarr_json"] or path in failed, (path, report.failures, spec)
         assert (root / "zarr.json").exists() == (not report.failures), (report.failures, spec)
         again = convert_store(root, remove_v2_metadata=spec["remove_v2_metadata"])
-        assert again.failures == report.failures and all(node.action == "kept" for node in again.converted), spec
+        assert again.failures == report.failures and all(
+            node.action == "kept" for node in again.converted
+        ), spec
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # zarr's own warnings on v2 structs and consolidated metadata
+        # zarr's own warnings on v2 structs and consolidated metadata
+        warnings.simplefilter("ignore")
         convert()
     check_in_a_fresh_interpreter(roots, reached_before)

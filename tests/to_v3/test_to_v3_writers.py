@@ -35,21 +35,30 @@ CHECK = Path(__file__).parents[1] / "support" / "xarray_check.py"
 
 
 def opened_elsewhere(path: Path, expected: xarray.Dataset, tmp_path: Path) -> dict[str, str]:
-    """How a user without this package opens ``path`` (plain, and ``zarr_format=3``) against ``expected``."""
+    """How a user without this package opens ``path`` (plain, and ``zarr_format=3``) against
+    ``expected``."""
     (tmp_path / "expected.pickle").write_bytes(pickle.dumps({"store": expected}))
     (tmp_path / "stores.json").write_text(json.dumps({"store": [str(path), "dataset"]}))
     result = subprocess.run(
-        [sys.executable, str(CHECK), str(tmp_path / "expected.pickle"), str(tmp_path / "stores.json")],
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(CHECK),
+            str(tmp_path / "expected.pickle"),
+            str(tmp_path / "stores.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     found: dict[str, str] = json.loads(result.stdout)["store"]
     return found
 
 
 def first_then_appended(path: Path, **append: object) -> xarray.Dataset:
-    """Three steps written as v2 and converted (v2 metadata kept), then three more appended by ``append``; the
-    six as xarray opens them written at once as v2."""
+    """Three steps written as v2 and converted (v2 metadata kept), then three more appended by
+    ``append``; the six as xarray opens them written at once as v2."""
     ds = base()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -66,14 +75,21 @@ def test_steps_appended_through_v3_are_kept_and_the_stale_v2_files_removed(
 ) -> None:
     path = tmp_path / "s.zarr"
     ds = first_then_appended(path)  # zarr opens zarr.json first: the append goes through v3
-    assert json.loads((path / "temp" / ".zarray").read_text())["shape"] == [3, 4]  # v2 readers: a stale view
+    # v2 readers: a stale view
+    assert json.loads((path / "temp" / ".zarray").read_text())["shape"] == [3, 4]
     capsys.readouterr()
     assert main(["to-v3", str(path), "--remove-v2-metadata"]) == 0
     out, err = capsys.readouterr()
-    assert "zarr.json was written after them (through Zarr v3, since the conversion) and is kept" in err
+    assert (
+        "zarr.json was written after them (through Zarr v3, since the conversion) and is kept"
+        in err
+    )
     assert "failed" not in err and "v2 metadata files removed" in out
     assert not list(path.rglob(".z*"))
-    assert opened_elsewhere(path, ds, tmp_path) == {"plain": "identical", "zarr_format=3": "identical"}
+    assert opened_elsewhere(path, ds, tmp_path) == {
+        "plain": "identical",
+        "zarr_format=3": "identical",
+    }
 
 
 def test_steps_appended_through_v2_bring_zarr_json_up_to_date(
@@ -88,9 +104,15 @@ def test_steps_appended_through_v2_bring_zarr_json_up_to_date(
     assert "they were written after zarr.json (by a v2 writer, since the conversion)" in err
     assert "consolidation" in out or "brought up to date" in out, out
     assert json.loads((path / "temp" / "zarr.json").read_text())["shape"] == [6, 4]
-    assert opened_elsewhere(path, ds, tmp_path) == {"plain": "identical", "zarr_format=3": "identical"}
+    assert opened_elsewhere(path, ds, tmp_path) == {
+        "plain": "identical",
+        "zarr_format=3": "identical",
+    }
     assert main(["to-v3", str(path), "--remove-v2-metadata"]) == 0  # and then the v2 files go
-    assert opened_elsewhere(path, ds, tmp_path) == {"plain": "identical", "zarr_format=3": "identical"}
+    assert opened_elsewhere(path, ds, tmp_path) == {
+        "plain": "identical",
+        "zarr_format=3": "identical",
+    }
 
 
 def test_where_the_times_do_not_tell_neither_side_is_changed(
@@ -101,15 +123,23 @@ def test_where_the_times_do_not_tell_neither_side_is_changed(
     same = os.stat(path / "temp" / "zarr.json").st_mtime_ns
     for name in (".zarray", ".zattrs", "zarr.json"):
         os.utime(path / "temp" / name, ns=(same, same))
-    before = {name: (path / "temp" / name).read_bytes() for name in (".zarray", ".zattrs", "zarr.json")}
+    before = {
+        name: (path / "temp" / name).read_bytes() for name in (".zarray", ".zattrs", "zarr.json")
+    }
     capsys.readouterr()
     assert main(["to-v3", str(path), "--remove-v2-metadata"]) == 1
     err = capsys.readouterr().err
-    assert "failed temp: zarr.json and its .zarray, .zattrs differ (shape [6, 4] in zarr.json, [3, 4] in v2)" in err
+    assert (
+        "failed temp: zarr.json and its .zarray, .zattrs differ (shape [6, 4] in zarr.json, [3, 4] "
+        "in v2)" in err
+    )
     assert "their times do not tell which was written last: both left as they are" in err
-    assert "failed .: its zarr.json is left as it is: 1 path(s) below it could not be converted" in err
+    assert (
+        "failed .: its zarr.json is left as it is: 1 path(s) below it could not be converted" in err
+    )
     assert {name: (path / "temp" / name).read_bytes() for name in before} == before
-    assert not any("remove zarr.json" in line for line in err.splitlines())  # no advice that loses the append
+    # no advice that loses the append
+    assert not any("remove zarr.json" in line for line in err.splitlines())
 
 
 def test_a_run_that_keeps_the_v2_metadata_says_what_v2_readers_will_not_see(
@@ -136,5 +166,7 @@ def test_a_store_written_as_zarr_v3_is_said_to_be_v3_already(
     capsys.readouterr()
     assert main(["to-v3", str(path)]) == 0
     out, err = capsys.readouterr()
-    assert out.startswith(f"nothing to do: {len(before)} nodes are Zarr v3 already (") and err == "", (out, err)
+    assert (
+        out.startswith(f"nothing to do: {len(before)} nodes are Zarr v3 already (") and err == ""
+    ), (out, err)
     assert {file: file.stat().st_mtime_ns for file in path.rglob("zarr.json")} == before

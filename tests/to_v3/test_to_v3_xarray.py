@@ -1,4 +1,5 @@
-"""to-v3 on the stores xarray writes: each opens in xarray as it did before, in an interpreter without this package.
+"""to-v3 on the stores xarray writes: each opens in xarray as it did before, in an interpreter
+without this package.
 
 The corpus (tests/xarray_stores.py) is written at test time by the installed
 xarray with zarr 3 (``zarr_format=2``), and read from committed fixtures that
@@ -53,9 +54,9 @@ def convert_and_open(
     *options: str,
     notes: dict[str, list[str]] | None = None,
 ) -> dict[str, dict[str, str]]:
-    """Each store opened as v2 (in this process), copied, converted, then opened in a fresh interpreter without
-    this package; what each way of opening gave, per store. A store that must be refused on this zarr is checked
-    to be refused, with its reason, and left out."""
+    """Each store opened as v2 (in this process), copied, converted, then opened in a fresh
+    interpreter without this package; what each way of opening gave, per store. A store that must be
+    refused on this zarr is checked to be refused, with its reason, and left out."""
     expected, converted = {}, {}
     for name, (path, how) in stores.items():
         expected[name] = open_store(path, how)
@@ -72,12 +73,22 @@ def convert_and_open(
         assert code == 0, (name, out, err)
         assert "failed" not in err, (name, err)
         converted[name] = (str(copy), how)
-    (tmp_path / "expected.pickle").write_bytes(pickle.dumps({name: expected[name] for name in converted}))
+    (tmp_path / "expected.pickle").write_bytes(
+        pickle.dumps({name: expected[name] for name in converted})
+    )
     (tmp_path / "stores.json").write_text(json.dumps(converted))
     result = subprocess.run(
-        [sys.executable, str(CHECK), str(tmp_path / "expected.pickle"), str(tmp_path / "stores.json")],
-        capture_output=True, text=True, check=False, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(CHECK),
+            str(tmp_path / "expected.pickle"),
+            str(tmp_path / "stores.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     opened: dict[str, dict[str, str]] = json.loads(result.stdout)
     assert set(opened) == set(converted)
@@ -95,14 +106,18 @@ def assert_identical(opened: dict[str, dict[str, Any]]) -> None:
     ids=["v2 metadata kept", "v2 metadata removed", "sharded, v2 files removed"],
 )
 def test_every_kind_of_store_xarray_writes_opens_identical_after_to_v3(
-    corpus: dict[str, tuple[Path, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str]
+    corpus: dict[str, tuple[Path, str]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    options: list[str],
 ) -> None:
     opened = convert_and_open(corpus, tmp_path, capsys, *options)
     assert_identical(opened)
     stores = [tmp_path / "v3" / f"{name}.zarr" for name in opened]
     if "--remove-v2-metadata" in options:
         assert not [path for store in stores for path in store.rglob(".z*")]
-    if "--shard-size" in options:  # every array of more than one chunk of fixed-size elements, in shards
+    # every array of more than one chunk of fixed-size elements, in shards
+    if "--shard-size" in options:
         arrays = {}
         for name in opened:
             for zarray in corpus[name][0].rglob(".zarray"):
@@ -110,15 +125,28 @@ def test_every_kind_of_store_xarray_writes_opens_identical_after_to_v3(
                 grid = [-(-n // c) for n, c in zip(meta["shape"], meta["chunks"], strict=True)]
                 many = all(meta["shape"]) and math.prod(grid) > 1 and meta["dtype"] != "|O"
                 arrays[tmp_path / "v3" / zarray.parent.relative_to(corpus[name][0].parent)] = many
-        sharded = {folder: json.loads((folder / "zarr.json").read_text())["codecs"][0]["name"] == "sharding_indexed"
-                   for folder in arrays}  # fmt: skip
-        assert sharded == arrays, {str(folder): many for folder, many in arrays.items() if sharded[folder] != many}
+        sharded = {
+            folder: json.loads((folder / "zarr.json").read_text())["codecs"][0]["name"]
+            == "sharding_indexed"
+            for folder in arrays
+        }
+        assert sharded == arrays, {
+            str(folder): many for folder, many in arrays.items() if sharded[folder] != many
+        }
         assert sum(arrays.values()) >= 8
-        assert not [p for folder in arrays if arrays[folder] for p in folder.iterdir() if p.name[0].isdigit()]
+        assert not [
+            p
+            for folder in arrays
+            if arrays[folder]
+            for p in folder.iterdir()
+            if p.name[0].isdigit()
+        ]
 
 
 @pytest.mark.skipif(not ZARR218.exists(), reason="no fixtures written by xarray with zarr 2.18")
-@pytest.mark.parametrize("options", [[], ["--shard-size", "1KiB"]], ids=["metadata only", "sharded"])
+@pytest.mark.parametrize(
+    "options", [[], ["--shard-size", "1KiB"]], ids=["metadata only", "sharded"]
+)
 def test_stores_xarray_wrote_with_zarr_2_18_open_identical_after_to_v3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str]
 ) -> None:
@@ -127,7 +155,10 @@ def test_stores_xarray_wrote_with_zarr_2_18_open_identical_after_to_v3(
 
 def test_the_corpus_covers_each_kind_of_variable(corpus: dict[str, tuple[Path, str]]) -> None:
     """The corpus holds what it says: each kind's v2 metadata, as xarray wrote it."""
-    zarray = {name: json.loads((path / "temp/.zarray").read_text()) for name, (path, how) in corpus.items()}
+    zarray = {
+        name: json.loads((path / "temp/.zarray").read_text())
+        for name, (path, how) in corpus.items()
+    }
     assert zarray["cf_int16"]["dtype"] == "<i2" and zarray["cf_int16"]["fill_value"] == -9999
     assert zarray["float_fill"]["fill_value"] == -1e20 and zarray["nan"]["fill_value"] == "NaN"
     assert zarray["bytes_filter"]["filters"] == [{"id": "bytes", "endian": "big", "dtype": "<f8"}]
@@ -137,29 +168,42 @@ def test_the_corpus_covers_each_kind_of_variable(corpus: dict[str, tuple[Path, s
     assert blob["dtype"] == "|S3"  # xarray writes object bytes fixed-width
     assert json.loads((corpus["zero_size"][0] / "nothing2d/.zarray").read_text())["shape"] == [0, 4]
     assert (corpus["tree"][0] / "child" / "deeper" / "w" / ".zarray").exists()
-    assert not (corpus["region"][0] / "temp" / "2.0").exists()  # never written: read as the fill value
+    # never written: read as the fill value
+    assert not (corpus["region"][0] / "temp" / "2.0").exists()
 
 
 @pytest.mark.parametrize("remove", [False, True], ids=["v2 metadata kept", "v2 metadata removed"])
 def test_stores_other_writers_made_open_identical_after_to_v3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], remove: bool
 ) -> None:
-    """netCDF attributes set by hand (a ``_FillValue`` beside zarr's fill value, as a number, null), fixed-width
-    strings with zarr's fill value, NCZarr's stores of both formats (issue 43, items 1-3), a node whose attributes
-    only .zmetadata holds, which --remove-v2-metadata removes (item 4)."""
+    """netCDF attributes set by hand (a ``_FillValue`` beside zarr's fill value, as a number, null),
+    fixed-width strings with zarr's fill value, NCZarr's stores of both formats (issue 43, items
+    1-3), a node whose attributes only .zmetadata holds, which --remove-v2-metadata removes (item
+    4)."""
     stores = write_stores(tmp_path / "v2", other_writers)
     notes: dict[str, list[str]] = {}
-    opened = convert_and_open(stores, tmp_path, capsys, *(["--remove-v2-metadata"] if remove else []), notes=notes)
-    # xarray masks zarr's fill value "" of fixed-width bytes on v2 (and so reads them as objects), and reads no
-    # v3 _FillValue for them at all: the one difference v3 cannot avoid, named in a note.
+    opened = convert_and_open(
+        stores, tmp_path, capsys, *(["--remove-v2-metadata"] if remove else []), notes=notes
+    )
+    # xarray masks zarr's fill value "" of fixed-width bytes on v2 (and so reads them as objects),
+    # and reads no v3 _FillValue for them at all: the one difference v3 cannot avoid, named in a
+    # note.
     unavoidable = "/code: dtype |S5 in v3, object in v2"
-    assert opened.pop("fixed_strings_zarr_fill") == {"plain": unavoidable, "zarr_format=3": unavoidable}
+    assert opened.pop("fixed_strings_zarr_fill") == {
+        "plain": unavoidable,
+        "zarr_format=3": unavoidable,
+    }
     assert any(
         line.startswith("note code:") and "masked elements equal to" in line
         for line in notes["fixed_strings_zarr_fill"]
     ), notes
     assert_identical(opened)
-    assert any("level: its _FillValue attribute -32768 is replaced by 0" in line for line in notes["netcdf_attributes"])
+    assert any(
+        "level: its _FillValue attribute -32768 is replaced by 0" in line
+        for line in notes["netcdf_attributes"]
+    )
     assert any("_nczarr_array, _nczarr_attr dropped" in line for line in notes["nczarr"])
-    assert any("note temp: it has no .zattrs: its attributes are those of its entry in .zmetadata" in line
-               for line in notes["attributes_only_in_zmetadata"])  # fmt: skip
+    assert any(
+        "note temp: it has no .zattrs: its attributes are those of its entry in .zmetadata" in line
+        for line in notes["attributes_only_in_zmetadata"]
+    )

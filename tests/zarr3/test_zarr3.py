@@ -1,4 +1,5 @@
-"""numcodecs_bytes.zarr3.BytesCodec in real zarr-python 3 arrays: standard metadata, legacy stores, byte ranges."""
+"""numcodecs_bytes.zarr3.BytesCodec in real zarr-python 3 arrays: standard metadata, legacy stores,
+byte ranges."""
 
 from __future__ import annotations
 
@@ -40,7 +41,22 @@ SHAPE, CHUNKS = (5, 7), (2, 3)  # edge chunks on both axes
 
 STRUCT = np.dtype([("id", "<u2"), ("x", "<f4"), ("tag", "S2"), ("z", "<c8")])
 DTYPES: list[Any] = [
-    *["|b1", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "<f2", "<f4", "<f8", "<c8", "<c16"],
+    *[
+        "|b1",
+        "|i1",
+        "<i2",
+        "<i4",
+        "<i8",
+        "|u1",
+        "<u2",
+        "<u4",
+        "<u8",
+        "<f2",
+        "<f4",
+        "<f8",
+        "<c8",
+        "<c16",
+    ],
     *["<M8[ns]", "<m8[s]", "<U3", "S5", "V3"],
     STRUCT,
 ]
@@ -53,7 +69,11 @@ def sample(dtype: Any) -> np.ndarray[Any, Any]:
 def chunk_files(where: Path | dict[str, Any]) -> dict[str, bytes]:
     """The chunk files of a store on disk, or of a MemoryStore's dict: key to bytes."""
     if isinstance(where, dict):
-        return {key: value.to_bytes() for key, value in sorted(where.items()) if not key.endswith("zarr.json")}
+        return {
+            key: value.to_bytes()
+            for key, value in sorted(where.items())
+            if not key.endswith("zarr.json")
+        }
     return {
         str(p.relative_to(where)): p.read_bytes()
         for p in sorted(where.rglob("*"))
@@ -85,7 +105,9 @@ BYTE_IDENTITY_CASES = [
         for dtype in DTYPES
     ),
     *(
-        pytest.param(dtype, endian, "CF"[i % 2], "sharded", id=f"sharded-{'CF'[i % 2]}-{endian}-{dtype}")
+        pytest.param(
+            dtype, endian, "CF"[i % 2], "sharded", id=f"sharded-{'CF'[i % 2]}-{endian}-{dtype}"
+        )
         for endian in ("little", "big")
         for i, dtype in enumerate(DTYPES)
     ),
@@ -97,7 +119,9 @@ BYTE_IDENTITY_CASES = [
 
 
 @pytest.mark.parametrize(("dtype", "endian", "order", "layout"), BYTE_IDENTITY_CASES)
-def test_chunks_are_byte_identical_to_zarr_native(dtype: Any, endian: str, order: str, layout: str) -> None:
+def test_chunks_are_byte_identical_to_zarr_native(
+    dtype: Any, endian: str, order: str, layout: str
+) -> None:
     data = sample(dtype)
     stores: dict[str, dict[str, Any]] = {"ours": {}, "native": {}}  # MemoryStores' dicts
 
@@ -114,21 +138,31 @@ def test_chunks_are_byte_identical_to_zarr_native(dtype: Any, endian: str, order
         pytest.skip(f"zarr {zarr.__version__} cannot create {data.dtype} arrays: {exc}")
     ours = create(memory("ours"), data, BytesCodec(endian=endian), **dict(options))  # type: ignore[arg-type]
     if layout == "sharded" and data.dtype.kind == "V" and (ZARR or ()) < (3, 4):
-        # zarr's sharding codec fails on raw bytes and structs before 3.4 (seen on 3.1.6; 3.2 and 3.3 not tested)
+        # zarr's sharding codec fails on raw bytes and structs before 3.4 (seen on 3.1.6; 3.2 and
+        # 3.3 not tested)
         with pytest.raises(TypeError, match="unhashable type"):
             ours[...] = data
         return
     ours[...] = data
 
-    with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):  # read with this codec too
+    # read with this codec too
+    with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
         reopened = zarr.open_array(memory("ours"), mode="r")
-        # The codecs read from the metadata: the serializer (zarr's name for a sharded array's inner one), and
-        # in a sharded array the sharding codec's own inner codec list.
+        # The codecs read from the metadata: the serializer (zarr's name for a sharded array's inner
+        # one), and in a sharded array the sharding codec's own inner codec list.
         read = [reopened.serializer]
         if layout == "sharded":
-            (sharding,) = [codec for codec in reopened.metadata.codecs if type(codec).__name__ == "ShardingCodec"]
-            read += [codec for codec in sharding.codecs if type(codec).__name__.endswith("BytesCodec")]
-        assert len(read) == (2 if layout == "sharded" else 1) and all(isinstance(c, BytesCodec) for c in read), read
+            (sharding,) = [
+                codec
+                for codec in reopened.metadata.codecs
+                if type(codec).__name__ == "ShardingCodec"
+            ]
+            read += [
+                codec for codec in sharding.codecs if type(codec).__name__.endswith("BytesCodec")
+            ]
+        assert len(read) == (2 if layout == "sharded" else 1) and all(
+            isinstance(c, BytesCodec) for c in read
+        ), read
         assert reopened[...].tobytes() == data.tobytes()
         assert reopened[1:4, 2:6].tobytes() == np.ascontiguousarray(data[1:4, 2:6]).tobytes()
 
@@ -137,9 +171,14 @@ def test_chunks_are_byte_identical_to_zarr_native(dtype: Any, endian: str, order
         return entry["configuration"]["codecs"][0] if layout == "sharded" else entry
 
     # As zarr writes it: no endian where byte order applies to nothing (single-byte types).
-    expected = {"name": "bytes", "configuration": {"endian": endian}} if needs_endian(data.dtype) else {"name": "bytes"}
+    expected = (
+        {"name": "bytes", "configuration": {"endian": endian}}
+        if needs_endian(data.dtype)
+        else {"name": "bytes"}
+    )
     assert bytes_entry(stores["ours"]) == expected
-    if data.dtype.fields is None or ZARR_SWAPS_STRUCT_FIELDS:  # zarr < 3.3 drops the endian of structs
+    # zarr < 3.3 drops the endian of structs
+    if data.dtype.fields is None or ZARR_SWAPS_STRUCT_FIELDS:
         assert bytes_entry(stores["native"]) == expected
     ours_files = chunk_files(stores["ours"])
     if data.dtype.fields is not None and endian == "big" and not ZARR_SWAPS_STRUCT_FIELDS:
@@ -152,24 +191,39 @@ def test_chunks_are_byte_identical_to_zarr_native(dtype: Any, endian: str, order
     try:
         native[...] = data
     except (ValueError, TypeError) as exc:  # zarr's own failure, not ours: ours was checked above
-        pytest.skip(f"zarr {zarr.__version__} cannot write {data.dtype} ({layout}) with its own codec: {exc!r}")
+        pytest.skip(
+            f"zarr {zarr.__version__} cannot write {data.dtype} ({layout}) with its own "
+            f"codec: {exc!r}"
+        )
     assert ours_files == chunk_files(stores["native"])
 
 
 def test_metadata_forms_and_the_legacy_name() -> None:
     read = BytesCodec.from_dict({"name": "bytes", "configuration": {"endian": "big"}})
     assert read.to_dict() == BytesCodec(endian="big").to_dict()
-    # Equal to one made in code, as zarr expects (it compares sharding's inner codecs unevolved), though how it
-    # came to be is kept: a missing endian read from metadata evolves as zarr reads it, one made in code is refused.
-    assert read == BytesCodec(endian="big") and read._from_metadata and not BytesCodec(endian="big")._from_metadata
+    # Equal to one made in code, as zarr expects (it compares sharding's inner codecs unevolved),
+    # though how it came to be is kept: a missing endian read from metadata evolves as zarr reads
+    # it, one made in code is refused.
+    assert (
+        read == BytesCodec(endian="big")
+        and read._from_metadata
+        and not BytesCodec(endian="big")._from_metadata
+    )
     assert (
         zarr.create_array(store={}, shape=(2,), dtype="<i4", serializer=read).serializer
-        == zarr.create_array(store={}, shape=(2,), dtype="<i4", serializer=BytesCodec(endian="big")).serializer
+        == zarr.create_array(
+            store={}, shape=(2,), dtype="<i4", serializer=BytesCodec(endian="big")
+        ).serializer
     )
     assert BytesCodec.from_dict("bytes").to_dict() == {"name": "bytes"}
-    legacy = BytesCodec.from_dict({"name": "endian", "configuration": {"endian": "little"}, "must_understand": True})
+    legacy = BytesCodec.from_dict(
+        {"name": "endian", "configuration": {"endian": "little"}, "must_understand": True}
+    )
     assert legacy.to_dict() == {"name": "endian", "configuration": {"endian": "little"}}
-    for bad in ({"name": "bytes", "configuration": {"endian": "BIG"}}, {"name": "bytes", "configuration": {"x": 1}}):
+    for bad in (
+        {"name": "bytes", "configuration": {"endian": "BIG"}},
+        {"name": "bytes", "configuration": {"x": 1}},
+    ):
         with pytest.raises(ValueError):
             BytesCodec.from_dict(bad)
     with pytest.raises(TypeError):
@@ -179,62 +233,100 @@ def test_metadata_forms_and_the_legacy_name() -> None:
 def test_endian_missing_for_a_multi_byte_type_is_refused_at_creation(tmp_path: Path) -> None:
     for dtype in ("<i4", "<U2", STRUCT):
         with pytest.raises(ValueError, match="endian is required"):
-            zarr.create_array(store=str(tmp_path / "a.zarr"), shape=(4,), dtype=dtype, serializer=BytesCodec())
-    single = zarr.create_array(store={}, shape=(4,), dtype="|u1", serializer=BytesCodec(), compressors=None)
+            zarr.create_array(
+                store=str(tmp_path / "a.zarr"), shape=(4,), dtype=dtype, serializer=BytesCodec()
+            )
+    single = zarr.create_array(
+        store={}, shape=(4,), dtype="|u1", serializer=BytesCodec(), compressors=None
+    )
     single[:] = [1, 2, 3, 4]
     assert single.metadata.to_dict()["codecs"][0] == {"name": "bytes"}
     assert single[:].tolist() == [1, 2, 3, 4]
 
 
-def test_single_byte_types_are_written_without_endian_as_zarr_writes_them_but_the_legacy_name_keeps_it() -> None:
+def test_single_byte_types_are_written_without_endian_but_the_legacy_name_keeps_it() -> None:
     for dtype in ("|u1", "|b1", "|i1", "|S3", "|V2", np.dtype([("a", "u1"), ("b", "S2")])):
-        z = zarr.create_array(store={}, shape=(2,), dtype=dtype, serializer=BytesCodec(endian="big"))
+        z = zarr.create_array(
+            store={}, shape=(2,), dtype=dtype, serializer=BytesCodec(endian="big")
+        )
         assert z.metadata.to_dict()["codecs"][0] == {"name": "bytes"}, dtype
-    legacy = zarr.create_array(store={}, shape=(2,), dtype="|u1", serializer=BytesCodec(endian="big", name="endian"))
-    assert legacy.metadata.to_dict()["codecs"][0] == {"name": "endian", "configuration": {"endian": "big"}}
+    legacy = zarr.create_array(
+        store={}, shape=(2,), dtype="|u1", serializer=BytesCodec(endian="big", name="endian")
+    )
+    assert legacy.metadata.to_dict()["codecs"][0] == {
+        "name": "endian",
+        "configuration": {"endian": "big"},
+    }
 
 
 def write_struct_as_zarr_31_did(store: dict[str, Any], data: np.ndarray[Any, Any]) -> None:
-    """A struct array as zarr-python before 3.3 wrote it: fields little endian, ``{"name": "bytes"}``."""
-    z = zarr.create_array(store=zarr.storage.MemoryStore(store_dict=store), shape=data.shape, dtype=data.dtype,
-                          serializer=BytesCodec(endian="little"), compressors=None, fill_value=None)  # fmt: skip
+    """A struct array as zarr-python before 3.3 wrote it: fields little endian, ``{"name":
+    "bytes"}``."""
+    z = zarr.create_array(
+        store=zarr.storage.MemoryStore(store_dict=store),
+        shape=data.shape,
+        dtype=data.dtype,
+        serializer=BytesCodec(endian="little"),
+        compressors=None,
+        fill_value=None,
+    )
     z[...] = data
     metadata = json.loads(store["zarr.json"].to_bytes())
     metadata["codecs"] = [{"name": "bytes"}]
-    store["zarr.json"] = zarr.core.buffer.default_buffer_prototype().buffer.from_bytes(json.dumps(metadata).encode())
+    store["zarr.json"] = zarr.core.buffer.default_buffer_prototype().buffer.from_bytes(
+        json.dumps(metadata).encode()
+    )
 
 
 def test_a_struct_written_by_zarr_31_without_endian_opens_as_little_endian_with_a_warning() -> None:
-    data = sample(STRUCT.newbyteorder(">"))  # the fields' values must not depend on the memory's byte order
+    # the fields' values must not depend on the memory's byte order
+    data = sample(STRUCT.newbyteorder(">"))
     store: dict[str, Any] = {}
     write_struct_as_zarr_31_did(store, data)
     with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
-        with pytest.warns(UserWarning, match="has no endian, as zarr-python before 3.3 wrote structs"):
+        with pytest.warns(
+            UserWarning, match="has no endian, as zarr-python before 3.3 wrote structs"
+        ):
             opened = zarr.open_array(zarr.storage.MemoryStore(store_dict=store), mode="r")
         assert isinstance(opened.serializer, BytesCodec) and opened.serializer.endian == "little"
         assert opened[...].tolist() == data.tolist()
-    with warnings.catch_warnings():  # zarr 3.4's own codec reads it the same, with a warning of its own
+    # zarr 3.4's own codec reads it the same, with a warning of its own
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert zarr.open_array(zarr.storage.MemoryStore(store_dict=store), mode="r")[...].tolist() == data.tolist()
-    with pytest.raises(ValueError, match="endian is required"):  # made in code, the spec's rule holds
+        assert (
+            zarr.open_array(zarr.storage.MemoryStore(store_dict=store), mode="r")[...].tolist()
+            == data.tolist()
+        )
+    # made in code, the spec's rule holds
+    with pytest.raises(ValueError, match="endian is required"):
         zarr.create_array(store={}, shape=(2,), dtype=STRUCT, serializer=BytesCodec())
 
 
-def test_a_multi_byte_type_without_endian_in_metadata_opens_as_the_installed_zarr_opens_it() -> None:
-    """zarr < 3.3 reads it as the machine's byte order (silently); 3.3+ refuses it, as the spec asks.
+def test_a_multi_byte_type_without_endian_in_metadata_opens_as_the_installed_zarr_opens_it() -> (
+    None
+):
+    """zarr < 3.3 reads it as the machine's byte order (silently); 3.3+ refuses it, as the spec
+    asks.
 
-    Ours reads it as the installed zarr does; on zarr < 3.3 it warns when values are read or written under
-    that guess, not when the metadata alone is read (zarr's own suite parses such metadata with warnings as
-    errors: ``test_special_float_fill_values``).
+    Ours reads it as the installed zarr does; on zarr < 3.3 it warns when values are read or written
+    under that guess, not when the metadata alone is read (zarr's own suite parses such metadata
+    with warnings as errors: ``test_special_float_fill_values``).
     """
     data = np.arange(6, dtype="<f8") * 1.5
     store: dict[str, Any] = {}
-    z = zarr.create_array(zarr.storage.MemoryStore(store_dict=store), shape=(6,), dtype="<f8",
-                          serializer=BytesCodec(endian=sys.byteorder), compressors=None)  # fmt: skip
+    z = zarr.create_array(
+        zarr.storage.MemoryStore(store_dict=store),
+        shape=(6,),
+        dtype="<f8",
+        serializer=BytesCodec(endian=sys.byteorder),
+        compressors=None,
+    )
     z[...] = data
     metadata = json.loads(store["zarr.json"].to_bytes())
     metadata["codecs"] = [{"name": "bytes"}]
-    store["zarr.json"] = zarr.core.buffer.default_buffer_prototype().buffer.from_bytes(json.dumps(metadata).encode())
+    store["zarr.json"] = zarr.core.buffer.default_buffer_prototype().buffer.from_bytes(
+        json.dumps(metadata).encode()
+    )
 
     def open_with(codec_class: str) -> Any:
         with zarr.config.set({"codecs.bytes": codec_class}):
@@ -249,14 +341,20 @@ def test_a_multi_byte_type_without_endian_in_metadata_opens_as_the_installed_zar
         warnings.simplefilter("error")  # zarr's own codec: no warning
         assert open_with("zarr.codecs.bytes.BytesCodec")[...].tolist() == data.tolist()
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # ours: the metadata alone reads without a word, as zarr's does
+        # ours: the metadata alone reads without a word, as zarr's does
+        warnings.simplefilter("error")
         opened = open_with(BytesCodec.__module__ + ".BytesCodec")
-        assert isinstance(opened.serializer, BytesCodec) and opened.serializer.endian == sys.byteorder
+        assert (
+            isinstance(opened.serializer, BytesCodec) and opened.serializer.endian == sys.byteorder
+        )
         assert (
             opened.metadata.to_dict()["codecs"]
             == open_with("zarr.codecs.bytes.BytesCodec").metadata.to_dict()["codecs"]
         )
-    guess = f"has no endian.*as {sys.byteorder} endian.*{zarr.__version__}.*numcodecs-bytes migrate writes"
+    guess = (
+        f"has no endian.*as {sys.byteorder} endian.*{zarr.__version__}.*numcodecs-bytes migrate "
+        "writes"
+    )
     with pytest.warns(UserWarning, match=guess):  # but values are read under a guess: that is said
         assert opened[...].tolist() == data.tolist()
     with pytest.warns(UserWarning, match=guess):
@@ -266,7 +364,8 @@ def test_a_multi_byte_type_without_endian_in_metadata_opens_as_the_installed_zar
     with pytest.warns(UserWarning, match=guess):
         writable[...] = data[::-1]
     assert open_with("zarr.codecs.bytes.BytesCodec")[...].tolist() == data[::-1].tolist()
-    with pytest.raises(ValueError, match="endian is required"):  # made in code, the spec's rule holds
+    # made in code, the spec's rule holds
+    with pytest.raises(ValueError, match="endian is required"):
         zarr.create_array(store={}, shape=(2,), dtype="<f8", serializer=BytesCodec())
 
 
@@ -286,17 +385,30 @@ def test_a_big_endian_struct_warns_at_creation_where_zarrs_own_codec_reads_it_wr
         zarr.config.set({"codecs.bytes": BytesCodec.__module__ + ".BytesCodec"}),
     ):
         warnings.simplefilter("always")
-        zarr.open_array(z.store, mode="r")  # opening: the array exists, its readers are what they are
+        # opening: the array exists, its readers are what they are
+        zarr.open_array(z.store, mode="r")
     assert not [w for w in caught if "zarr-python before 3.3" in str(w.message)]
 
 
 def test_a_struct_of_single_byte_fields_needs_no_endian_and_reads_back_as_the_struct() -> None:
-    """Copied as its byte units: what the codec decodes is viewed as the struct again, whole or in part."""
+    """Copied as its byte units: what the codec decodes is viewed as the struct again, whole or in
+    part."""
     dtype = np.dtype([("a", "u1"), ("b", "S2"), ("c", "i1")])
     data = np.zeros((4, 5), dtype)
-    data["a"], data["b"], data["c"] = np.arange(20).reshape(4, 5), b"xy", -np.arange(20).reshape(4, 5)
-    z = zarr.create_array(store={}, shape=data.shape, chunks=(2, 5), dtype=dtype, serializer=BytesCodec(),
-                          compressors=None, fill_value=None)  # fmt: skip
+    data["a"], data["b"], data["c"] = (
+        np.arange(20).reshape(4, 5),
+        b"xy",
+        -np.arange(20).reshape(4, 5),
+    )
+    z = zarr.create_array(
+        store={},
+        shape=data.shape,
+        chunks=(2, 5),
+        dtype=dtype,
+        serializer=BytesCodec(),
+        compressors=None,
+        fill_value=None,
+    )
     z[...] = data
     with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
         reopened = zarr.open_array(z.store, mode="r")
@@ -305,15 +417,16 @@ def test_a_struct_of_single_byte_fields_needs_no_endian_and_reads_back_as_the_st
 
 
 ZARR_BULK_SHARD_READ = "_decode_full_shard_bulk_if_uncompressed"  # zarr 3.4's whole-shard fast path
-FUSED_PIPELINE = "zarr.core.codec_pipeline.FusedCodecPipeline"  # the (opt-in) pipeline that takes it, zarr 3.4
+# the (opt-in) pipeline that takes it, zarr 3.4
+FUSED_PIPELINE = "zarr.core.codec_pipeline.FusedCodecPipeline"
 
 
 def test_zarrs_whole_shard_fast_path_takes_this_codec_where_no_byte_needs_a_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """zarr 3.4 reads a whole uncompressed shard in bulk where its inner codec is (a subclass of) its own bytes
-    codec: ours is taken there, but for bools, whose every byte is checked. Before 3.4 there is no such path:
-    every inner chunk goes through the codec, bools checked alike."""
+    """zarr 3.4 reads a whole uncompressed shard in bulk where its inner codec is (a subclass of)
+    its own bytes codec: ours is taken there, but for bools, whose every byte is checked. Before 3.4
+    there is no such path: every inner chunk goes through the codec, bools checked alike."""
     from zarr.codecs import ShardingCodec
 
     bulk = getattr(ShardingCodec, ZARR_BULK_SHARD_READ, None)
@@ -334,8 +447,8 @@ def test_zarrs_whole_shard_fast_path_takes_this_codec_where_no_byte_needs_a_chec
 
 
 def whole_shards_read_in_bulk_or_checked(taken: list[bool], bulk: bool) -> None:
-    """Whole shards of int32 and bool read right, a corrupt bool byte refused; where zarr has the bulk path
-    (``bulk``), it is taken for the int32 shard and not for the bool one."""
+    """Whole shards of int32 and bool read right, a corrupt bool byte refused; where zarr has the
+    bulk path (``bulk``), it is taken for the int32 shard and not for the bool one."""
     cases: list[tuple[str, np.ndarray[Any, Any], Literal["big"] | None]] = [
         (">i4", np.arange(16), "big"),
         ("|b1", np.arange(16) % 3 == 0, "big"),
@@ -343,30 +456,43 @@ def whole_shards_read_in_bulk_or_checked(taken: list[bool], bulk: bool) -> None:
     ]
     for dtype, data, endian in cases:
         store: dict[str, Any] = {}
-        z = zarr.create_array(store=store, shape=(16,), chunks=(4,), shards=(16,), dtype=dtype,
-                              serializer=BytesCodec(endian=endian), compressors=None)  # fmt: skip
+        z = zarr.create_array(
+            store=store,
+            shape=(16,),
+            chunks=(4,),
+            shards=(16,),
+            dtype=dtype,
+            serializer=BytesCodec(endian=endian),
+            compressors=None,
+        )
         z[...] = data
-        with zarr3.enable():  # read back from its metadata too: the codec evolved there equals the unevolved one
+        # read back from its metadata too: the codec evolved there equals the unevolved one
+        with zarr3.enable():
             opened = zarr.open_array(store=store, mode="r")
         for array in (z, opened):
             taken.clear()
             assert array[...].tolist() == data.tolist()
-            expected = [dtype != "|b1"] if bulk else []  # a bool shard is read chunk by chunk: checked
+            # a bool shard is read chunk by chunk: checked
+            expected = [dtype != "|b1"] if bulk else []
             assert taken == expected, (dtype, endian, taken)
         if dtype == "|b1":
             shard = bytearray(store["c/0"].to_bytes())
             shard[5] = 7
-            store["c/0"] = zarr.core.buffer.default_buffer_prototype().buffer.from_bytes(bytes(shard))
+            store["c/0"] = zarr.core.buffer.default_buffer_prototype().buffer.from_bytes(
+                bytes(shard)
+            )
             for array in (z, opened):
                 with pytest.raises(ValueError, match="corrupt bool data: byte 1 is 0x07"):
                     array[...]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "uint8", ">i2", "complex64"])
-def test_a_codec_read_back_or_evolved_equals_the_one_made_with_the_same_configuration(dtype: str) -> None:
-    """Issue 43, item 12: as with zarr's own codec, an array's serializer equals a codec made with its
-    configuration (zarr's own suite compares the default serializer so); where bytes are checked it cannot
-    (see the next test)."""
+def test_a_codec_read_back_or_evolved_equals_the_one_made_with_the_same_configuration(
+    dtype: str,
+) -> None:
+    """Issue 43, item 12: as with zarr's own codec, an array's serializer equals a codec made with
+    its configuration (zarr's own suite compares the default serializer so); where bytes are checked
+    it cannot (see the next test)."""
     store: dict[str, Any] = {}
     zarrs_own = zarr.create_array(store={}, shape=(10,), dtype=dtype).serializer
     with zarr3.enable():
@@ -380,9 +506,9 @@ def test_a_codec_read_back_or_evolved_equals_the_one_made_with_the_same_configur
 
 
 def test_a_codec_evolved_for_checked_bytes_is_unequal_to_the_one_it_evolved_from() -> None:
-    """Where it checks bytes (bool), the evolved codec compares unequal: zarr's sharding codec keeps an unevolved
-    inner codec that equals its evolution, and zarr 3.4 would then read whole shards without it, unchecked
-    (see whole_shards_read_in_bulk_or_checked)."""
+    """Where it checks bytes (bool), the evolved codec compares unequal: zarr's sharding codec keeps
+    an unevolved inner codec that equals its evolution, and zarr 3.4 would then read whole shards
+    without it, unchecked (see whole_shards_read_in_bulk_or_checked)."""
     with zarr3.enable():
         serializer = zarr.create_array(store={}, shape=(10,), dtype="|b1").serializer
     assert serializer != BytesCodec() and serializer.to_dict() == BytesCodec().to_dict()
@@ -390,39 +516,72 @@ def test_a_codec_evolved_for_checked_bytes_is_unequal_to_the_one_it_evolved_from
 
 
 def test_corrupt_bool_chunk_and_wrong_length_chunk_raise(tmp_path: Path) -> None:
-    z = zarr.create_array(store=str(tmp_path / "b.zarr"), shape=(6,), chunks=(3,), dtype="|b1",
-                          serializer=BytesCodec(), compressors=None)  # fmt: skip
+    z = zarr.create_array(
+        store=str(tmp_path / "b.zarr"),
+        shape=(6,),
+        chunks=(3,),
+        dtype="|b1",
+        serializer=BytesCodec(),
+        compressors=None,
+    )
     z[:] = [True, False, True, False, True, True]
     (tmp_path / "b.zarr" / "c" / "0").write_bytes(b"\x01\x07\x00")
     with pytest.raises(ValueError, match="corrupt bool data: byte 1 is 0x07"):
         z[:3]
-    w = zarr.create_array(store=str(tmp_path / "w.zarr"), shape=(6,), chunks=(3,), dtype="<i4",
-                          serializer=BytesCodec(endian="big"), compressors=None)  # fmt: skip
+    w = zarr.create_array(
+        store=str(tmp_path / "w.zarr"),
+        shape=(6,),
+        chunks=(3,),
+        dtype="<i4",
+        serializer=BytesCodec(endian="big"),
+        compressors=None,
+    )
     w[:] = np.arange(6)
     (tmp_path / "w.zarr" / "c" / "1").write_bytes(b"\x00" * 11)
-    with pytest.raises(ValueError, match=r"chunk of 11 bytes does not match its shape|chunk too short"):
+    with pytest.raises(
+        ValueError, match=r"chunk of 11 bytes does not match its shape|chunk too short"
+    ):
         w[3:]
-    with pytest.raises(ValueError, match=r"chunk of 11 bytes does not match its shape|chunk too short"):
+    with pytest.raises(
+        ValueError, match=r"chunk of 11 bytes does not match its shape|chunk too short"
+    ):
         w[...]
 
 
-# -- legacy stores: written by zarr-python, renamed to the draft's name -------------------------------------
+# -- legacy stores: written by zarr-python, renamed to the draft's name ----------------------------
 
 
 def make_legacy_stores(root: Path) -> dict[str, np.ndarray[Any, Any]]:
-    """A plain array, sharded arrays with endian as inner and as index codec, and a consolidated group."""
+    """A plain array, sharded arrays with endian as inner and as index codec, and a consolidated
+    group."""
     values = {
         "plain": np.arange(24, dtype="<i2").reshape(4, 6),
         "group/sharded": np.arange(64, dtype="<f8").reshape(8, 8),
         "group/inner": np.arange(12, dtype="<u4"),
     }
-    zarr.create_array(store=str(root / "plain"), data=values["plain"], chunks=(2, 3),
-                      serializer=ZarrBytesCodec(endian="big"), compressors=None)  # fmt: skip
+    zarr.create_array(
+        store=str(root / "plain"),
+        data=values["plain"],
+        chunks=(2, 3),
+        serializer=ZarrBytesCodec(endian="big"),
+        compressors=None,
+    )
     group = zarr.open_group(str(root / "group"), mode="w")
-    group.create_array("sharded", data=values["group/sharded"], chunks=(2, 2), shards=(4, 4),
-                       serializer=ZarrBytesCodec(endian="big"), compressors=None)  # fmt: skip
-    group.create_array("inner", data=values["group/inner"], chunks=(3,), compressors=None,
-                       serializer=ZarrBytesCodec(endian="little"))  # fmt: skip
+    group.create_array(
+        "sharded",
+        data=values["group/sharded"],
+        chunks=(2, 2),
+        shards=(4, 4),
+        serializer=ZarrBytesCodec(endian="big"),
+        compressors=None,
+    )
+    group.create_array(
+        "inner",
+        data=values["group/inner"],
+        chunks=(3,),
+        compressors=None,
+        serializer=ZarrBytesCodec(endian="little"),
+    )
     zarr.consolidate_metadata(str(root / "group"))
     for path in root.rglob("zarr.json"):
         text = path.read_text().replace('"name": "bytes"', '"name": "endian"')
@@ -433,7 +592,8 @@ def make_legacy_stores(root: Path) -> dict[str, np.ndarray[Any, Any]]:
 def test_legacy_stores_open_in_a_fresh_interpreter_with_nothing_imported(tmp_path: Path) -> None:
     values = make_legacy_stores(tmp_path)
     legacy_text = {p: p.read_text() for p in tmp_path.rglob("zarr.json")}
-    assert sum(text.count('"name": "endian"') for text in legacy_text.values()) >= 6  # index codecs too
+    # index codecs too
+    assert sum(text.count('"name": "endian"') for text in legacy_text.values()) >= 6
     code = f"""
 import json, sys, zarr
 import numpy as np
@@ -447,7 +607,9 @@ group["sharded"][1, 1] = group["sharded"][1, 1]
 result["imported"] = "numcodecs_bytes.zarr3" in sys.modules
 print(json.dumps(result))
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     read = json.loads(result.stdout)
     assert read["plain"] == values["plain"].tolist()
     assert read["sharded"] == values["group/sharded"].tolist()
@@ -461,22 +623,30 @@ def test_a_users_choice_for_the_legacy_name_is_kept() -> None:
         "import zarr; zarr.config.set({'codecs.endian': 'my.Codec'});"
         "import numcodecs_bytes.zarr3; print(zarr.config.get('codecs.endian'))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "my.Codec"
 
 
 @pytest.mark.skipif(
-    not has_module("zarrs"), reason="zarrs (a Rust codec pipeline) is not installed (the interop extra)"
+    not has_module("zarrs"),
+    reason="zarrs (a Rust codec pipeline) is not installed (the interop extra)",
 )
 def test_legacy_stores_open_with_the_zarrs_pipeline(tmp_path: Path) -> None:
     values = make_legacy_stores(tmp_path)
     with zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}):
-        assert zarr.open_array(str(tmp_path / "plain"), mode="r")[...].tolist() == values["plain"].tolist()
+        assert (
+            zarr.open_array(str(tmp_path / "plain"), mode="r")[...].tolist()
+            == values["plain"].tolist()
+        )
         group = zarr.open_group(str(tmp_path / "group"), mode="r")
         assert group["sharded"][...].tolist() == values["group/sharded"].tolist()
 
 
-@pytest.mark.skipif(not has_module("tensorstore"), reason="tensorstore is not installed (the interop extra)")
+@pytest.mark.skipif(
+    not has_module("tensorstore"), reason="tensorstore is not installed (the interop extra)"
+)
 @pytest.mark.parametrize("endian", ["little", "big"])
 def test_tensorstore_reads_what_the_codec_wrote(tmp_path: Path, endian: str) -> None:
     import tensorstore as ts
@@ -484,17 +654,25 @@ def test_tensorstore_reads_what_the_codec_wrote(tmp_path: Path, endian: str) -> 
     data = np.arange(35, dtype="<f8").reshape(5, 7) / 3
     z = create(tmp_path / "a.zarr", data, BytesCodec(endian=endian), compressors=None)  # type: ignore[arg-type]
     z[...] = data
-    store = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / "a.zarr")}}).result()
+    store = ts.open(
+        {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / "a.zarr")}}
+    ).result()
     assert np.array_equal(store.read().result(), data)
 
 
-def test_the_fused_pipeline_where_zarr_has_it_and_the_default_one_everywhere(tmp_path: Path) -> None:
-    """zarr 3.3 added the (opt-in) FusedCodecPipeline, which calls codecs synchronously: the codec writes and
-    reads through it where it exists, and through the default pipeline on every zarr."""
+def test_the_fused_pipeline_where_zarr_has_it_and_the_default_one_everywhere(
+    tmp_path: Path,
+) -> None:
+    """zarr 3.3 added the (opt-in) FusedCodecPipeline, which calls codecs synchronously: the codec
+    writes and reads through it where it exists, and through the default pipeline on every zarr."""
     from zarr.core import codec_pipeline
 
-    assert hasattr(codec_pipeline, "FusedCodecPipeline") == ZARR_HAS_FUSED_PIPELINE, f"zarr {zarr.__version__}"
-    pipelines = [None] + (["zarr.core.codec_pipeline.FusedCodecPipeline"] if ZARR_HAS_FUSED_PIPELINE else [])
+    assert hasattr(codec_pipeline, "FusedCodecPipeline") == ZARR_HAS_FUSED_PIPELINE, (
+        f"zarr {zarr.__version__}"
+    )
+    pipelines = [None] + (
+        ["zarr.core.codec_pipeline.FusedCodecPipeline"] if ZARR_HAS_FUSED_PIPELINE else []
+    )
     data = np.arange(35, dtype="<i4").reshape(5, 7)
     for i, pipeline in enumerate(pipelines):
         with zarr.config.set({"codec_pipeline.path": pipeline} if pipeline else {}):
@@ -504,11 +682,12 @@ def test_the_fused_pipeline_where_zarr_has_it_and_the_default_one_everywhere(tmp
         assert zarr.open_array(str(tmp_path / f"{i}.zarr"))[...].tolist() == data.tolist()
 
 
-# -- byte-range reads ------------------------------------------------------------------------------------------
+# -- byte-range reads ------------------------------------------------------------------------------
 
 
 class RecordingStore(WrapperStore[Any]):
-    """Records the byte ranges requested of chunk keys (in a class attribute: zarr may copy the store)."""
+    """Records the byte ranges requested of chunk keys (in a class attribute: zarr may copy the
+    store)."""
 
     requests: ClassVar[list[tuple[str, Any]]] = []
 
@@ -527,16 +706,29 @@ def recorded_bytes(requests: list[tuple[str, Any]], chunk_size: int) -> int:
 
 @pytest.mark.parametrize(
     ("selection", "most_bytes"),
-    [((123, 4067), 4), ((slice(10, 12), 5), 4 * (4096 + 1)), ((7, slice(None)), 4 * 4096), ((slice(None), 3), None)],
+    [
+        ((123, 4067), 4),
+        ((slice(10, 12), 5), 4 * (4096 + 1)),
+        ((7, slice(None)), 4 * 4096),
+        ((slice(None), 3), None),
+    ],
 )
-def test_reading_a_selection_fetches_only_its_span(tmp_path: Path, selection: Any, most_bytes: int | None) -> None:
+def test_reading_a_selection_fetches_only_its_span(
+    tmp_path: Path, selection: Any, most_bytes: int | None
+) -> None:
     shape = (4096, 4096)  # one 64 MiB int32 chunk
     data = np.arange(np.prod(shape), dtype="<i4").reshape(shape)
-    zarr.create_array(store=str(tmp_path / "a.zarr"), data=data, chunks=shape,
-                      serializer=BytesCodec(endian="big"), compressors=None)  # fmt: skip
+    zarr.create_array(
+        store=str(tmp_path / "a.zarr"),
+        data=data,
+        chunks=shape,
+        serializer=BytesCodec(endian="big"),
+        compressors=None,
+    )
     store = RecordingStore(zarr.storage.LocalStore(str(tmp_path / "a.zarr")))
     RecordingStore.requests.clear()
-    with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):  # read with this codec
+    # read with this codec
+    with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
         z = zarr.open_array(store, mode="r+", zarr_format=3)  # (read-only wrappers need zarr 3.1.6)
         assert np.array_equal(z[selection], data[selection])
     fetched = recorded_bytes(store.requests, data.nbytes)
@@ -547,8 +739,15 @@ def test_reading_a_selection_fetches_only_its_span(tmp_path: Path, selection: An
 
 
 def test_partial_read_of_a_missing_chunk_is_the_fill_value(tmp_path: Path) -> None:
-    z = zarr.create_array(store=str(tmp_path / "a.zarr"), shape=(8,), chunks=(4,), dtype="<i4", fill_value=-1,
-                          serializer=BytesCodec(endian="big"), compressors=None)  # fmt: skip
+    z = zarr.create_array(
+        store=str(tmp_path / "a.zarr"),
+        shape=(8,),
+        chunks=(4,),
+        dtype="<i4",
+        fill_value=-1,
+        serializer=BytesCodec(endian="big"),
+        compressors=None,
+    )
     z[:4] = [1, 2, 3, 4]
     assert z[2:6].tolist() == [3, 4, -1, -1]
     assert z[[0, 5, 3]].tolist() == [1, -1, 4]
@@ -558,7 +757,8 @@ def test_partial_read_of_a_missing_chunk_is_the_fill_value(tmp_path: Path) -> No
 def test_needs_endian_agrees_with_the_codec(tmp_path: Path) -> None:
     for dtype in DTYPES:
         endian_or_none = None if not needs_endian(np.dtype(dtype)) else "big"
-        z = zarr.create_array(store={}, shape=(2,), dtype=dtype, serializer=BytesCodec(endian=endian_or_none))  # type: ignore[arg-type]
+        serializer = BytesCodec(endian=endian_or_none)  # type: ignore[arg-type]
+        z = zarr.create_array(store={}, shape=(2,), dtype=dtype, serializer=serializer)
         assert z.metadata.to_dict()["codecs"][0]["name"] == "bytes"
 
 
@@ -567,26 +767,47 @@ def test_as_the_inner_and_the_index_codec_of_sharding(tmp_path: Path) -> None:
 
     data = np.arange(64, dtype="<f4").reshape(8, 8)
     sharding = ShardingCodec(
-        chunk_shape=(2, 2), codecs=[BytesCodec(endian="big")], index_codecs=[BytesCodec(endian="little"), Crc32cCodec()]
+        chunk_shape=(2, 2),
+        codecs=[BytesCodec(endian="big")],
+        index_codecs=[BytesCodec(endian="little"), Crc32cCodec()],
     )
-    z = zarr.create_array(store=str(tmp_path / "s.zarr"), shape=data.shape, chunks=(4, 4), dtype=data.dtype,
-                          serializer=sharding, compressors=None)  # fmt: skip
+    z = zarr.create_array(
+        store=str(tmp_path / "s.zarr"),
+        shape=data.shape,
+        chunks=(4, 4),
+        dtype=data.dtype,
+        serializer=sharding,
+        compressors=None,
+    )
     z[...] = data
-    configuration = json.loads((tmp_path / "s.zarr" / "zarr.json").read_text())["codecs"][0]["configuration"]
+    configuration = json.loads((tmp_path / "s.zarr" / "zarr.json").read_text())["codecs"][0][
+        "configuration"
+    ]
     assert configuration["codecs"] == [{"name": "bytes", "configuration": {"endian": "big"}}]
-    assert configuration["index_codecs"][0] == {"name": "bytes", "configuration": {"endian": "little"}}
+    assert configuration["index_codecs"][0] == {
+        "name": "bytes",
+        "configuration": {"endian": "little"},
+    }
     with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
-        assert zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[1:7, 3].tolist() == data[1:7, 3].tolist()
-    assert zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[...].tolist() == data.tolist()  # zarr's own codec
+        assert (
+            zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[1:7, 3].tolist()
+            == data[1:7, 3].tolist()
+        )
+    # zarr's own codec
+    assert zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[...].tolist() == data.tolist()
 
 
-def test_enable_selects_this_codec_for_created_opened_and_sharded_arrays_and_the_block_ends_it() -> None:
+def test_enable_selects_this_codec_for_created_opened_and_sharded_arrays_until_it_ends() -> None:
     from zarr.codecs import ShardingCodec
 
     def codecs_of(z: Any) -> list[Any]:
         found = []
         for codec in z.metadata.codecs:
-            found += [*codec.codecs, *codec.index_codecs] if isinstance(codec, ShardingCodec) else [codec]
+            found += (
+                [*codec.codecs, *codec.index_codecs]
+                if isinstance(codec, ShardingCodec)
+                else [codec]
+            )
         return [codec for codec in found if codec.to_dict()["name"] == "bytes"]
 
     data = np.arange(16, dtype=">i4").reshape(4, 4)
@@ -598,16 +819,29 @@ def test_enable_selects_this_codec_for_created_opened_and_sharded_arrays_and_the
         made_directly = ShardingCodec(chunk_shape=(2, 2))
         opened = zarr.open_array(stores["ours"], mode="r")
         for z in (plain, sharded, opened):
-            assert codecs_of(z) and all(isinstance(codec, BytesCodec) for codec in codecs_of(z)), codecs_of(z)
-        assert all(isinstance(c, BytesCodec) for c in (*made_directly.codecs[:1], made_directly.index_codecs[0]))
+            assert codecs_of(z) and all(isinstance(codec, BytesCodec) for codec in codecs_of(z)), (
+                codecs_of(z)
+            )
+        assert all(
+            isinstance(c, BytesCodec)
+            for c in (*made_directly.codecs[:1], made_directly.index_codecs[0])
+        )
         assert opened[...].tolist() == data.tolist()
     zarr.create_array(store=stores["zarr"], data=data, chunks=(2, 2), shards=(4, 4))
-    assert all(type(codec) is ZarrBytesCodec for codec in codecs_of(zarr.open_array(stores["zarr"], mode="r")))
-    assert type(ShardingCodec(chunk_shape=(2, 2)).codecs[0]) is ZarrBytesCodec  # after the block: zarr's again
-    assert {k: v.to_bytes() for k, v in stores["ours"].items()} == {k: v.to_bytes() for k, v in stores["zarr"].items()}
+    assert all(
+        type(codec) is ZarrBytesCodec
+        for codec in codecs_of(zarr.open_array(stores["zarr"], mode="r"))
+    )
+    # after the block: zarr's again
+    assert type(ShardingCodec(chunk_shape=(2, 2)).codecs[0]) is ZarrBytesCodec
+    assert {k: v.to_bytes() for k, v in stores["ours"].items()} == {
+        k: v.to_bytes() for k, v in stores["zarr"].items()
+    }
 
 
-def test_the_config_key_set_by_the_environment_selects_it_once_enable_is_called(tmp_path: Path) -> None:
+def test_the_config_key_set_by_the_environment_selects_it_once_enable_is_called(
+    tmp_path: Path,
+) -> None:
     code = """
 import zarr, numcodecs_bytes.zarr3
 numcodecs_bytes.zarr3.enable()
@@ -617,13 +851,15 @@ sharding = z.metadata.codecs[0]
 print({type(c).__module__ for c in (sharding.codecs[0], sharding.index_codecs[0])})
 """
     env = {**os.environ, "ZARR_CODECS__BYTES": "numcodecs_bytes.zarr3.BytesCodec"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
     assert result.stdout.strip() == "{'numcodecs_bytes.zarr3'}"
 
 
 def test_installing_the_package_changes_nothing_in_zarr_until_enable(tmp_path: Path) -> None:
-    """zarr loads this package's module through its entry points whenever it resolves the name bytes (or
-    endian): that registers the codec, and changes none of zarr's functions."""
+    """zarr loads this package's module through its entry points whenever it resolves the name bytes
+    (or endian): that registers the codec, and changes none of zarr's functions."""
     store = tmp_path / "a.zarr"
     zarr.create_array(str(store), data=np.arange(4, dtype=">i4"), chunks=(2,), shards=(4,))
     code = f"""
@@ -639,14 +875,17 @@ with numcodecs_bytes.zarr3.enable():
     pass
 print((array.default_serializer_v3, ShardingCodec.__init__) != before)
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
 
 
 def test_enable_from_many_threads_at_once_changes_zarr_once() -> None:
-    """Issue 43, item 8: a threaded application's first enable() calls, at once. Each trial starts from zarr's own
-    functions, in a fresh interpreter of its own trials; zarr's functions end wrapped once, and sharded arrays
-    are made as before (wrapped twice, every one raised KeyError: 'index_codecs')."""
+    """Issue 43, item 8: a threaded application's first enable() calls, at once. Each trial starts
+    from zarr's own functions, in a fresh interpreter of its own trials; zarr's functions end
+    wrapped once, and sharded arrays are made as before (wrapped twice, every one raised KeyError:
+    'index_codecs')."""
     code = """
 import sys, threading, zarr, zarr.core.array as array
 from zarr.codecs.sharding import ShardingCodec
@@ -673,24 +912,34 @@ for trial in range(300):
     wrong += wrapped != originals
 print(wrong)
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300)
-    assert result.returncode == 0 and result.stdout.strip() == "0", (result.stdout, result.stderr[-2000:])
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "0", (
+        result.stdout,
+        result.stderr[-2000:],
+    )
 
 
-# -- corrupt shards: the values of zarr-python's own codec, or an error where it finds one -----------------
+# -- corrupt shards: the values of zarr-python's own codec, or an error where it finds one ---------
 
 INNER = 8  # two inner chunks of 8 int32 in one shard of 16
 
 
 def shard_store(index: list[int] | None = None, body: bytes | None = None) -> dict[str, Any]:
-    """A (16,) int32 array in one shard without an index checksum; its index or body replaced if given."""
+    """A (16,) int32 array in one shard without an index checksum; its index or body replaced if
+    given."""
     from zarr.codecs import ShardingCodec
 
     store = zarr.storage.MemoryStore()
     sharding = ShardingCodec(
-        chunk_shape=(INNER,), codecs=[ZarrBytesCodec(endian="little")], index_codecs=[ZarrBytesCodec(endian="little")]
+        chunk_shape=(INNER,),
+        codecs=[ZarrBytesCodec(endian="little")],
+        index_codecs=[ZarrBytesCodec(endian="little")],
     )
-    z = zarr.create_array(store=store, shape=(16,), chunks=(16,), dtype="<i4", serializer=sharding, compressors=None)
+    z = zarr.create_array(
+        store=store, shape=(16,), chunks=(16,), dtype="<i4", serializer=sharding, compressors=None
+    )
     z[:] = np.arange(16, dtype="<i4")
     shard = store._store_dict["c/0"].to_bytes()
     if body is not None:
@@ -719,26 +968,43 @@ def test_a_truncated_inner_chunk_is_an_error_never_other_elements(selection: Any
 
 
 def test_a_truncated_chunk_fetched_by_range_is_an_error(tmp_path: Path) -> None:
-    z = zarr.create_array(store=str(tmp_path / "a.zarr"), shape=(16,), chunks=(16,), dtype="<i4",
-                          serializer=BytesCodec(endian="big"), compressors=None)  # fmt: skip
+    z = zarr.create_array(
+        store=str(tmp_path / "a.zarr"),
+        shape=(16,),
+        chunks=(16,),
+        dtype="<i4",
+        serializer=BytesCodec(endian="big"),
+        compressors=None,
+    )
     z[:] = np.arange(16)
     chunk = tmp_path / "a.zarr" / "c" / "0"
     chunk.write_bytes(chunk.read_bytes()[:50])  # elements 12.5 onwards are gone
     assert z[1:12].tolist() == list(range(1, 12))  # what the range asks for is all there
     with pytest.raises(
-        ValueError, match=r"chunk of 6 bytes does not match its shape \(16,\) of int32: 12 bytes expected from byte 44"
+        ValueError,
+        match=r"chunk of 6 bytes does not match its shape \(16,\) of int32: "
+        r"12 bytes expected from byte 44",
     ):
         z[11:14]
 
 
 def test_a_truncated_chunk_is_an_error_naming_its_length_on_every_read_path(tmp_path: Path) -> None:
-    """The whole chunk, a contiguous block and a span inside a block: each checks the exact length it read."""
-    z = zarr.create_array(store=str(tmp_path / "a.zarr"), shape=(4, 4), chunks=(4, 4), dtype="<i4",
-                          serializer=BytesCodec(endian="big"), compressors=None)  # fmt: skip
+    """The whole chunk, a contiguous block and a span inside a block: each checks the exact length
+    it read."""
+    z = zarr.create_array(
+        store=str(tmp_path / "a.zarr"),
+        shape=(4, 4),
+        chunks=(4, 4),
+        dtype="<i4",
+        serializer=BytesCodec(endian="big"),
+        compressors=None,
+    )
     z[...] = np.arange(16).reshape(4, 4)
     chunk = tmp_path / "a.zarr" / "c" / "0" / "0"
     chunk.write_bytes(chunk.read_bytes()[:30])
-    message = "^chunk of {} bytes does not match its shape \\(4, 4\\) of int32: {} bytes expected{}$"
+    message = (
+        "^chunk of {} bytes does not match its shape \\(4, 4\\) of int32: {} bytes expected{}$"
+    )
     with pytest.raises(ValueError, match=message.format(30, 64, "")):
         z[...]
     with pytest.raises(ValueError, match=message.format(14, 32, " from byte 16")):
@@ -750,19 +1016,26 @@ def test_a_truncated_chunk_is_an_error_naming_its_length_on_every_read_path(tmp_
 def test_constructor_errors_name_the_value() -> None:
     with pytest.raises(ValueError, match=r"^endian must be 'little', 'big' or None, got 'BIG'$"):
         BytesCodec(endian="BIG")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"^name must be 'bytes' or the legacy 'endian', got 'byte'$"):
+    with pytest.raises(
+        ValueError, match=r"^name must be 'bytes' or the legacy 'endian', got 'byte'$"
+    ):
         BytesCodec(name="byte")
 
 
 @given(
-    index=st.lists(st.sampled_from([0, 4, 8, 28, 32, 36, 64, 68, 2**64 - 1]), min_size=4, max_size=4),
+    index=st.lists(
+        st.sampled_from([0, 4, 8, 28, 32, 36, 64, 68, 2**64 - 1]), min_size=4, max_size=4
+    ),
     cut=st.integers(0, 64),
     start=st.integers(0, 15),
     length=st.integers(1, 16),
 )
 @settings(max_examples=150, deadline=None)
-@pytest.mark.filterwarnings("ignore:overflow encountered in scalar add:RuntimeWarning")  # zarr's shard index arithmetic
-def test_fuzz_corrupt_shards_give_zarrs_values_or_an_error(index: list[int], cut: int, start: int, length: int) -> None:
+# zarr's shard index arithmetic
+@pytest.mark.filterwarnings("ignore:overflow encountered in scalar add:RuntimeWarning")
+def test_fuzz_corrupt_shards_give_zarrs_values_or_an_error(
+    index: list[int], cut: int, start: int, length: int
+) -> None:
     body = np.arange(16, dtype="<i4").tobytes()[:cut]
     store = shard_store(index=index, body=body)
     selection = slice(start, min(start + length, 16))
@@ -779,7 +1052,8 @@ def test_fuzz_corrupt_shards_give_zarrs_values_or_an_error(index: list[int], cut
 
 @st.composite
 def chunk_selections(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[Any, ...]]:
-    """A chunk shape and a selection of the kinds zarr passes to a codec: ints, slices, integer or bool arrays."""
+    """A chunk shape and a selection of the kinds zarr passes to a codec: ints, slices, integer or
+    bool arrays."""
     shape = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
     selection: list[Any] = []
     for length in shape:
@@ -791,15 +1065,21 @@ def chunk_selections(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[Any, ...]]
             stop = draw(st.one_of(st.none(), st.integers(-length - 1, length + 1)))
             selection.append(slice(start, stop, draw(st.integers(1, 3))))
         elif kind == "ints":
-            selection.append(np.array(draw(st.lists(st.integers(-length, length - 1), min_size=1, max_size=4))))
+            selection.append(
+                np.array(draw(st.lists(st.integers(-length, length - 1), min_size=1, max_size=4)))
+            )
         else:
-            selection.append(np.array(draw(st.lists(st.booleans(), min_size=length, max_size=length))))
+            selection.append(
+                np.array(draw(st.lists(st.booleans(), min_size=length, max_size=length)))
+            )
     return shape, tuple(selection)
 
 
 @given(case=chunk_selections())
 @settings(max_examples=300, deadline=None)
-def test_the_block_of_a_selection_holds_exactly_its_elements(case: tuple[tuple[int, ...], tuple[Any, ...]]) -> None:
+def test_the_block_of_a_selection_holds_exactly_its_elements(
+    case: tuple[tuple[int, ...], tuple[Any, ...]],
+) -> None:
     from numcodecs_bytes.chunk_bytes import block as _block
 
     shape, selection = case
@@ -817,7 +1097,9 @@ def test_the_block_of_a_selection_holds_exactly_its_elements(case: tuple[tuple[i
     flat = chunk.reshape(-1)[block.first : block.first + block.elements].reshape(block.shape)
     got = flat[block.selection]
     assert got.shape == expected.shape and got.tolist() == expected.tolist()
-    assert expected.size == 0 or (block.span[0] <= expected.min() and expected.max() <= block.span[1])
+    assert expected.size == 0 or (
+        block.span[0] <= expected.min() and expected.max() <= block.span[1]
+    )
     event("whole chunk" if block.elements == chunk.size else "a block")
 
 
@@ -835,7 +1117,8 @@ def test_the_block_is_not_worked_out_for_selections_zarr_does_not_pass() -> None
 
 
 def test_a_selection_of_nothing_reads_nothing(tmp_path: Path) -> None:
-    """zarr itself never asks a codec for no elements (it skips such chunks); the codec answers without a read."""
+    """zarr itself never asks a codec for no elements (it skips such chunks); the codec answers
+    without a read."""
     import asyncio
 
     from zarr.core.array_spec import ArrayConfig, ArraySpec
@@ -844,9 +1127,15 @@ def test_a_selection_of_nothing_reads_nothing(tmp_path: Path) -> None:
     from zarr.storage import LocalStore, StorePath
 
     dtype = parse_dtype("<i4", zarr_format=3)
-    spec = ArraySpec(shape=(6, 5), dtype=dtype, fill_value=dtype.default_scalar(), config=ArrayConfig.from_dict({}),
-                     prototype=default_buffer_prototype())  # fmt: skip
-    missing = StorePath(LocalStore(str(tmp_path)), "no-such-chunk")  # a read would find nothing: None
+    spec = ArraySpec(
+        shape=(6, 5),
+        dtype=dtype,
+        fill_value=dtype.default_scalar(),
+        config=ArrayConfig.from_dict({}),
+        prototype=default_buffer_prototype(),
+    )
+    # a read would find nothing: None
+    missing = StorePath(LocalStore(str(tmp_path)), "no-such-chunk")
     for selection in ((slice(2, 2), slice(None)), (slice(None), np.array([], dtype=np.intp))):
         got = asyncio.run(BytesCodec(endian="big")._decode_partial_single(missing, selection, spec))
         assert got is not None
@@ -858,8 +1147,13 @@ def test_a_selection_of_nothing_reads_nothing(tmp_path: Path) -> None:
 def one_chunk_array(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, np.ndarray[Any, Any]]:
     data = np.arange(5 * 6 * 7, dtype="<i4").reshape(5, 6, 7)
     path = tmp_path_factory.mktemp("partial") / "a.zarr"
-    zarr.create_array(store=str(path), data=data, chunks=data.shape, serializer=BytesCodec(endian="big"),
-                      compressors=None)  # fmt: skip
+    zarr.create_array(
+        store=str(path),
+        data=data,
+        chunks=data.shape,
+        serializer=BytesCodec(endian="big"),
+        compressors=None,
+    )
     with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
         array = zarr.open_array(str(path), mode="r")
     assert isinstance(array.metadata.codecs[0], BytesCodec)  # this package's codec reads it
@@ -877,7 +1171,8 @@ def test_orthogonal_selections_read_by_byte_range_equal_numpy(
         (np.flatnonzero(np.resize(index, n)) if index.dtype == np.bool_ else index % n)
         if isinstance(index, np.ndarray)
         else index % n
-        if isinstance(index, int) and not -n <= index < n  # drawn for another length: brought in range
+        # drawn for another length: brought in range
+        if isinstance(index, int) and not -n <= index < n
         else index
         for index, n in zip((*drawn, slice(None), slice(None))[:3], data.shape, strict=True)
     )
@@ -886,10 +1181,20 @@ def test_orthogonal_selections_read_by_byte_range_equal_numpy(
         return  # zarr refuses empty integer selections
     if not ZARR_DROPS_AXES_OF_PARTIAL_READS and any(isinstance(index, int) for index in selection):
         return  # zarr < 3.1.6 keeps the dropped axis on the partial-read path (see stack.py)
-    expected = data[np.ix_(*(np.arange(n)[index] if not isinstance(index, int) else [index % n]
-                             for index, n in zip(selection, data.shape, strict=True)))]  # fmt: skip
+    expected = data[
+        np.ix_(
+            *(
+                np.arange(n)[index] if not isinstance(index, int) else [index % n]
+                for index, n in zip(selection, data.shape, strict=True)
+            )
+        )
+    ]
     expected = expected.reshape(
-        [s for s, index in zip(expected.shape, selection, strict=True) if not isinstance(index, int)]
+        [
+            s
+            for s, index in zip(expected.shape, selection, strict=True)
+            if not isinstance(index, int)
+        ]
     )
     with zarr.config.set({"codecs.bytes": "numcodecs_bytes.zarr3.BytesCodec"}):
         got = array.oindex[selection]

@@ -29,7 +29,8 @@ zarr = pytest.importorskip("zarr")
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("NUMCODECS_BYTES_ZARR_SUITE") not in ("1", "full"),
-    reason="runs zarr-python's own test suite (minutes): NUMCODECS_BYTES_ZARR_SUITE=1 (.ci/run zarr-suite)",
+    reason="runs zarr-python's own test suite (minutes): NUMCODECS_BYTES_ZARR_SUITE=1 (.ci/run "
+    "zarr-suite)",
 )
 
 SELECTION = [
@@ -40,19 +41,21 @@ SELECTION = [
     "tests/test_metadata/test_v3.py",
     "tests/test_cli",
 ]
-"""The files of zarr's suite where arrays are written and read through the ``bytes`` codec (plain, sharded,
-indexed every way, from metadata, by the v2-to-v3 command): what CI runs; the rest (stores, groups, consolidation,
-dtypes, the v2 format) never reaches the codec in a way these do not."""
+"""The files of zarr's suite where arrays are written and read through the ``bytes`` codec (plain,
+sharded, indexed every way, from metadata, by the v2-to-v3 command): what CI runs; the rest (stores,
+groups, consolidation, dtypes, the v2 format) never reaches the codec in a way these do not."""
 
 PLUGIN_FOLDER = Path(__file__).parents[1] / "support"  # zarr_suite_plugin.py
 
 EXPECTED: list[tuple[str, str]] = [
     (
         r"^tests/test_array\.py::TestInfo::test_info_",
-        "compares an array's info with one holding an instance of zarr's own BytesCodec (zarr's class asserted)",
+        "compares an array's info with one holding an instance of zarr's own BytesCodec (zarr's "
+        "class asserted)",
     ),
 ]
-"""(pattern on the node id, reason): the tests that pass with zarr's codec and may fail with ours."""
+"""(pattern on the node id, reason): the tests that pass with zarr's codec and may fail with
+ours."""
 
 # Node ids holding functions' addresses, which differ between xdist workers (and between runs).
 UNSTABLE_IDS = "not test_docstring_consistent_parameters"
@@ -61,10 +64,21 @@ UNSTABLE_IDS = "not test_docstring_consistent_parameters"
 def zarr_tests(folder: Path) -> Path:
     """The sdist of the installed zarr, unpacked: its ``tests`` and its pytest settings."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-         f"zarr=={zarr.__version__}", "--dest", str(folder)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            f"zarr=={zarr.__version__}",
+            "--dest",
+            str(folder),
+        ],
         check=True,
-    )  # fmt: skip
+    )
     (sdist,) = folder.glob("zarr-*.tar.gz")
     with tarfile.open(sdist) as archive:
         archive.extractall(folder, filter="data")
@@ -77,8 +91,23 @@ def run(source: Path, outcomes: Path, ours: bool, *selection: str) -> dict[str, 
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGIN_FOLDER), env.get("PYTHONPATH")]))
     if ours:
         env["ZARR_CODECS__BYTES"] = "numcodecs_bytes.zarr3.BytesCodec"
-    command = [sys.executable, "-m", "pytest", "-p", "zarr_suite_plugin", "-p", "no:cacheprovider", "-q",
-               "-o", "addopts=", "-n", "2", "-k", UNSTABLE_IDS, *(selection or ["tests"])]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "zarr_suite_plugin",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-o",
+        "addopts=",
+        "-n",
+        "2",
+        "-k",
+        UNSTABLE_IDS,
+        *(selection or ["tests"]),
+    ]
     finished = subprocess.run(command, cwd=source, env=env, capture_output=True, text=True)
     tail = "\n".join(finished.stdout.splitlines()[-3:])
     print(f"zarr {zarr.__version__}, {'our' if ours else 'its own'} codec: {tail}")
@@ -98,8 +127,14 @@ def test_zarrs_own_suite_passes_with_this_codec_where_it_passes_with_zarrs(tmp_p
     theirs = run(source, tmp_path / "theirs.json", False, *failed) if failed else {}
     differences = [node for node in failed if theirs.get(node) == "passed"]
     unexplained = [node for node in differences if not any(re.search(p, node) for p, _ in EXPECTED)]
-    counts = {outcome: sum(o == outcome for o in ours.values()) for outcome in ("passed", "failed", "skipped")}
-    print(f"ours: {counts}; failed with both codecs: {len(failed) - len(differences)}; differences: {len(differences)}")
+    counts = {
+        outcome: sum(o == outcome for o in ours.values())
+        for outcome in ("passed", "failed", "skipped")
+    }
+    print(
+        f"ours: {counts}; failed with both codecs: {len(failed) - len(differences)}; differences: "
+        f"{len(differences)}"
+    )
     for pattern, reason in EXPECTED:
         matched = [node for node in differences if re.search(pattern, node)]
         print(f"{len(matched):4} {pattern}: {reason}")
