@@ -75,6 +75,7 @@ def run_benchmark(name: str, capsys: pytest.CaptureFixture[str], *args: str) -> 
     return capsys.readouterr().out
 
 
+@pytest.mark.runs_a_benchmark
 def test_the_codec_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/codec.py keeps working (quick mode: 4 KiB and 64 KiB, one round)."""
     out = run_benchmark("codec", capsys, "--quick", "--repeats", "1")
@@ -87,6 +88,7 @@ def test_the_codec_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
         assert re.search(rf"^(PASS|FAIL)  {target}", out, re.M), target
 
 
+@pytest.mark.runs_a_benchmark
 def test_the_bool_check_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/bool_check.py keeps working, every way writing the right bytes (1 MiB, one
     run)."""
@@ -95,6 +97,7 @@ def test_the_bool_check_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> No
         assert re.search(rf"^1 MiB {way} +\d+\.\d\d \.\. \d+\.\d\d$", out, re.M), way
 
 
+@pytest.mark.runs_a_benchmark
 def test_the_shard_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/shard.py keeps working: 64 MiB on the local disk, one round, every contender's
     result read equal to the source (the benchmark checks it)."""
@@ -105,6 +108,7 @@ def test_the_shard_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert "what sharding adds to the metadata-only run" in out
 
 
+@pytest.mark.runs_a_benchmark
 def test_the_zarr_arrays_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/zarr_arrays.py keeps working (quick mode: 4 MiB, one round)."""
     if not has_module("zarr"):

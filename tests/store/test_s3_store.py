@@ -247,6 +247,7 @@ def test_to_v3_on_an_object_store_keeps_every_node_through_a_subgroup_first_and_
     assert not [p for p in objects(s3) if p.rsplit("/", 1)[-1].startswith(".z")]
 
 
+@pytest.mark.runs_a_benchmark
 def test_the_store_tools_benchmark_runs() -> None:
     """benchmarks/store_tools.py (S3 behind a delaying proxy, then a kill and a rerun) keeps
     working: 3 arrays."""
@@ -472,7 +473,7 @@ def test_two_to_v3_runs_at_once_without_a_lock_never_overwrite_each_other(
 
 
 def test_two_migrate_runs_at_once_without_a_lock_change_each_file_once(
-    s3: Any, slow_endpoint: str, tmp_path: Path
+    s3: Any, endpoint: str, slow_endpoint: str, tmp_path: Path
 ) -> None:
     """Where no lock can be had: a file is replaced only while it is the version listed (If-Match),
     so the slower run leaves it."""
@@ -490,7 +491,7 @@ def test_two_migrate_runs_at_once_without_a_lock_change_each_file_once(
             text = s3.cat_file(path).decode()
             json.loads(text)
             assert '"endian"' not in text.replace('"endian": "big"', ""), path
-    rerun = tool(["migrate", url], slow_endpoint)
+    rerun = tool(["migrate", url], endpoint)
     out, _ = rerun.communicate(timeout=120)
     assert rerun.returncode == 0 and out.startswith("nothing to do: no legacy codec in 41 nodes"), (
         out
@@ -520,7 +521,7 @@ def test_to_v3_killed_mid_batch_on_s3_then_rerun_finishes(
     assert 0 < sum(p.endswith("/zarr.json") for p in objects_now) < 61, "not killed mid-batch"
     # v2 readers lose nothing
     assert all(f"{BUCKET}/s/{name}/.zarray" in objects_now for name in written)
-    rerun = tool(["to-v3", url, "--remove-v2-metadata"], slow_endpoint)
+    rerun = tool(["to-v3", url, "--remove-v2-metadata"], endpoint)  # no delay needed now
     _, err = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, err
     assert_converted(url, endpoint, written)

@@ -7,7 +7,9 @@ build that class wherever it builds a ``bytes`` codec, as the config key says
 around each test, which undoes the key ``enable()`` sets). It
 records each test's outcome by node id in the JSON file that
 ``NUMCODECS_BYTES_OUTCOMES`` names: "failed" if any phase failed, else
-"skipped" or "passed".
+"skipped" or "passed". Where ``NUMCODECS_BYTES_EXAMPLES`` is set, zarr's
+property tests draw that many examples each, the same every run (zarr's "ci"
+profile, which draws 300, with fewer).
 """
 
 from __future__ import annotations
@@ -24,6 +26,17 @@ if os.environ.get("ZARR_CODECS__BYTES") == OURS:
     numcodecs_bytes.zarr3.enable()
 
 _outcomes: dict[str, str] = {}
+
+
+def pytest_configure(config: Any) -> None:
+    # after zarr's conftest, which loads its own profile on import
+    examples = os.environ.get("NUMCODECS_BYTES_EXAMPLES")
+    if examples:
+        from hypothesis import settings
+
+        ci = settings.get_profile("ci")
+        settings.register_profile("numcodecs-bytes", parent=ci, max_examples=int(examples))
+        settings.load_profile("numcodecs-bytes")
 
 
 def pytest_runtest_logreport(report: Any) -> None:

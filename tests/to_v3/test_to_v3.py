@@ -296,6 +296,7 @@ def test_stores_written_by_zarr_2_18_convert(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.runs_a_benchmark
 def test_the_to_v3_benchmark_runs() -> None:
     """benchmarks/to_v3.py keeps working: its three parts, small (the script's own checks run
     too)."""
