@@ -8,7 +8,7 @@ zarr's codec and fails with ours must be in `EXPECTED`, with its reason.
 
 Minutes long, so it runs only where ``NUMCODECS_BYTES_ZARR_SUITE`` is set:
 ``1`` runs the files that exercise the ``bytes`` codec (`SELECTION`: the
-codecs, sharding, indexing, arrays, properties, v3 metadata; the CI leg
+codecs, sharding, indexing, properties, v3 metadata; the CI leg
 ``zarr-suite``, on the main and the newest stack), ``full`` the whole suite
 (``.ci/run zarr-suite-full``), its property tests as zarr's CI draws them.
 """
@@ -38,14 +38,14 @@ pytestmark = pytest.mark.skipif(
 SELECTION = [
     "tests/test_codecs",
     "tests/test_indexing.py",
-    "tests/test_array.py",
     "tests/test_properties.py",
     "tests/test_metadata/test_v3.py",
 ]
 """The files of zarr's suite where arrays are written and read through the ``bytes`` codec (plain,
-sharded, indexed every way, round trips of drawn arrays, from metadata): what CI runs; the rest
-(stores, groups, consolidation, dtypes, the v2 format, the command line) never reaches the codec in
-a way these do not. Their property tests draw `EXAMPLES` examples each, the same every run."""
+sharded, indexed every way, round trips of drawn arrays, from metadata): what CI runs. The rest
+(arrays' creation and info, stores, groups, consolidation, dtypes, the v2 format, the command line)
+reaches the codec in no way these do not; it runs with `.ci/run zarr-suite-full`. Their property
+tests draw `EXAMPLES` examples each, the same every run."""
 
 EXAMPLES = 50
 """Examples each of zarr's property tests draws in the selection (zarr's "ci" profile: 300, a
@@ -129,7 +129,7 @@ def test_zarrs_own_suite_passes_with_this_codec_where_it_passes_with_zarrs(tmp_p
     source = zarr_tests(tmp_path)
     full = os.environ.get("NUMCODECS_BYTES_ZARR_SUITE") == "full"
     selection = [] if full else [path for path in SELECTION if (source / path).exists()]
-    assert full or {"tests/test_codecs", "tests/test_array.py"} <= set(selection), selection
+    assert full or {"tests/test_codecs", "tests/test_indexing.py"} <= set(selection), selection
     ours = run(source, tmp_path / "ours.json", True, *selection)
     assert sum(outcome == "passed" for outcome in ours.values()) > 1000, "the suite did not run"
     failed = sorted(node for node, outcome in ours.items() if outcome == "failed")
