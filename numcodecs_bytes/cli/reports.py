@@ -187,6 +187,7 @@ def run_to_v3(
     too, with ``verbose``); return the exit code (`EXIT_CODES`)."""
     # imports zarr when run: only this command needs it
     from ..to_v3 import NodeResult, convert_store
+    from ..to_v3.ome import kind_of
 
     written = ("zarr.json", "to write" if dry_run else "written")
     status = Progress(tool, sys.stderr.isatty() if progress is None else progress, written)
@@ -201,6 +202,8 @@ def run_to_v3(
             return
         where = f"{node.path}/zarr.json".lstrip("/")
         kind = "group, implicit in v2" if node.implicit else node.kind
+        ome = kind_of(node.document) if node.action != "kept" else None
+        kind += f", OME-Zarr 0.5 {ome}" if ome else ""
         if node.action == "kept":
             line = f"kept {shown(where)} ({kind}, already converted)"
         else:
@@ -286,6 +289,16 @@ def _client(address: str) -> Any:
         ) from None
 
 
+def _ome_summary(groups: list[tuple[str, str]], dry_run: bool) -> str:
+    """The OME-Zarr groups made 0.5, counted: images, label images, plates, collections (their
+    wells and labels groups go with them)."""
+    kinds = [kind for _, kind in groups]
+    main = ("image", "label image", "plate", "collection")
+    counted = [count(kinds.count(kind), kind) for kind in main if kind in kinds]
+    verb = "to make" if dry_run else "made"
+    return f"OME-Zarr 0.4 {verb} 0.5: {', '.join(counted or [count(len(kinds), 'OME group')])}"
+
+
 def _conversion_summary(report: Any, dry_run: bool) -> str:
     """What a to-v3 run did, counted: zarr.json written, brought up to date, kept; files removed;
     failures."""
@@ -311,6 +324,8 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
         parts.append(
             f"{count(len(written), 'zarr.json')} {'to write' if dry_run else 'written'}{filters}"
         )
+    if report.ome:
+        parts.append(_ome_summary(report.ome, dry_run))
     if updated:
         parts.append(
             f"{count(len(updated), 'consolidation')} "

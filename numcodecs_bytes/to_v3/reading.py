@@ -8,6 +8,7 @@ lists, the arrays, each node's notes; nothing here reads or writes a store.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from ..problems import reason
@@ -23,6 +24,7 @@ from .consolidations import (
 )
 from .documents import encoded, existing_document, holds_consolidation
 from .nodes import Node, NodeIndex
+from .ome import with_dimension_names
 from .rules import Conversion, UnconvertibleError, array_document, group_document
 from .sharding import holds_chunks_of, is_sharding_of
 
@@ -34,6 +36,9 @@ class NodeReader:
 
     def __init__(self, index: NodeIndex, oldest_zarr: tuple[int, ...] | None) -> None:
         self.index, self.oldest_zarr = index, oldest_zarr
+        # each OME-Zarr 0.4 level array's dimension names, by its path (`ome.level_dimension_names`
+        # of the groups above it: the run reads those before the arrays)
+        self.level_names: dict[str, list[str]] = {}
 
     # -- a node from its files ---------------------------------------------------------------------
 
@@ -137,8 +142,9 @@ class NodeReader:
         """A v2 node (``zarray`` None: a group) made a v3 node by the rules (`converted`), its notes
         kept."""
         listed = path not in self.index.unlisted
+        names = self.level_names.get(path) if zarray is not None else None
         node, notes = converted(
-            folder, path, zarray, zattrs, digests, existing, origin, self.oldest_zarr, listed
+            folder, path, zarray, zattrs, digests, existing, origin, self.oldest_zarr, listed, names
         )
         for note in notes:
             self.index.note(path, note)
@@ -292,13 +298,19 @@ def converted(
     origin: str,
     oldest_zarr: tuple[int, ...] | None,
     listed: bool,
+    level_names: list[str] | None = None,
 ) -> tuple[Node, tuple[str, ...]]:
     """A v2 node (``zarray`` None: a group) made a v3 node by the rules, and what to tell of it; an
     `UnconvertibleError` where ``oldest_zarr`` would read it wrong. ``listed``: the walk listed its
-    folder (its chunk files are known)."""
+    folder (its chunk files are known); ``level_names``: an OME-Zarr level array's dimension names
+    (its multiscale's axes)."""
     conversion: Conversion = (
         group_document(zattrs) if zarray is None else array_document(zarray, zattrs)
     )
+    if level_names is not None:
+        document, note = with_dimension_names(conversion.document, level_names)
+        notes = conversion.notes if note is None else (*conversion.notes, note)
+        conversion = replace(conversion, document=document, notes=notes)
     readers = conversion.readers
     if readers is not None and oldest_zarr is not None and oldest_zarr < readers.since:
         oldest = release(oldest_zarr)

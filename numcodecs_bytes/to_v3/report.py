@@ -53,6 +53,9 @@ class ConversionReport:
     chunks_removed: int = 0  # v2 chunk files removed, their shards holding them
     # arrays whose v2 files a killed run was removing
     finished_removals: list[str] = field(default_factory=list)
+    # OME-Zarr 0.4 groups whose zarr.json this run wrote as 0.5: (path, "image", "label image",
+    # "labels", "plate", "well", "collection" or "series")
+    ome: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def written(self) -> list[NodeResult]:

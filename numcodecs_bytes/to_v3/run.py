@@ -7,6 +7,7 @@ the groups `groups`; store access does the reading and writing
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -21,6 +22,7 @@ from ._zarr_api import zarr_api
 from .documents import existing_document, parents
 from .groups import consolidated, groups_by_depth
 from .nodes import READ, Node, NodeIndex, RunState
+from .ome import kind_of, level_dimension_names, ome_05
 from .plan import ArrayFound
 from .reading import NodeReader
 from .removal import Removals
@@ -143,7 +145,10 @@ def convert_store(
         for batch in walk:
             run.take(batch)
         run.take_nodes_the_walk_missed()
+        made_ome = make_ome_05(run.index)
         write_groups(run.state, run.switch)
+        written = {node.path for node in run.report.written}
+        run.report.ome = [(path, kind) for path, kind in made_ome.items() if path in written]
         removing = remove_v2_metadata and not run.report.failures
         pack = _packer(store, client, location, store_options)
         run.shard(ShardOptions(shard_size, shapes, pack, on_shards), removing)
@@ -212,6 +217,7 @@ class _Run:
         self.removal = Removals(self.state)
         # the arrays the sharding pass takes, as this run left them
         self.to_shard: dict[str, ArrayFound] = {}
+        self.groups_seen: set[str] = set()  # whose attributes gave their OME levels' names
 
     # -- nodes, a batch at a time ------------------------------------------------------------------
 
@@ -247,6 +253,7 @@ class _Run:
             f"{folder.path}/{name}" for folder, _ in found for name in present[folder.path]
         )
         walk = self.walk if walked else None
+        self._learn_levels(found, read)
         built: list[Node] = []
         for folder, path in found:
             files = {name: read[f"{folder.path}/{name}"] for name in present[folder.path]}
@@ -268,6 +275,31 @@ class _Run:
         for node in settled:
             if node.kind == "group":
                 self.index.nodes[node.path] = node.kept()
+
+    def _learn_levels(self, found: list[tuple[Folder, str]], read: Mapping[str, Any]) -> None:
+        """The dimension names of OME-Zarr level arrays, from the groups above ``found`` arrays: the
+        groups among ``found`` as read, the others read now (where the walk reaches an array before
+        its group)."""
+        attributes = {
+            path: read.get(f"{folder.path}/.zattrs")
+            for folder, path in found
+            if ".zarray" not in folder.files
+        }
+        arrays = [path for folder, path in found if ".zarray" in folder.files]
+        above = {parent for path in arrays for parent in parents(path)}
+        unread = sorted(above - self.groups_seen - attributes.keys())
+        if unread:
+            files = {path: f"{self.store.path(path)}/.zattrs" for path in unread}
+            got = self.store.files.read(files.values())
+            attributes |= {path: got[name] for path, name in files.items()}
+        for path, data in attributes.items():
+            self.groups_seen.add(path)
+            try:
+                found_attributes = json.loads(data) if isinstance(data, bytes) else None
+            except (ValueError, RecursionError):
+                continue  # the node's reading reports it
+            if isinstance(found_attributes, dict):
+                self.reader.level_names |= level_dimension_names(path, found_attributes)
 
     def _write_arrays(self, nodes: list[Node]) -> None:
         arrays = [node for node in nodes if node.kind == "array"]
@@ -370,6 +402,19 @@ def _found(node: Node, current: bytes) -> ArrayFound:
         node.removing_v2,
         node.retired,
     )
+
+
+def make_ome_05(index: NodeIndex) -> dict[str, str]:
+    """The OME-Zarr 0.4 groups among the nodes made 0.5 where their hierarchy holds together
+    (`ome.ome_05`), the others noted; what each group made 0.5 is, by path."""
+    nodes = index.nodes
+    convertible = {path for path, node in nodes.items() if node.origin != "v3"}
+    made, problems = ome_05({path: node.document for path, node in nodes.items()}, convertible)
+    for path, why in problems.items():
+        index.note(path, why)
+    for path, document in made.items():
+        nodes[path] = nodes[path]._replace(document=document)
+    return {path: kind_of(document) or "OME group" for path, document in sorted(made.items())}
 
 
 def write_groups(state: RunState, switch: Switch) -> None:

@@ -18,6 +18,7 @@ from typing import NamedTuple
 from ..problems import reason
 from .documents import differences, existing_document
 from .nodes import Node
+from .ome import attributes_05, is_ome_04
 
 __all__ = ["Settled", "disagreement", "files_to_time", "settle"]
 
@@ -37,7 +38,13 @@ def disagreement(node: Node) -> str | None:
     converted now; None where they agree, or the node has no ``zarr.json``."""
     if node.existing is None or node.origin != "v2":
         return None
-    return differences(node.existing, node.document, node.consolidates)
+    what = differences(node.existing, node.document, node.consolidates)
+    attributes = node.document.get("attributes") or {}
+    if what is None or node.kind != "group" or not is_ome_04(attributes):
+        return what
+    # an OME-Zarr 0.4 group an earlier run made 0.5 (`ome`): that agrees too
+    made_05 = {**node.document, "attributes": attributes_05(attributes)}
+    return what if differences(node.existing, made_05, node.consolidates) else None
 
 
 def files_to_time(node: Node) -> list[str]:

@@ -13,15 +13,10 @@ one JSON object: each array's path -> [dtype, shape, SHA-256 of its values]
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import multiprocessing
-import multiprocessing.context
-import os
 import sys
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -72,40 +67,14 @@ def read_all(store: str, zarr_format: Literal[2, 3], endpoint: str | None = None
     return arrays
 
 
-def _read_as_started(
-    store: str, zarr_format: Literal[2, 3], endpoint: str | None, env: dict[str, str], cwd: str
-) -> dict[str, Any]:
-    """`read_all` in a new process, with the environment and folder of the process that asked."""
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(cwd)
-    warnings.simplefilter("ignore")
-    return read_all(store, zarr_format, endpoint)
-
-
-@functools.cache
-def _fork_server() -> multiprocessing.context.ForkServerContext:
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
-    return context
-
-
 def in_a_fresh_interpreter(
     store: Path | str, zarr_format: int, endpoint: str | None = None
 ) -> dict[str, Any]:
-    """`read_all` in a new process that nothing but imports ran in: forked from a server that
-    imported zarr, numpy (and s3fs) once (a new interpreter each read took 1.5 s of CPU on these
-    machines, 49 reads in the suite); fails where the root does not open."""
-    with ProcessPoolExecutor(1, mp_context=_fork_server(), max_tasks_per_child=1) as one:
-        fresh = one.submit(
-            _read_as_started,
-            str(store),
-            cast(Literal[2, 3], zarr_format),
-            endpoint,
-            dict(os.environ),
-            os.getcwd(),
-        )
-        read = fresh.result(timeout=300)
+    """`read_all` in a new process that nothing but imports ran in (`support.fresh`); fails where
+    the root does not open."""
+    from support.fresh import in_a_fresh_process
+
+    read = in_a_fresh_process(read_all, str(store), cast(Literal[2, 3], zarr_format), endpoint)
     assert "error" not in read, read
     return read
 

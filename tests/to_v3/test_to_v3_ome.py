@@ -1,0 +1,510 @@
+"""to-v3 on OME-Zarr 0.4 stores: images, labels, HCS plates and bioformats2raw collections become
+OME-Zarr 0.5, metadata only or sharded, and nothing else changes.
+
+The oracles: ome-zarr-models' 0.4 classes say the samples are valid 0.4, its
+0.5 classes that the results are valid 0.5 (each in a fresh process); the
+values are zarr-python's (before as v2, after as v3, in fresh interpreters);
+ome-zarr-py writes 0.4 samples of its own and reads the results as 0.5 where its
+Python allows (3.12 and later). The rules (`numcodecs_bytes.to_v3.ome`) are
+tested by examples and a property on attributes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from numcodecs_bytes.to_v3.ome import OME_KEYS, attributes_05, kind_of, ome_05
+
+SUPPORT = Path(__file__).parents[1] / "support"
+
+
+# -- the rules ---------------------------------------------------------------------------------
+
+
+AXES = [{"name": "c", "type": "channel"}, {"name": "y", "type": "space"}, {"name": "x"}]
+
+
+def _image(**multiscale: Any) -> dict[str, Any]:
+    found = {"version": "0.4", "axes": AXES, "datasets": [{"path": "0"}, {"path": "1"}]}
+    return {"multiscales": [{**found, **multiscale}]}
+
+
+def _level(shape: list[int], data_type: str = "uint16") -> dict[str, Any]:
+    return {"node_type": "array", "shape": shape, "data_type": data_type}
+
+
+def _group(attributes: dict[str, Any]) -> dict[str, Any]:
+    return {"node_type": "group", "attributes": attributes}
+
+
+def _made(documents: dict[str, dict[str, Any]]) -> tuple[set[str], dict[str, str]]:
+    made, problems = ome_05(documents, set(documents))
+    return set(made), problems
+
+
+def test_an_image_its_labels_and_a_plate_are_made_0_5_deepest_first() -> None:
+    label = {**_image(), "image-label": {"version": "0.4", "colors": []}}
+    documents = {
+        "": _group({"plate": {"version": "0.4", "wells": [{"path": "A/1"}]}, "mine": 1}),
+        "A": _group({}),
+        "A/1": _group({"well": {"version": "0.4", "images": [{"path": "0"}]}}),
+        "A/1/0": _group({**_image(), "omero": {"channels": []}}),
+        "A/1/0/0": _level([2, 8, 8]),
+        "A/1/0/1": _level([2, 4, 4]),
+        "A/1/0/labels": _group({"labels": ["cells"]}),
+        "A/1/0/labels/cells": _group(label),
+        "A/1/0/labels/cells/0": _level([1, 8, 8], "uint8"),
+        "A/1/0/labels/cells/1": _level([1, 4, 4], "uint8"),
+    }
+    made, problems = ome_05(documents, set(documents))
+    assert problems == {}
+    assert set(made) == {"", "A/1", "A/1/0", "A/1/0/labels", "A/1/0/labels/cells"}
+    root = made[""]["attributes"]
+    assert root == {
+        "mine": 1,
+        "ome": {"version": "0.5", "plate": {"wells": [{"path": "A/1"}], "version": "0.5"}},
+    }
+    assert made["A/1"]["attributes"] == {
+        "ome": {"version": "0.5", "well": {"images": [{"path": "0"}]}}
+    }
+    image = made["A/1/0"]["attributes"]["ome"]
+    assert "version" not in image["multiscales"][0] and image["omero"] == {"channels": []}
+    assert made["A/1/0/labels/cells"]["attributes"]["ome"]["image-label"]["version"] == "0.5"
+    kinds = {path: kind_of(document) for path, document in made.items()}
+    assert kinds == {
+        "": "plate",
+        "A/1": "well",
+        "A/1/0": "image",
+        "A/1/0/labels": "labels",
+        "A/1/0/labels/cells": "label image",
+    }
+
+
+INCONSISTENT = [
+    (
+        "axes",
+        {"0": _level([1, 2, 8, 8]), "1": _level([1, 2, 4, 4])},
+        _image(),
+        "has 4 dimensions where its axes are 3 (c, y, x)",
+    ),
+    (
+        "a missing level",
+        {"0": _level([2, 8, 8])},
+        _image(),
+        "its dataset '1' is no array of the store",
+    ),
+    (
+        "levels of two types",
+        {"0": _level([2, 8, 8]), "1": _level([2, 4, 4], "float32")},
+        _image(),
+        "its levels differ in data type (float32, uint16)",
+    ),
+    (
+        "a float label image",
+        {"0": _level([2, 8, 8], "float32"), "1": _level([2, 4, 4], "float32")},
+        {**_image(), "image-label": {"version": "0.4"}},
+        "a label image of data type float32",
+    ),
+    (
+        "version 0.3",
+        {"0": _level([2, 8, 8]), "1": _level([2, 4, 4])},
+        _image(version="0.3"),
+        "it declares OME-Zarr version 0.3",
+    ),
+    (
+        "versions mixed",
+        {"0": _level([2, 8, 8]), "1": _level([2, 4, 4])},
+        {**_image(), "image-label": {"version": "0.5"}},
+        "it declares OME-Zarr version 0.4, 0.5",
+    ),
+    (
+        "axes without names",
+        {"0": _level([2, 8, 8]), "1": _level([2, 4, 4])},
+        _image(axes=["c", "y", "x"]),
+        "has no axes of distinct names",
+    ),
+    (
+        "an ome key already",
+        {"0": _level([2, 8, 8]), "1": _level([2, 4, 4])},
+        {**_image(), "ome": {}},
+        "an 'ome' attribute already",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("levels", "attributes", "reason"),
+    [case[1:] for case in INCONSISTENT],
+    ids=[case[0] for case in INCONSISTENT],
+)
+def test_an_inconsistent_image_stays_plain_zarr_v3_with_the_reason(
+    levels: dict[str, dict[str, Any]], attributes: dict[str, Any], reason: str
+) -> None:
+    documents = {"": _group(attributes), **levels}
+    made, problems = _made(documents)
+    assert made == set()
+    assert reason in problems[""] and "converted as plain Zarr v3" in problems[""], problems
+
+
+def test_a_group_naming_one_that_stays_plain_stays_plain_too() -> None:
+    """A plate whose one field is inconsistent: the field, its well and the plate stay plain; the
+    other well and its field are made 0.5."""
+    documents = {
+        "": _group({"plate": {"version": "0.4", "wells": [{"path": "A/1"}, {"path": "A/2"}]}}),
+        "A/1": _group({"well": {"version": "0.4", "images": [{"path": "0"}]}}),
+        "A/2": _group({"well": {"version": "0.4", "images": [{"path": "0"}]}}),
+        "A/1/0": _group(_image()),
+        "A/1/0/0": _level([2, 8, 8]),
+        "A/1/0/1": _level([2, 4, 4]),
+        "A/2/0": _group(_image()),
+        "A/2/0/0": _level([2, 8, 8]),  # its level 1 missing
+    }
+    made, problems = _made(documents)
+    assert made == {"A/1", "A/1/0"}
+    assert "its well 'A/2' is not made OME-Zarr 0.5 (see there)" in problems[""]
+    assert "its field 'A/2/0' is not made" in problems["A/2"]
+    assert "its dataset '1' is no array" in problems["A/2/0"]
+
+
+def test_groups_not_convertible_are_left_and_a_0_5_group_counts_as_made() -> None:
+    """A group whose v2 files a run removed is not rewritten; one that is 0.5 already satisfies the
+    groups that name it."""
+    documents = {
+        "": _group({"labels": ["cells"]}),
+        "cells": {
+            "node_type": "group",
+            "attributes": {"ome": {"version": "0.5", "multiscales": []}},
+        },
+    }
+    made, problems = ome_05(documents, {""})
+    assert set(made) == {""} and problems == {}
+    assert ome_05(documents, set())[0] == {}
+
+
+NOT_OME = st.text(min_size=1, max_size=8).filter(lambda key: key not in (*OME_KEYS, "ome"))
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(
+    st.dictionaries(NOT_OME, JSON, max_size=4),
+    st.lists(
+        st.dictionaries(st.sampled_from(["name", "axes", "datasets", "version", "type"]), JSON),
+        min_size=1,
+        max_size=2,
+    ),
+    st.dictionaries(st.sampled_from(["images", "version"]), JSON),
+    st.dictionaries(st.sampled_from(["wells", "version", "name"]), JSON),
+    st.sets(st.sampled_from(["multiscales", "well", "plate", "omero", "labels"]), min_size=1),
+)
+def test_the_0_5_attributes_hold_every_key_once_and_versions_only_where_0_5_has_them(
+    rest: dict[str, Any],
+    multiscales: list[dict[str, Any]],
+    well: dict[str, Any],
+    plate: dict[str, Any],
+    present: set[str],
+) -> None:
+    values = {
+        "multiscales": multiscales,
+        "well": well,
+        "plate": plate,
+        "omero": {"id": 1},
+        "labels": ["a"],
+    }
+    attributes = {**rest, **{key: values[key] for key in present}}
+    made = attributes_05(attributes)
+    assert {key: value for key, value in made.items() if key != "ome"} == rest
+    ome = made["ome"]
+    assert ome["version"] == "0.5" and set(ome) == {"version", *present}
+    for key in present - {"multiscales", "well", "plate"}:
+        assert ome[key] == attributes[key]
+    if "multiscales" in present:
+        assert ome["multiscales"] == [
+            {k: v for k, v in m.items() if k != "version"} for m in multiscales
+        ]
+    if "well" in present:
+        assert ome["well"] == {k: v for k, v in well.items() if k != "version"}
+    if "plate" in present:
+        assert ome["plate"] == {**plate, "version": "0.5"}
+    assert attributes == {**rest, **{key: values[key] for key in present}}  # the input untouched
+
+
+# -- stores --------------------------------------------------------------------------------------
+
+zarr: Any = pytest.importorskip("zarr", minversion="3", reason="to-v3 needs zarr 3")
+from support.ome_samples import GROUPS, METADATA_XML, STORES, mixed_store  # noqa: E402
+from support.zarr_read import in_a_fresh_interpreter as zarr_reads  # noqa: E402
+
+from numcodecs_bytes.cli import main  # noqa: E402
+
+
+def ome_verdicts(store: Path, version: str, groups: dict[str, str]) -> dict[str, str]:
+    """ome-zarr-models' verdict on each group, in a fresh process (`support.fresh`); skipped where
+    it is not installed (the interop extra has it)."""
+    pytest.importorskip(
+        "ome_zarr_models", reason="ome-zarr-models is the OME oracle (interop extra)"
+    )
+    from support.fresh import in_a_fresh_process
+    from support.ome_check import verdicts
+
+    return in_a_fresh_process(verdicts, str(store), version, groups)
+
+
+def all_valid(verdicts: dict[str, str]) -> bool:
+    return bool(verdicts) and set(verdicts.values()) == {"valid"}
+
+
+def document(store: Path, path: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads((store / path / "zarr.json").read_text())
+    return found
+
+
+def level_arrays(store: Path, groups: dict[str, str]) -> dict[str, list[str]]:
+    """Each level array of the store's OME images: the axes names of its multiscale."""
+    names = {}
+    for path, kind in groups.items():
+        if kind in ("image", "label image"):
+            attributes = json.loads((store / path / ".zattrs").read_text())
+            (multiscale,) = attributes["multiscales"]
+            axes = [axis["name"] for axis in multiscale["axes"]]
+            for dataset in multiscale["datasets"]:
+                names[f"{path}/{dataset['path']}".lstrip("/")] = axes
+    return names
+
+
+def files_of(store: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(store)): p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("sample", sorted(STORES))
+def test_the_samples_are_valid_ome_zarr_0_4(tmp_path: Path, sample: str) -> None:
+    store = STORES[sample](tmp_path / "s.zarr")
+    verdicts = ome_verdicts(store, "0.4", GROUPS[sample])
+    assert all_valid(verdicts), verdicts
+
+
+MODES = {
+    "metadata only": [],
+    "metadata, v2 removed": ["--remove-v2-metadata"],
+    "sharded": ["--shard-size", "4KiB"],
+    "sharded, v2 removed": ["--shard-size", "4KiB", "--remove-v2-metadata"],
+}
+
+
+CASES = [
+    *(("image", mode) for mode in MODES),
+    *(
+        (sample, mode)
+        for sample in ("plate", "collection")
+        for mode in ("metadata only", "sharded, v2 removed")
+    ),
+]
+"""Every mode on an image with labels; the plate and the collection metadata only and sharded with
+their v2 files removed (the other modes differ from these in nothing OME)."""
+
+
+@pytest.mark.parametrize(("sample", "mode"), CASES)
+def test_ome_zarr_0_4_becomes_valid_0_5_with_every_value_and_file_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sample: str, mode: str
+) -> None:
+    store = STORES[sample](tmp_path / "s.zarr")
+    groups = GROUPS[sample]
+    levels = level_arrays(store, groups)
+    before = zarr_reads(store, 2)
+    assert main(["to-v3", str(store), *MODES[mode]]) == 0
+    out, err = capsys.readouterr()
+    counted = {
+        kind: list(groups.values()).count(kind)
+        for kind in ("image", "label image", "plate", "collection")
+    }
+    for kind, number in counted.items():
+        if number:
+            assert f"{number} {kind}{'s' if number > 1 else ''}" in out, out
+    assert "OME-Zarr 0.4 made 0.5" in out and "not made 0.5" not in err, (out, err)
+    assert zarr_reads(store, 3) == before
+    for path, kind in groups.items():
+        found = document(store, path)
+        assert kind_of(found) == kind, (path, found["attributes"])
+        assert not set(found["attributes"]) & set(OME_KEYS), path
+    for path, names in levels.items():
+        array = document(store, path)
+        assert array["dimension_names"] == names, path
+        sharded = array["codecs"][0]["name"] == "sharding_indexed"
+        assert sharded == ("--shard-size" in MODES[mode]), path
+        encoding = array["chunk_key_encoding"]["name"]
+        assert encoding == ("default" if sharded else "v2"), path
+    if sample == "collection":
+        assert (store / "OME" / "METADATA.ome.xml").read_bytes() == METADATA_XML
+    verdicts = ome_verdicts(store, "0.5", groups)
+    assert all_valid(verdicts), verdicts
+    # a rerun: nothing to do, nothing to tell
+    assert main(["to-v3", str(store), *MODES[mode]]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("nothing to do") and "differ" not in err and "OME" not in err, (out, err)
+
+
+def test_a_mixed_store_converts_its_plain_and_xarray_arrays_as_ever(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = mixed_store(tmp_path / "s.zarr")
+    before = zarr_reads(store, 2)
+    assert main(["to-v3", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "OME-Zarr 0.4 made 0.5: 1 image, 1 label image" in out, out
+    assert zarr_reads(store, 3) == before
+    assert document(store, "")["attributes"] == {"description": "not OME"}
+    assert (
+        document(store, "plain")["attributes"] == {}
+        and document(store, "plain").get("dimension_names") is None
+    )
+    assert document(store, "table")["dimension_names"] == ["row", "column"]
+    assert kind_of(document(store, "image")) == "image"
+    verdicts = ome_verdicts(store, "0.5", {"image": "image", "image/labels/cells": "label image"})
+    assert all_valid(verdicts), verdicts
+
+
+def test_an_inconsistent_image_in_a_store_is_noted_and_converted_plain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plate whose one field's axes do not match its levels: that field, its well and the plate
+    stay plain Zarr v3 (their 0.4 attributes as they are), with the reason; the other well and its
+    field are 0.5; every value reads as before."""
+    store = STORES["plate"](tmp_path / "s.zarr")
+    field = zarr.open_group(str(store / "A/2/0"), mode="r+", zarr_format=2)
+    attributes = field.attrs.asdict()
+    attributes["multiscales"][0]["axes"] = attributes["multiscales"][0]["axes"][1:]
+    field.attrs.put(attributes)
+    before = zarr_reads(store, 2)
+    assert main(["to-v3", str(store), "--shard-size", "4KiB", "-v"]) == 0
+    err = capsys.readouterr().err
+    assert zarr_reads(store, 3) == before
+    reason = "its dataset '0' has 4 dimensions where its axes are 3 (z, y, x)"
+    assert f"A/2/0: OME-Zarr 0.4 not made 0.5: {reason}" in err, err
+    assert "A/2: OME-Zarr 0.4 not made 0.5: its field 'A/2/0' is not made OME-Zarr 0.5" in err
+    for path in ("", "A/2", "A/2/0"):
+        assert kind_of(document(store, path)) is None and document(store, path)[
+            "attributes"
+        ] == json.loads((store / path / ".zattrs").read_text())
+    assert (
+        kind_of(document(store, "A/1")) == "well" and kind_of(document(store, "A/1/0")) == "image"
+    )
+    verdicts = ome_verdicts(
+        store, "0.5", {"A/1": "well", "A/1/0": "image", "A/1/0/labels/cells": "label image"}
+    )
+    assert all_valid(verdicts), verdicts
+
+
+def test_a_dry_run_lists_the_ome_groups_and_changes_no_byte(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = STORES["plate"](tmp_path / "s.zarr")
+    files = files_of(store)
+    assert (
+        main(
+            ["to-v3", str(store), "--dry-run", "-v", "--shard-size", "4KiB", "--remove-v2-metadata"]
+        )
+        == 0
+    )
+    out, err = capsys.readouterr()
+    assert files_of(store) == files
+    assert "would write zarr.json (group, OME-Zarr 0.5 plate)" in err + out
+    assert "would write A/1/0/labels/cells/zarr.json (group, OME-Zarr 0.5 label image)" in err + out
+    assert "OME-Zarr 0.4 to make 0.5: 2 images, 2 label images, 1 plate" in out, out
+
+
+def test_a_run_killed_mid_way_then_rerun_leaves_valid_0_5(tmp_path: Path) -> None:
+    """SIGKILL once the first level arrays have their zarr.json and before the root has its own:
+    the rerun finishes, and the plate is valid 0.5 with every value as before."""
+    from support.slowed_tool import slowed_tool
+
+    store = STORES["plate"](tmp_path / "s.zarr")
+    before = zarr_reads(store, 2)
+    code = slowed_tool(0.02, "link", "replace", "rename")
+    command = [sys.executable, "-c", code, "to-v3", str(store), "--remove-v2-metadata"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not any(store.rglob("*/zarr.json")):
+        assert process.poll() is None and time.monotonic() < deadline, "finished before the kill"
+        time.sleep(0.002)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL, "the run finished before it could be killed"
+    assert not (store / "zarr.json").exists()
+    assert zarr_reads(store, 2) == before  # v2 readers lose nothing
+    assert main(["to-v3", str(store), "--remove-v2-metadata"]) == 0
+    assert zarr_reads(store, 3) == before
+    verdicts = ome_verdicts(store, "0.5", GROUPS["plate"])
+    assert all_valid(verdicts), verdicts
+
+
+# -- ome-zarr-py's own stores (Python 3.12 and later) ----------------------------------------------
+
+
+def _ome_zarr_py() -> Any:
+    return pytest.importorskip("ome_zarr", reason="ome-zarr-py needs Python 3.12 (interop extra)")
+
+
+def test_ome_zarr_py_0_4_image_and_plate_become_0_5_that_it_reads_as_0_5(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ome-zarr-py's 0.4 writer's image (a pyramid, labels) and plate, sharded with the v2 files
+    removed: ome-zarr-models calls them valid 0.5; ome-zarr-py's reader calls them 0.5 and reads
+    every level's values as they were (each in a fresh interpreter)."""
+    _ome_zarr_py()
+    command = [sys.executable, str(SUPPORT / "ome_zarr_py.py")]
+    written = subprocess.run(
+        [*command, "write", str(tmp_path)], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert written.returncode == 0, written.stderr
+    groups = json.loads(written.stdout)
+    for name in ("image.zarr", "plate.zarr"):
+        store = tmp_path / name
+        read_04 = subprocess.run(
+            [*command, "read", str(store)], capture_output=True, text=True, check=False, timeout=300
+        )
+        assert read_04.returncode == 0, read_04.stderr
+        assert main(["to-v3", str(store), "--shard-size", "64KiB", "--remove-v2-metadata"]) == 0
+        assert "OME-Zarr 0.4 made 0.5" in capsys.readouterr().out
+        assert not list(store.rglob(".z*"))
+        read_05 = subprocess.run(
+            [*command, "read", str(store)], capture_output=True, text=True, check=False, timeout=300
+        )
+        assert read_05.returncode == 0, read_05.stderr
+        was, now = json.loads(read_04.stdout), json.loads(read_05.stdout)
+        assert {node["version"] for node in was} == {"0.4"} and {
+            node["version"] for node in now
+        } == {"0.5"}
+        assert [node["levels"] for node in now] == [node["levels"] for node in was]
+        verdicts = ome_verdicts(store, "0.5", groups[name])
+        assert all_valid(verdicts), verdicts
+
+
+def test_tensorstore_reads_a_converted_sharded_level_as_zarr_did(tmp_path: Path) -> None:
+    tensorstore = pytest.importorskip("tensorstore", reason="an independent reader (interop extra)")
+    store = STORES["image"](tmp_path / "s.zarr")
+    expected = {
+        path: zarr.open_array(str(store / path), mode="r", zarr_format=2)[...]
+        for path in ("0", "labels/cells/1")
+    }
+    assert main(["to-v3", str(store), "--shard-size", "4KiB", "--remove-v2-metadata"]) == 0
+    for path, values in expected.items():
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store / path)}}
+        read = tensorstore.open(spec, read=True).result().read().result()
+        assert hashlib.sha256(read.tobytes()).digest() == hashlib.sha256(values.tobytes()).digest()
