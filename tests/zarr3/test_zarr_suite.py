@@ -131,7 +131,7 @@ def test_zarrs_own_suite_passes_with_this_codec_where_it_passes_with_zarrs(tmp_p
     selection = [] if full else [path for path in SELECTION if (source / path).exists()]
     assert full or {"tests/test_codecs", "tests/test_indexing.py"} <= set(selection), selection
     ours = run(source, tmp_path / "ours.json", True, *selection)
-    assert sum(outcome == "passed" for outcome in ours.values()) > 1000, "the suite did not run"
+    assert sum(outcome == "passed" for outcome in ours.values()) > 500, "the suite did not run"
     failed = sorted(node for node, outcome in ours.items() if outcome == "failed")
     theirs = run(source, tmp_path / "theirs.json", False, *failed) if failed else {}
     differences = [node for node in failed if theirs.get(node) == "passed"]
