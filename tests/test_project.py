@@ -109,6 +109,16 @@ def test_the_shard_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.runs_a_benchmark
+def test_the_ome_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/ome.py keeps working: one plane (about 50 MiB raw), one round, every contender's
+    result compared with the source (the benchmark checks it)."""
+    pytest.importorskip("zarr", minversion="3", reason="the benchmark converts with zarr 3")
+    out = run_benchmark("ome", capsys, "--gib", "0.05", "--rounds", "1")
+    assert "OME-Zarr 0.4: image (1, 2, 1, 2048, 4096) uint16 and labels" in out, out
+    assert re.search(r"^to-v3 --shard-size +\d", out, re.M), out
+
+
+@pytest.mark.runs_a_benchmark
 def test_the_zarr_arrays_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/zarr_arrays.py keeps working (quick mode: 4 MiB, one round)."""
     if not has_module("zarr"):

@@ -3,7 +3,8 @@
 ``python ome_zarr_py.py write FOLDER`` writes, with ome-zarr-py's own 0.4
 writer, ``image.zarr`` (a 5-D uint16 pyramid and a label image) and
 ``plate.zarr`` (two wells of one field each), and prints each store's OME
-groups by path (what to-v3 reports each as).
+groups by path (what to-v3 reports each as); and with its 0.5 writer
+``image05.zarr``.
 
 ``python ome_zarr_py.py read STORE`` reads the store with ome-zarr-py's reader
 and prints each image node it finds: the OME-Zarr version it detects, and each
@@ -46,6 +47,11 @@ def write(folder: Path) -> dict[str, dict[str, str]]:
         write_well_metadata(group, [{"path": "0"}], fmt=fmt)
         field = rng.integers(0, 255, (2, 32, 32)).astype("uint8") + i
         write_image(field, group.require_group("0"), axes="cyx", fmt=fmt)
+    # and an image its writer made 0.5 (Zarr v3)
+    from ome_zarr.format import FormatV05
+
+    made_05 = zarr.open_group(str(folder / "image05.zarr"), mode="w", zarr_format=3)
+    write_image(data, made_05, axes="tczyx", fmt=FormatV05())
     return {
         "image.zarr": {"": "image", "labels": "labels", "labels/cells": "label image"},
         "plate.zarr": {

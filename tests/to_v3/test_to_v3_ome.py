@@ -466,7 +466,8 @@ def test_ome_zarr_py_0_4_image_and_plate_become_0_5_that_it_reads_as_0_5(
 ) -> None:
     """ome-zarr-py's 0.4 writer's image (a pyramid, labels) and plate, sharded with the v2 files
     removed: ome-zarr-models calls them valid 0.5; ome-zarr-py's reader calls them 0.5 and reads
-    every level's values as they were (each in a fresh interpreter)."""
+    every level's values as they were (each in a fresh interpreter). An image its 0.5 writer made:
+    nothing to do."""
     _ome_zarr_py()
     command = [sys.executable, str(SUPPORT / "ome_zarr_py.py")]
     written = subprocess.run(
@@ -494,6 +495,12 @@ def test_ome_zarr_py_0_4_image_and_plate_become_0_5_that_it_reads_as_0_5(
         assert [node["levels"] for node in now] == [node["levels"] for node in was]
         verdicts = ome_verdicts(store, "0.5", groups[name])
         assert all_valid(verdicts), verdicts
+    # a store ome-zarr-py wrote as 0.5: nothing to do, no byte changed
+    store = tmp_path / "image05.zarr"
+    files = files_of(store)
+    assert main(["to-v3", str(store), "--shard-size", "64KiB", "--remove-v2-metadata"]) == 0
+    assert capsys.readouterr().out.startswith("nothing to do")
+    assert files_of(store) == files
 
 
 def test_tensorstore_reads_a_converted_sharded_level_as_zarr_did(tmp_path: Path) -> None:
