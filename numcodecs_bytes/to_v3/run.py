@@ -253,7 +253,7 @@ class _Run:
             f"{folder.path}/{name}" for folder, _ in found for name in present[folder.path]
         )
         walk = self.walk if walked else None
-        self._learn_levels(found, read)
+        self.reader.level_names |= ome_level_names(self.store, found, read, self.groups_seen)
         built: list[Node] = []
         for folder, path in found:
             files = {name: read[f"{folder.path}/{name}"] for name in present[folder.path]}
@@ -275,31 +275,6 @@ class _Run:
         for node in settled:
             if node.kind == "group":
                 self.index.nodes[node.path] = node.kept()
-
-    def _learn_levels(self, found: list[tuple[Folder, str]], read: Mapping[str, Any]) -> None:
-        """The dimension names of OME-Zarr level arrays, from the groups above ``found`` arrays: the
-        groups among ``found`` as read, the others read now (where the walk reaches an array before
-        its group)."""
-        attributes = {
-            path: read.get(f"{folder.path}/.zattrs")
-            for folder, path in found
-            if ".zarray" not in folder.files
-        }
-        arrays = [path for folder, path in found if ".zarray" in folder.files]
-        above = {parent for path in arrays for parent in parents(path)}
-        unread = sorted(above - self.groups_seen - attributes.keys())
-        if unread:
-            files = {path: f"{self.store.path(path)}/.zattrs" for path in unread}
-            got = self.store.files.read(files.values())
-            attributes |= {path: got[name] for path, name in files.items()}
-        for path, data in attributes.items():
-            self.groups_seen.add(path)
-            try:
-                found_attributes = json.loads(data) if isinstance(data, bytes) else None
-            except (ValueError, RecursionError):
-                continue  # the node's reading reports it
-            if isinstance(found_attributes, dict):
-                self.reader.level_names |= level_dimension_names(path, found_attributes)
 
     def _write_arrays(self, nodes: list[Node]) -> None:
         arrays = [node for node in nodes if node.kind == "array"]
@@ -402,6 +377,37 @@ def _found(node: Node, current: bytes) -> ArrayFound:
         node.removing_v2,
         node.retired,
     )
+
+
+def ome_level_names(
+    store: Store, found: list[tuple[Folder, str]], read: Mapping[str, Any], seen: set[str]
+) -> dict[str, list[str]]:
+    """The dimension names of OME-Zarr level arrays (`ome.level_dimension_names`), from the groups
+    above ``found`` arrays: the groups among ``found`` as ``read``, the others not ``seen`` yet read
+    now (where the walk reaches an array before its group); ``seen`` takes them all."""
+    attributes = {
+        path: read.get(f"{folder.path}/.zattrs")
+        for folder, path in found
+        if ".zarray" not in folder.files
+    }
+    arrays = [path for folder, path in found if ".zarray" in folder.files]
+    unread = sorted(
+        {parent for path in arrays for parent in parents(path)} - seen - set(attributes)
+    )
+    if unread:
+        files = {path: f"{store.path(path)}/.zattrs" for path in unread}
+        got = store.files.read(files.values())
+        attributes |= {path: got[name] for path, name in files.items()}
+    names: dict[str, list[str]] = {}
+    for path, data in attributes.items():
+        seen.add(path)
+        try:
+            parsed = json.loads(data) if isinstance(data, bytes) else None
+        except (ValueError, RecursionError):
+            continue  # the node's reading reports it
+        if isinstance(parsed, dict):
+            names |= level_dimension_names(path, parsed)
+    return names
 
 
 def make_ome_05(index: NodeIndex) -> dict[str, str]:
