@@ -127,27 +127,15 @@ def write_ome_04(root: Path, planes: int) -> int:
     group = zarr.open_group(str(root), mode="w", zarr_format=2)
     labels = group.create_group("labels")
     cells = labels.create_group("cells")
-    images, masks = [], []
-    for level in range(LEVELS):
-        y, x = 2048 >> level, 4096 >> level
-        images.append(
-            group.create_array(
-                str(level),
-                shape=(1, 2, planes, y, x),
-                chunks=CHUNK,
-                dtype="<u2",
-                compressors=blosc,
-            )
+
+    def new_level(where: Any, level: int, channels: int, dtype: str) -> Any:
+        shape = (1, channels, planes, 2048 >> level, 4096 >> level)
+        return where.create_array(
+            str(level), shape=shape, chunks=CHUNK, dtype=dtype, compressors=blosc
         )
-        masks.append(
-            cells.create_array(
-                str(level),
-                shape=(1, 1, planes, y, x),
-                chunks=CHUNK,
-                dtype="u1",
-                compressors=blosc,
-            )
-        )
+
+    images = [new_level(group, i, 2, "<u2") for i in range(LEVELS)]
+    masks = [new_level(cells, i, 1, "u1") for i in range(LEVELS)]
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[0:2048, 0:4096].astype("f4")
     for start in range(0, planes, CHUNK[2]):
