@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -515,3 +516,66 @@ def test_tensorstore_reads_a_converted_sharded_level_as_zarr_did(tmp_path: Path)
         spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store / path)}}
         read = tensorstore.open(spec, read=True).result().read().result()
         assert hashlib.sha256(read.tobytes()).digest() == hashlib.sha256(values.tobytes()).digest()
+
+
+def test_a_consolidated_plate_is_consolidated_as_0_5(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plate with a consolidated .zmetadata, sharded with its v2 files removed: the root's
+    consolidated metadata holds every node as 0.5 (OME attributes, level dimension names)."""
+    store = STORES["plate"](tmp_path / "s.zarr")
+    zarr.consolidate_metadata(str(store), zarr_format=2)
+    before = zarr_reads(store, 2)
+    assert main(["to-v3", str(store), "--shard-size", "4KiB", "--remove-v2-metadata"]) == 0
+    assert "consolidated" in capsys.readouterr().out
+    assert zarr_reads(store, 3) == before
+    listed = document(store, "")["consolidated_metadata"]["metadata"]
+    for path, kind in GROUPS["plate"].items():
+        if path:
+            assert kind_of(listed[path]) == kind, path
+    for path, names in level_arrays_of_plate().items():
+        assert listed[path]["dimension_names"] == names, path
+    verdicts = ome_verdicts(store, "0.5", GROUPS["plate"])
+    assert all_valid(verdicts), verdicts
+
+
+def level_arrays_of_plate() -> dict[str, list[str]]:
+    """The plate sample's level arrays and their dimension names."""
+    names = {}
+    for field in ("A/1/0", "A/2/0"):
+        for level in ("0", "1"):
+            names[f"{field}/{level}"] = ["c", "z", "y", "x"]
+            names[f"{field}/labels/cells/{level}"] = ["c", "z", "y", "x"]
+    return names
+
+
+@pytest.fixture
+def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """An empty bucket "ome" on moto's server (skipped without the interop extra)."""
+    from support.s3 import empty_bucket
+
+    yield from empty_bucket(endpoint, monkeypatch, "ome")
+
+
+def test_a_plate_on_s3_becomes_0_5_in_shards(
+    tmp_path: Path, s3: Any, endpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plate on S3 (moto): its groups 0.5, its levels named and sharded, every value as before;
+    the groups above the arrays read through the store."""
+    local = STORES["plate"](tmp_path / "s.zarr")
+    s3.put(str(local), "ome/plate.zarr", recursive=True)
+    s3.invalidate_cache()
+    url = "s3://ome/plate.zarr"
+    before = zarr_reads(url, 2, endpoint)
+    options = ["--storage-option", f"endpoint_url={endpoint}"]
+    assert main(["to-v3", url, *options, "--shard-size", "4KiB", "--remove-v2-metadata"]) == 0
+    assert "OME-Zarr 0.4 made 0.5: 2 images, 2 label images, 1 plate" in capsys.readouterr().out
+    assert zarr_reads(url, 3, endpoint) == before
+    s3.invalidate_cache()
+    for path, kind in GROUPS["plate"].items():
+        found = json.loads(s3.cat_file(f"ome/plate.zarr/{path}/zarr.json".replace("//", "/")))
+        assert kind_of(found) == kind, path
+    for path, names in level_arrays_of_plate().items():
+        found = json.loads(s3.cat_file(f"ome/plate.zarr/{path}/zarr.json"))
+        assert found["dimension_names"] == names
+        assert found["codecs"][0]["name"] == "sharding_indexed", path
