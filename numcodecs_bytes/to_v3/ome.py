@@ -96,7 +96,7 @@ def _versions(attributes: Mapping[str, Any]) -> list[Any]:
 
 def level_dimension_names(group: str, attributes: Mapping[str, Any]) -> dict[str, list[str]]:
     """The ``dimension_names`` of each level array of an OME-Zarr 0.4 group's multiscales, by the
-    array's path: its multiscale's axes names. None for a group that is no 0.4 image.
+    array's path: its multiscale's axes names; none for a group that is no 0.4 image.
 
     Examples
     --------
@@ -236,9 +236,10 @@ def _problem(
         if axes is None:
             return f"multiscales[{i}] has no axes of distinct names"
         data_types = set()
-        if not _datasets(multiscale):
+        datasets = _datasets(multiscale)
+        if not datasets:
             return f"multiscales[{i}] names no dataset"
-        for path in _datasets(multiscale):
+        for path in datasets:
             level = documents.get(_join(group, path))
             if level is None or level.get("node_type") != "array":
                 return f"its dataset {path!r} is no array of the store, or was not converted"

@@ -638,7 +638,7 @@ def test_migrate_config() -> None:
     assert numcodecs.get_codec(migrate_config(v2)) == numcodecs.get_codec(v2)
 
 
-def test_both_ids_resolve_in_a_fresh_interpreter_that_never_imported_the_package() -> None:
+def test_both_ids_resolve_read_in_a_fresh_process_that_never_imported_the_package() -> None:
     script = """
 import sys, numcodecs
 assert "numcodecs_bytes" not in sys.modules

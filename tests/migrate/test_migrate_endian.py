@@ -215,7 +215,7 @@ def store(tmp_path: Path) -> Iterator[tuple[Path, dict[str, np.ndarray[Any, Any]
     yield root, values
 
 
-def read_in_a_fresh_interpreter(
+def read_read_in_a_fresh_process(
     root: Path | str, names: list[str], endpoint: str | None = None
 ) -> dict[str, Any]:
     """Each array as plain zarr-python reads it (with its own codec classes), or the error it
@@ -249,7 +249,7 @@ def test_a_store_without_endians_reads_on_every_zarr_once_migrated(
 ) -> None:
     root, values = store
     names = sorted(values)
-    before = read_in_a_fresh_interpreter(root, names)
+    before = read_read_in_a_fresh_process(root, names)
     single_byte = (root / "bytes8" / "zarr.json").read_bytes()
     for name in ("plain", "sharded", "nested"):
         if ZARR_REFUSES_MISSING_ENDIAN:  # zarr 3.3 made endian required, as the spec says
@@ -269,7 +269,7 @@ def test_a_store_without_endians_reads_on_every_zarr_once_migrated(
         in out
     )
     assert "note: 12 bytes codecs given the endian they did not state" in err
-    assert read_in_a_fresh_interpreter(root, names) == {
+    assert read_read_in_a_fresh_process(root, names) == {
         name: values[name].tolist() for name in names
     }
     assert (root / "bytes8" / "zarr.json").read_bytes() == single_byte  # single-byte: unchanged
@@ -328,7 +328,7 @@ def test_on_s3_through_failing_requests(
         assert code == 0 and out.startswith("4 files changed (12 codecs) in 5 nodes"), (out, err)
         assert [fault.hits for fault in proxy.faults] == [2, 1]
     names = sorted(values)
-    assert read_in_a_fresh_interpreter("s3://endians/s", names, endpoint) == {
+    assert read_read_in_a_fresh_process("s3://endians/s", names, endpoint) == {
         n: values[n].tolist() for n in names
     }
     assert main(["migrate", "s3://endians/s", "--storage-option", f"endpoint_url={endpoint}"]) == 0

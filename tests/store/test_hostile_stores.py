@@ -3,7 +3,7 @@ changed since.
 
 Each test is one way a store met a run (issue 39's items on a local disk; the
 object-store ones are in test_store_tools_faults.py). The oracle is zarr
-itself in a fresh interpreter (tests/zarr_read.py): every array it reads from
+itself in a fresh process (support/zarr_read.py): every array it reads from
 the v2 store before (through ``.zmetadata`` where there is one) it reads with
 the same values from the v3 store after, or the run reports why not.
 """
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("zarr", minversion="3", reason="to-v3 needs zarr 3")
-from support.zarr_read import in_a_fresh_interpreter as zarr_reads
+from support.zarr_read import read_in_a_fresh_process as zarr_reads
 
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main

@@ -4,8 +4,8 @@ answered.
 
 moto's S3 server runs on a loopback port behind a fault-injecting proxy
 (tests/s3_faults.py); the tools talk to the proxy, the tests set up and look
-through moto directly. The oracle is zarr in a fresh interpreter
-(tests/zarr_read.py): what it reads from the v2 store before, it reads from
+through moto directly. The oracle is zarr in a fresh process
+(support/zarr_read.py): what it reads from the v2 store before, it reads from
 the v3 store after, or the run reports why not.
 """
 
@@ -25,7 +25,7 @@ import pytest
 
 pytest.importorskip("zarr", minversion="3", reason="these stores are written with zarr 3")
 from support.s3 import CREDENTIALS, Fault, FaultProxy, empty_bucket
-from support.zarr_read import in_a_fresh_interpreter as zarr_reads
+from support.zarr_read import read_in_a_fresh_process as zarr_reads
 
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main

@@ -1,19 +1,17 @@
-"""Run as a script in a fresh interpreter: ome-zarr-models' verdict on OME groups of a store.
+"""ome-zarr-models' verdict on OME groups of a store, for the tests to run in a fresh process
+(`support.fresh`).
 
-``python ome_check.py STORE VERSION PATH=KIND ...`` opens each group (``VERSION``
-``0.4``: as Zarr v2, ``0.5``: as Zarr v3) with ome-zarr-models' class for its
-kind (``image``, ``label image``, ``labels``, ``plate``, ``well``,
-``collection``), warnings as errors (its warnings say where a store departs from
-the specification). Prints one JSON object: each path -> ``"valid"`` or the
-error. Kinds without a class of their own (a collection's ``OME`` group) are
-left out.
+`verdicts` opens each group (version ``0.4``: as Zarr v2, ``0.5``: as Zarr v3)
+with ome-zarr-models' class for its kind (``image``, ``label image``,
+``labels``, ``plate``, ``well``, ``collection``), warnings as errors (its
+warnings say where a store departs from the specification): each path ->
+``"valid"`` or the error. Kinds without a class of their own (a collection's
+``OME`` group) are left out.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
-import sys
 import warnings
 from contextlib import suppress
 
@@ -58,9 +56,3 @@ def verdicts(store: str, version: str, groups: dict[str, str]) -> dict[str, str]
         except Exception as exc:
             found[path] = f"{type(exc).__name__}: {exc}"[:2000]
     return found
-
-
-if __name__ == "__main__":
-    store, version, *pairs = sys.argv[1:]
-    groups = dict(pair.split("=", 1) for pair in pairs)
-    print(json.dumps(verdicts(store, version, groups), sort_keys=True))

@@ -3,7 +3,7 @@
 collection.
 
 ome-zarr-py's own 0.4 writer makes such stores too, on Python 3.12 and later
-(`ome_zarr_py_image`, `ome_zarr_py_plate`); these run everywhere, and
+(`support.ome_zarr_py`); these run everywhere, and
 ome-zarr-models' 0.4 classes say that they are valid 0.4 (the tests check).
 """
 
@@ -45,13 +45,11 @@ def image(
     levels: int = 3,
     label: bool = False,
     seed: int = 0,
-    compressors: Any = "auto",
-) -> list[np.ndarray[Any, Any]]:
+) -> None:
     """A 0.4 multiscale image in ``group`` (a zarr v2 group): ``levels`` arrays ``0``, ``1``, ...
     halving y and x, chunked so that each has several chunk files; ``label``: a label image
-    (``image-label``, integer values). Returns the levels' values."""
+    (``image-label``, integer values)."""
     rng = np.random.default_rng(seed)
-    values = []
     datasets = []
     for level in range(levels):
         factor = 2**level
@@ -63,8 +61,7 @@ def image(
             max(1, size // 2) if name in "yx" else 1
             for name, size in zip(axes, level_shape, strict=True)
         )
-        group.create_array(str(level), data=data, chunks=chunks, compressors=compressors)
-        values.append(data)
+        group.create_array(str(level), data=data, chunks=chunks)
         scale = [float(factor) if name in "yx" else 1.0 for name in axes]
         datasets.append(
             {"path": str(level), "coordinateTransformations": [{"type": "scale", "scale": scale}]}
@@ -102,7 +99,6 @@ def image(
             "rdefs": {"model": "greyscale"},
         }
     group.attrs.update(attributes)
-    return values
 
 
 def image_with_labels(group: Any, seed: int = 0, **options: Any) -> None:

@@ -81,7 +81,7 @@ def v3_documents(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("zarr.json"))}
 
 
-def read_as_v3_in_a_fresh_interpreter(
+def read_as_v3_read_in_a_fresh_process(
     root: Path, expected: dict[str, np.ndarray[Any, Any]], tmp: Path, zarrs: bool = False
 ) -> None:
     """Every array read as Zarr v3, with zarr-python's own codec classes (and its pipeline, or

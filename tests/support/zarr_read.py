@@ -1,22 +1,18 @@
-"""In a fresh process, or run as a script: every array zarr-python reaches from a store's root, and
-its values.
+"""Every array zarr-python reaches from a store's root, and its values, read in a fresh process.
 
-``python tests/zarr_read.py STORE FORMAT [ENDPOINT]`` opens STORE (a folder or
-an ``s3://`` URL, ENDPOINT its S3 server) as users open it, with
-zarr-python's own codec classes: ``2`` as Zarr v2 through its consolidated
-metadata where it has ``.zmetadata`` (as xarray and ``open_consolidated`` do),
-``3`` as Zarr v3 (through its consolidated metadata where it has one). Prints
-one JSON object: each array's path -> [dtype, shape, SHA-256 of its values]
-(Python values for strings and objects, native bytes otherwise), or
-{"error": ...} where the root does not open.
+`read_in_a_fresh_process` opens a store (a folder or an ``s3://`` URL, with its
+S3 server's endpoint) as users open it, with zarr-python's own codec classes:
+``2`` as Zarr v2 through its consolidated metadata where it has ``.zmetadata``
+(as xarray and ``open_consolidated`` do), ``3`` as Zarr v3 (through its
+consolidated metadata where it has one): each array's path -> [dtype, shape,
+SHA-256 of its values] (Python values for strings and objects, native bytes
+otherwise), or {"error": ...} where the root does not open.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sys
-import warnings
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -67,7 +63,7 @@ def read_all(store: str, zarr_format: Literal[2, 3], endpoint: str | None = None
     return arrays
 
 
-def in_a_fresh_interpreter(
+def read_in_a_fresh_process(
     store: Path | str, zarr_format: int, endpoint: str | None = None
 ) -> dict[str, Any]:
     """`read_all` in a new process that nothing but imports ran in (`support.fresh`); fails where
@@ -77,13 +73,3 @@ def in_a_fresh_interpreter(
     read = in_a_fresh_process(read_all, str(store), cast(Literal[2, 3], zarr_format), endpoint)
     assert "error" not in read, read
     return read
-
-
-if __name__ == "__main__":
-    warnings.simplefilter("ignore")
-    endpoint = sys.argv[3] if len(sys.argv) > 3 else None
-    print(
-        json.dumps(
-            read_all(sys.argv[1], cast(Literal[2, 3], int(sys.argv[2])), endpoint), sort_keys=True
-        )
-    )

@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("zarr", minversion="3", reason="to-v3 needs zarr 3")
 from support.stack import has_module
 from support.zarr_read import fingerprint
-from support.zarr_read import in_a_fresh_interpreter as zarr_reads
+from support.zarr_read import read_in_a_fresh_process as zarr_reads
 
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.store.chunks import parsed_index

@@ -27,7 +27,7 @@ from support.slowed_tool import slowed_tool
 from support.stack import has_module
 from support.v2_stores import (
     files_of,
-    read_as_v3_in_a_fresh_interpreter,
+    read_as_v3_read_in_a_fresh_process,
     tensorstore_reads,
     write_v2_store,
 )
@@ -188,7 +188,7 @@ def test_every_dtype_endian_order_separator_and_compressor_reads_the_same_throug
         document = json.loads((root / name / "zarr.json").read_text())
         assert document["codecs"][0]["name"] == "sharding_indexed", name
         assert document["chunk_key_encoding"]["name"] == "default"
-    read_as_v3_in_a_fresh_interpreter(root, expected, tmp_path)
+    read_as_v3_read_in_a_fresh_process(root, expected, tmp_path)
     if has_module("zarrs"):
         # zarrs-python 0.2.3 reads big-endian complex arrays wrong, zarr-python's own too (sharded
         # or not): left out
@@ -197,7 +197,7 @@ def test_every_dtype_endian_order_separator_and_compressor_reads_the_same_throug
             for name, data in expected.items()
             if not ("c" in name[:3] and "_big_" in name)
         }
-        read_as_v3_in_a_fresh_interpreter(root, zarrs_reads_right, tmp_path, zarrs=True)
+        read_as_v3_read_in_a_fresh_process(root, zarrs_reads_right, tmp_path, zarrs=True)
 
 
 @pytest.mark.skipif(

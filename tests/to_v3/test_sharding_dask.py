@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("zarr", minversion="3", reason="to-v3 needs zarr 3")
 pytest.importorskip("distributed", reason="dask clusters need distributed (the interop extra)")
 from support.s3 import CREDENTIALS
-from support.zarr_read import in_a_fresh_interpreter as zarr_reads
+from support.zarr_read import read_in_a_fresh_process as zarr_reads
 
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.to_v3 import convert_store

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("zarr", minversion="3", reason="these stores are written with zarr 3")
 pytest.importorskip("s3fs", reason="object stores need s3fs (the interop extra)")
 from support.s3 import Fault, FaultProxy, empty_bucket
-from support.zarr_read import in_a_fresh_interpreter as zarr_reads
+from support.zarr_read import read_in_a_fresh_process as zarr_reads
 
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main

@@ -25,7 +25,7 @@ from support.slowed_tool import slowed_tool
 from support.stack import benchmark, has_module
 from support.v2_stores import (
     files_of,
-    read_as_v3_in_a_fresh_interpreter,
+    read_as_v3_read_in_a_fresh_process,
     tensorstore_reads,
     v3_documents,
     write_v2_store,
@@ -61,7 +61,7 @@ def test_every_dtype_endian_order_separator_and_compressor_converts(
     assert len(report.converted) == len(expected) + 2  # every array, the root and the nested group
     assert sum(node.folded is not None for node in report.converted) == len(expected) - 1
     assert files_of(root) == before  # every chunk and every v2 file byte-identical
-    read_as_v3_in_a_fresh_interpreter(root, expected, tmp_path)
+    read_as_v3_read_in_a_fresh_process(root, expected, tmp_path)
     group = json.loads((root / "zarr.json").read_text())
     assert group["attributes"] == {"title": "v2 store"}
     # zarr 3.1.3 writes it as null, later versions leave it out
@@ -159,7 +159,7 @@ def test_remove_v2_metadata_removes_only_metadata_after_writing(tmp_path: Path) 
     left = files_of(root)
     assert left == chunks  # chunks untouched, every v2 metadata file gone
     assert sorted(p.name for p in root.rglob("zarr.json")) == ["zarr.json", "zarr.json"]
-    read_as_v3_in_a_fresh_interpreter(root, expected, tmp_path)
+    read_as_v3_read_in_a_fresh_process(root, expected, tmp_path)
 
 
 def test_dry_run_writes_nothing(
@@ -291,7 +291,7 @@ def test_stores_written_by_zarr_2_18_convert(tmp_path: Path) -> None:
     report = convert_store(root)
     assert report.failures == []
     assert files_of(root) == before
-    read_as_v3_in_a_fresh_interpreter(
+    read_as_v3_read_in_a_fresh_process(
         root, {k.replace("__", "/"): v for k, v in expected.items()}, tmp_path
     )
 
@@ -349,7 +349,7 @@ def test_structs_convert_where_zarr_orders_their_fields(tmp_path: Path, endian: 
     assert report.failures == []
     document = json.loads((root / "s" / "zarr.json").read_text())
     assert document["codecs"] == [{"name": "bytes", "configuration": {"endian": endian}}]
-    read_as_v3_in_a_fresh_interpreter(root, {"s": data}, tmp_path)
+    read_as_v3_read_in_a_fresh_process(root, {"s": data}, tmp_path)
 
 
 def test_a_killed_runs_temporary_file_is_removed_and_the_rerun_finishes(

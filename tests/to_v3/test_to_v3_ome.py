@@ -250,7 +250,7 @@ def test_the_0_5_attributes_hold_every_key_once_and_versions_only_where_0_5_has_
 
 zarr: Any = pytest.importorskip("zarr", minversion="3", reason="to-v3 needs zarr 3")
 from support.ome_samples import GROUPS, METADATA_XML, STORES, mixed_store  # noqa: E402
-from support.zarr_read import in_a_fresh_interpreter as zarr_reads  # noqa: E402
+from support.zarr_read import read_in_a_fresh_process as zarr_reads  # noqa: E402
 
 from numcodecs_bytes.cli import main  # noqa: E402
 
@@ -525,6 +525,7 @@ def test_a_consolidated_plate_is_consolidated_as_0_5(
     consolidated metadata holds every node as 0.5 (OME attributes, level dimension names)."""
     store = STORES["plate"](tmp_path / "s.zarr")
     zarr.consolidate_metadata(str(store), zarr_format=2)
+    levels = level_arrays(store, GROUPS["plate"])
     before = zarr_reads(store, 2)
     assert main(["to-v3", str(store), "--shard-size", "4KiB", "--remove-v2-metadata"]) == 0
     assert "consolidated" in capsys.readouterr().out
@@ -533,20 +534,10 @@ def test_a_consolidated_plate_is_consolidated_as_0_5(
     for path, kind in GROUPS["plate"].items():
         if path:
             assert kind_of(listed[path]) == kind, path
-    for path, names in level_arrays_of_plate().items():
+    for path, names in levels.items():
         assert listed[path]["dimension_names"] == names, path
     verdicts = ome_verdicts(store, "0.5", GROUPS["plate"])
     assert all_valid(verdicts), verdicts
-
-
-def level_arrays_of_plate() -> dict[str, list[str]]:
-    """The plate sample's level arrays and their dimension names."""
-    names = {}
-    for field in ("A/1/0", "A/2/0"):
-        for level in ("0", "1"):
-            names[f"{field}/{level}"] = ["c", "z", "y", "x"]
-            names[f"{field}/labels/cells/{level}"] = ["c", "z", "y", "x"]
-    return names
 
 
 @pytest.fixture
@@ -563,6 +554,7 @@ def test_a_plate_on_s3_becomes_0_5_in_shards(
     """The plate on S3 (moto): its groups 0.5, its levels named and sharded, every value as before;
     the groups above the arrays read through the store."""
     local = STORES["plate"](tmp_path / "s.zarr")
+    levels = level_arrays(local, GROUPS["plate"])
     s3.put(str(local), "ome/plate.zarr", recursive=True)
     s3.invalidate_cache()
     url = "s3://ome/plate.zarr"
@@ -575,7 +567,7 @@ def test_a_plate_on_s3_becomes_0_5_in_shards(
     for path, kind in GROUPS["plate"].items():
         found = json.loads(s3.cat_file(f"ome/plate.zarr/{path}/zarr.json".replace("//", "/")))
         assert kind_of(found) == kind, path
-    for path, names in level_arrays_of_plate().items():
+    for path, names in levels.items():
         found = json.loads(s3.cat_file(f"ome/plate.zarr/{path}/zarr.json"))
         assert found["dimension_names"] == names
         assert found["codecs"][0]["name"] == "sharding_indexed", path

@@ -43,11 +43,11 @@ STORE_CHECK = Path(__file__).parents[1] / "support" / "store_check.py"
 
 def assert_v2_readers_lose_nothing(root: Path) -> dict[str, Any]:
     """The store's promise after to-v3, checked in a fresh interpreter; returns what it saw."""
-    seen: dict[str, Any] = check_in_a_fresh_interpreter([root])[str(root)]
+    seen: dict[str, Any] = check_read_in_a_fresh_process([root])[str(root)]
     return seen
 
 
-def check_in_a_fresh_interpreter(
+def check_read_in_a_fresh_process(
     roots: list[Path], reached: dict[str, set[str]] | None = None
 ) -> dict[str, Any]:
     result = subprocess.run(
@@ -919,4 +919,4 @@ def test_random_v2_stores_convert_right_or_stay_v2_through_interruptions_and_rer
         # zarr's own warnings on v2 structs and consolidated metadata
         warnings.simplefilter("ignore")
         convert()
-    check_in_a_fresh_interpreter(roots, reached_before)
+    check_read_in_a_fresh_process(roots, reached_before)

@@ -589,7 +589,7 @@ def make_legacy_stores(root: Path) -> dict[str, np.ndarray[Any, Any]]:
     return values
 
 
-def test_legacy_stores_open_in_a_fresh_interpreter_with_nothing_imported(tmp_path: Path) -> None:
+def test_legacy_stores_open_read_in_a_fresh_process_with_nothing_imported(tmp_path: Path) -> None:
     values = make_legacy_stores(tmp_path)
     legacy_text = {p: p.read_text() for p in tmp_path.rglob("zarr.json")}
     # index codecs too
