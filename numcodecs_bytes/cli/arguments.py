@@ -135,6 +135,14 @@ def _to_v3_arguments(command: argparse.ArgumentParser, shard_size_required: bool
         "note",
     )
     command.add_argument(
+        "--no-server-copy",
+        dest="server_copy",
+        action="store_false",
+        help="on S3, pack every shard through this machine; by default a shard whose chunks are 5 "
+        "MiB or more is assembled by S3 itself from the chunk objects (UploadPartCopy), those "
+        "chunks' bytes never passing through here (for servers that refuse such copies)",
+    )
+    command.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         help="pack the shards as tasks on the dask cluster at ADDRESS (tcp://host:8786); every "
@@ -150,6 +158,7 @@ def store_options(args: argparse.Namespace) -> StoreOptions:
         storage_options=dict(args.storage_option) or None,
         request_timeout=args.request_timeout,
         run_timeout=args.run_timeout,
+        server_copy=getattr(args, "server_copy", True),
     )
 
 

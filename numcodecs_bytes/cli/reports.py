@@ -263,6 +263,12 @@ def run_to_v3(
             "removes them",
             file=sys.stderr,
         )
+    if report.server_copy_refused:
+        print(
+            f"note: {report.server_copy_refused}: shards packed through this machine "
+            "(--no-server-copy skips the attempt)",
+            file=sys.stderr,
+        )
     for node, why in report.failures:
         print(f"failed {shown(node)}: {shown(why)}", file=sys.stderr)
     print(
@@ -350,6 +356,8 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
             f"{count(report.shards, 'shard')}, {count(report.chunks_packed, 'chunk')}, "
             f"{size(report.shard_bytes)}"
         )
+        if report.copied_bytes:
+            totals += f", {size(report.copied_bytes)} of it copied inside S3"
         parts.append(f"{' and '.join(arrays)} ({totals})")
     if report.chunks_removed:
         parts.append(f"{count(report.chunks_removed, 'v2 chunk file')} removed")

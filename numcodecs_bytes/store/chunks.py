@@ -78,6 +78,9 @@ class Packed(NamedTuple):
     # False where nothing was written: no source (no shard), or the file held it already
     written: bool
     linked: int = 0  # sources that are symbolic links (packed from their targets)
+    copied: int = 0  # bytes the store copied itself (S3's UploadPartCopy), not read by the client
+    # why the store refused to copy (the shard was then packed through the client); None: it did not
+    refused: str | None = None
 
 
 class Held(NamedTuple):

@@ -36,6 +36,13 @@ class StoreOptions:
         Seconds the whole run may take (no limit by default): past it, the run
         stops between two batches with `problems.RunTimeoutError`, and
         requests end by then.
+    server_copy : bool
+        On S3, shards whose inner chunks are 5 MiB or more are assembled by
+        S3 itself from the chunk objects (multipart uploads of
+        ``UploadPartCopy`` parts): those chunks' bytes do not pass through
+        this machine. False packs every shard through it, for servers
+        that refuse such copies (a refusal is also detected, and the run
+        goes on without).
 
     Raises
     ------
@@ -44,8 +51,9 @@ class StoreOptions:
 
     Examples
     --------
-    >>> StoreOptions(jobs=8, run_timeout=3600)
-    StoreOptions(jobs=8, storage_options=None, request_timeout=60.0, run_timeout=3600)
+    >>> options = StoreOptions(jobs=8, run_timeout=3600)
+    >>> options.jobs, options.request_timeout, options.run_timeout, options.server_copy
+    (8, 60.0, 3600, True)
     >>> StoreOptions(request_timeout=0)
     Traceback (most recent call last):
     ...
@@ -56,6 +64,7 @@ class StoreOptions:
     storage_options: Mapping[str, Any] | None = field(default=None, hash=False)
     request_timeout: float = REQUEST_TIMEOUT
     run_timeout: float | None = None
+    server_copy: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
@@ -67,6 +76,8 @@ class StoreOptions:
             number = isinstance(seconds, int | float) and not isinstance(seconds, bool)
             if not number or not seconds > 0 or not math.isfinite(seconds):
                 raise ValueError(f"{name} must be a number of seconds above 0, got {seconds!r}")
+        if not isinstance(self.server_copy, bool):
+            raise TypeError(f"server_copy must be True or False, got {self.server_copy!r}")
         if self.storage_options is not None and not isinstance(self.storage_options, Mapping):
             raise TypeError(
                 f"storage_options must be a mapping, got {type(self.storage_options).__name__}"

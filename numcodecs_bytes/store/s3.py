@@ -20,23 +20,25 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import errno
 import hashlib
 import json
 import os
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import aclosing, contextmanager, suppress
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from ..problems import StoreBusyError
-from .chunks import ByteRange, Shard, ShardError, source_path
+from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index, source_path
 from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
 from .fsspec_files import FsspecFiles, Listing, child_path
 from .layout import METADATA_NAMES, NODE_FILES
 from .options import StoreOptions
+from .s3_parts import Part, Piece, is_md5, multipart_tag, shard_parts
 
 __all__ = ["LEASE", "LISTING_LIMIT", "LOCK_NAME", "Lease", "S3Files"]
 
@@ -54,6 +56,10 @@ class S3Files(FsspecFiles):
         # listed: what a replacement or removal holds on.
         self._versions: dict[str, str] = {}
         self._lease: Lease | None = None  # while this run holds the store's lock
+        self.server_copy = options.server_copy
+        # each whole chunk object of the shards being packed: its ETag and size as listed (what the
+        # copies hold on), or None where there is none
+        self._listed_sources: dict[str, tuple[str, int] | Exception | None] = {}
 
     # -- the walk ----------------------------------------------------------------------------------
 
@@ -234,28 +240,33 @@ class S3Files(FsspecFiles):
         return total, data
 
     def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
-        """Each object's ETag, from listings of the key range each folder's paths span (a thousand
-        keys a request: an array's chunks in a few requests, not a HEAD each); the rest from HEADs,
-        where the range holds many more keys than were asked for."""
+        """Each object's ETag (see `stored`)."""
+        return {
+            path: found[0] if isinstance(found, tuple) else found
+            for path, found in self.stored(paths).items()
+        }
+
+    def stored(self, paths: Iterable[str]) -> dict[str, tuple[str, int] | Exception | None]:
+        """Each object's ETag and size (None: no such object), from listings of the key range each
+        folder's paths span (a thousand keys a request: an array's chunks in a few requests, not a
+        HEAD each); the rest from HEADs, where the range holds many more keys than were asked
+        for."""
         names: dict[str, list[str]] = {}
         for path in paths:
             folder, name = path.rsplit("/", 1)
             names.setdefault(folder, []).append(name)
         listed = self.run(
-            {
-                folder: self._listed_versions(folder, sorted(found))
-                for folder, found in names.items()
-            }
+            {folder: self._listed(folder, sorted(found)) for folder, found in names.items()}
         )
-        versions: dict[str, str | Exception | None] = {}
+        stored: dict[str, tuple[str, int] | Exception | None] = {}
         for folder, result in listed.items():
             for name in names[folder]:
-                versions[f"{folder}/{name}"] = (
+                stored[f"{folder}/{name}"] = (
                     result if isinstance(result, Exception) else result[name]
                 )
-        return versions
+        return stored
 
-    async def _listed_versions(self, folder: str, names: list[str]) -> dict[str, str | None]:
+    async def _listed(self, folder: str, names: list[str]) -> dict[str, tuple[str, int] | None]:
         bucket, prefix, _ = self.fs.split_path(folder)
         prefix = f"{prefix}/" if prefix else ""
         first, last = names[0], names[-1]
@@ -265,12 +276,12 @@ class S3Files(FsspecFiles):
             prefix + first[:-1] + (chr(ord(first[-1]) - 1) if first and first[-1] > "\0" else "")
         )
         arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "StartAfter": start}
-        found: dict[str, str] = {}
+        found: dict[str, tuple[str, int]] = {}
         complete = False
         for _ in range(max(1, len(names) // 100)):
             answer = await self.fs._call_s3("list_objects_v2", **arguments)
             page = {
-                entry["Key"][len(prefix) :]: str(entry["ETag"])
+                entry["Key"][len(prefix) :]: (str(entry["ETag"]), int(entry["Size"]))
                 for entry in answer.get("Contents", [])
             }
             found |= page
@@ -278,12 +289,306 @@ class S3Files(FsspecFiles):
                 complete = True
                 break
             arguments["ContinuationToken"] = answer["NextContinuationToken"]
-        versions: dict[str, str | None] = {
+        listed: dict[str, tuple[str, int] | None] = {
             name: found.get(name) for name in names if name in found or complete
         }
-        rest = [name for name in names if name not in versions]
-        heads = await asyncio.gather(*(self.version_of(f"{folder}/{name}") for name in rest))
-        return versions | dict(zip(rest, heads, strict=True))
+        rest = [name for name in names if name not in listed]
+        heads = await asyncio.gather(*(self._head(f"{folder}/{name}") for name in rest))
+        return listed | dict(zip(rest, heads, strict=True))
+
+    async def _head(self, path: str) -> tuple[str, int] | None:
+        try:
+            info = await self._call("info", path)
+        except FileNotFoundError:
+            return None
+        tag = info.get("ETag") or await self.version_of(path)
+        return (str(tag), int(info["size"])) if tag else None
+
+    def pack(
+        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Packed | Exception]:
+        """As `FsspecFiles.pack`; where ``server_copy``, a shard with an inner chunk of 5 MiB or
+        more is a multipart upload S3 assembles (`s3_parts`): the chunk objects' ETags and sizes
+        listed first (a request per thousand), each copy held on its source's ETag, an upload a
+        killed run left on these shards' keys aborted before and after."""
+        shards = list(shards)
+        if not (self.server_copy and shards):
+            return super().pack(shards, on_progress)
+        keys = {shard.path for shard in shards}
+        self._abort_uploads(keys)
+        self._listed_sources = self.stored(
+            source for shard in shards for source in shard.sources if isinstance(source, str)
+        )
+        try:
+            return super().pack(shards, on_progress)
+        finally:
+            self._listed_sources = {}
+            self._abort_uploads(keys)  # one whose answer was lost (a retry made another)
+
+    def _abort_uploads(self, keys: set[str]) -> None:
+        """Every multipart upload not completed on one of these paths aborted, where the server
+        lets this run list and abort them: a killed run's (no other run writes them: this run holds
+        the store's lock)."""
+        if not keys:
+            return
+        bucket, _, _ = self.fs.split_path(next(iter(keys)))
+        prefix = os.path.commonpath([self.fs.split_path(path)[1] for path in keys])
+
+        async def abort_all() -> None:
+            arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+            while True:
+                answer = await self.fs._call_s3("list_multipart_uploads", **arguments)
+                await asyncio.gather(
+                    *(
+                        self.fs._call_s3(
+                            "abort_multipart_upload",
+                            Bucket=bucket,
+                            Key=upload["Key"],
+                            UploadId=upload["UploadId"],
+                        )
+                        for upload in answer.get("Uploads", [])
+                        if f"{bucket}/{upload['Key']}" in keys
+                    )
+                )
+                if not answer.get("IsTruncated"):
+                    return
+                arguments["KeyMarker"] = answer["NextKeyMarker"]
+                arguments["UploadIdMarker"] = answer["NextUploadIdMarker"]
+
+        # best effort: a server without the listing, or a user not allowed to list or abort
+        # uploads (permissions of their own), still packs; S3's lifecycle rules can abort them
+        self.run({"": abort_all()})
+
+    async def _pack_one(
+        self,
+        shard: Shard,
+        requests: asyncio.Semaphore,
+        versions: dict[str, asyncio.Task[str | None]],
+    ) -> Packed:
+        sizes = self._source_sizes(shard) if self.server_copy else None
+        parts = None if sizes is None else shard_parts(sizes)
+        if sizes is None or parts is None:
+            return await super()._pack_one(shard, requests, versions)
+        try:
+            return await self._assemble(shard, sizes, parts, requests, versions)
+        except OSError as exc:
+            if getattr(exc, "errno", None) != errno.ENOSYS:
+                raise
+            # the server does not copy parts (not AWS S3): through the client, from now on
+            self.server_copy = False
+            packed = await super()._pack_one(shard, requests, versions)
+            return packed._replace(refused=f"the server refused to copy parts: {exc}")
+
+    def _source_sizes(self, shard: Shard) -> list[int | None] | None:
+        """Each inner chunk's bytes as listed (None where there is none); None where some source
+        was not listed (the client's packing says what)."""
+        sizes: list[int | None] = []
+        for source in shard.sources:
+            if source is None:
+                sizes.append(None)
+            elif isinstance(source, ByteRange):
+                sizes.append(source.end - source.start)
+            elif isinstance(found := self._listed_sources.get(source), tuple):
+                sizes.append(found[1])
+            else:
+                return None
+        return sizes
+
+    async def _assemble(
+        self,
+        shard: Shard,
+        sizes: list[int | None],
+        parts: list[Part],
+        requests: asyncio.Semaphore,
+        versions: dict[str, asyncio.Task[str | None]],
+    ) -> Packed:
+        """The shard as a multipart upload of ``parts``: S3 copies the copied ones from the chunk
+        objects (each held on the ETag listed), the others go up with their MD5; completed where
+        no object is (or replacing a killed run's, held on its ETag), the result's ETag compared
+        with the one its parts make. Any failure aborts the upload: no shard appears."""
+        sources: list[tuple[str, int, str] | None] = []  # (path, where its bytes start, ETag)
+        for source in shard.sources:
+            if source is None:
+                sources.append(None)
+            elif isinstance(source, ByteRange):
+                if source.path not in versions:
+                    versions[source.path] = asyncio.ensure_future(
+                        self.in_time(self.version_of(source.path))
+                    )
+                tag = await versions[source.path]
+                if tag is None:
+                    raise gone(source.path.rsplit("/", 1)[-1])
+                sources.append((source.path, source.start, tag))
+            else:
+                listed = self._listed_sources[source]
+                assert isinstance(listed, tuple)
+                sources.append((source, 0, listed[0]))
+        index = shard_index(sizes)
+        bucket, key, _ = self.fs.split_path(shard.path)
+        self.before_write()
+        async with requests:
+            created = await self.in_time(
+                self.fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key)
+            )
+        upload = {"Bucket": bucket, "Key": key, "UploadId": created["UploadId"]}
+        try:
+            tags = await asyncio.gather(
+                *(
+                    self._part(upload, number, part, sources, requests, index, number == len(parts))
+                    for number, part in enumerate(parts, 1)
+                )
+            )
+            async with requests:
+                written = await self.in_time(self._complete(shard, upload, list(tags)))
+        except BaseException:
+            with suppress(Exception):
+                await self.fs._call_s3("abort_multipart_upload", **upload)
+            raise
+        copied = sum(part.size for part in parts if part.copied)
+        versions_read = tuple(None if source is None else source[2] for source in sources)
+        return Packed(tuple(sizes), versions_read, written, copied=copied)
+
+    async def _part(
+        self,
+        upload: Mapping[str, str],
+        number: int,
+        part: Part,
+        sources: Sequence[tuple[str, int, str] | None],
+        requests: asyncio.Semaphore,
+        index: bytes,
+        last: bool,
+    ) -> str:
+        """One part put in place: copied by S3 from its chunk's object (refused where the object is
+        no longer the version listed), or its pieces read (likewise held) and uploaded; its ETag."""
+        if part.copied:
+            (piece,) = part.pieces
+            source = sources[piece.chunk]
+            assert source is not None
+            path, start, tag = source
+            bucket, key, _ = self.fs.split_path(path)
+            whole = start == 0 and piece.start == 0 and self._listed_sources.get(path) is not None
+            ranged = (
+                {} if whole else {"CopySourceRange": _range(start + piece.start, start + piece.end)}
+            )
+            async with requests:
+                self.before_write()
+                try:
+                    answer = await self.in_time(
+                        self.fs._call_s3(
+                            "upload_part_copy",
+                            PartNumber=number,
+                            CopySource={"Bucket": bucket, "Key": key},
+                            CopySourceIfMatch=tag,
+                            **upload,
+                            **ranged,
+                        )
+                    )
+                except FileNotFoundError:
+                    raise gone(key.rsplit("/", 1)[-1]) from None
+                except OSError as exc:
+                    if refused_condition(exc):
+                        raise _changed_source(key) from None
+                    raise
+            copied = str(answer["CopyPartResult"]["ETag"])
+            # a whole object's copy has its MD5: the check where a server ignores the condition
+            if whole and is_md5(tag) and copied != tag:
+                raise _changed_source(key)
+            return copied
+        pieces = await asyncio.gather(
+            *(self._piece(piece, sources[piece.chunk], requests) for piece in part.pieces)
+        )
+        body = b"".join(pieces) + (index if last else b"")
+        md5 = hashlib.md5(body, usedforsecurity=False)
+        async with requests:
+            self.before_write()
+            answer = await self.in_time(
+                self.fs._call_s3(
+                    "upload_part",
+                    PartNumber=number,
+                    Body=body,
+                    ContentMD5=base64.b64encode(md5.digest()).decode(),
+                    **upload,
+                )
+            )
+        return str(answer["ETag"])
+
+    async def _piece(
+        self, piece: Piece, source: tuple[str, int, str] | None, requests: asyncio.Semaphore
+    ) -> bytes:
+        """A piece of an inner chunk, from a GET of its range held on the ETag listed."""
+        from s3fs.core import _error_wrapper
+
+        assert source is not None
+        path, start, tag = source
+        if piece.end == piece.start:
+            return b""
+        bucket, key, _ = self.fs.split_path(path)
+
+        async def get() -> bytes:
+            answer = await self.fs._call_s3(
+                "get_object",
+                Bucket=bucket,
+                Key=key,
+                Range=_range(start + piece.start, start + piece.end),
+                IfMatch=tag,
+            )
+            try:
+                return bytes(await answer["Body"].read())
+            finally:
+                answer["Body"].close()
+
+        async with requests:
+            try:
+                data: bytes = await self.in_time(_error_wrapper(get, retries=self.fs.retries))
+            except FileNotFoundError:
+                raise gone(key.rsplit("/", 1)[-1]) from None
+            except OSError as exc:
+                if refused_condition(exc):
+                    raise _changed_source(key) from None
+                raise
+        if len(data) != piece.end - piece.start:
+            raise OSError(f"{path}: {len(data):,} bytes of a range of {piece.end - piece.start:,}")
+        return data
+
+    async def _complete(self, shard: Shard, upload: Mapping[str, str], tags: list[str]) -> bool:
+        """The upload completed where no object is, or replacing an interrupted run's object (held
+        on its ETag); False where that object is this shard already (its parts' ETag). The ETag S3
+        answers is compared with the one the parts make, where each is an MD5."""
+        name = shard.path.rsplit("/", 1)[-1]
+        expected = multipart_tag(tags) if all(is_md5(tag) for tag in tags) else None
+        parts = {"Parts": [{"PartNumber": n, "ETag": tag} for n, tag in enumerate(tags, 1)]}
+        condition = {"IfNoneMatch": "*"}
+        self.fs.invalidate_cache(shard.path)
+        while True:
+            self.before_write()
+            try:
+                answer = await self.fs._call_s3(
+                    "complete_multipart_upload", MultipartUpload=parts, **upload, **condition
+                )
+                break
+            except FileNotFoundError:
+                # no such upload: a retry whose first try completed it (its answer lost)
+                existing = await self._head(shard.path)
+                if existing is not None and expected is not None and existing[0] == expected:
+                    return True
+                raise ShardError(f"{name}: its upload is gone (aborted by someone else?)") from None
+            except OSError as exc:
+                if not refused_condition(exc):
+                    raise
+                if "IfMatch" in condition:
+                    raise ShardError(
+                        f"{name}: written by someone else meanwhile: left as it is"
+                    ) from None
+                existing = await self._head(shard.path)
+                if existing is None:
+                    continue  # removed meanwhile: try again to create it
+                if existing[0] == expected:
+                    await self.fs._call_s3("abort_multipart_upload", **upload)
+                    return False
+                condition = {"IfMatch": existing[0]}
+        if expected is not None and answer.get("ETag") != expected:
+            raise ShardError(f"{name}: S3 assembled other bytes than its parts say")
+        return True
 
     async def write_shard(self, shard: Shard, body: bytes) -> bool:
         """One PUT where no object exists (a first run: no request before it); where one does (an
@@ -367,6 +672,17 @@ def refused_condition(exc: OSError) -> bool:
     response = getattr(exc.__cause__, "response", None)
     return (
         isinstance(response, dict) and response.get("Error", {}).get("Code") == "PreconditionFailed"
+    )
+
+
+def _range(start: int, end: int) -> str:
+    """A ``Range`` (and ``x-amz-copy-source-range``) of bytes ``start`` to ``end``, exclusive."""
+    return f"bytes={start}-{end - 1}"
+
+
+def _changed_source(key: str) -> ShardError:
+    return ShardError(
+        f"{key.rsplit('/', 1)[-1]}: changed after it was listed (another writer): no shard written"
     )
 
 

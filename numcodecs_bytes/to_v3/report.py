@@ -51,6 +51,9 @@ class ConversionReport:
     # of those, the bytes of v2 chunk files kept beside their shards (for v2 readers)
     kept_chunk_bytes: int = 0
     chunks_removed: int = 0  # v2 chunk files removed, their shards holding them
+    copied_bytes: int = 0  # of shard_bytes, those the store copied itself (S3's UploadPartCopy)
+    # why the store refused to copy shards' parts itself (they were packed through the client)
+    server_copy_refused: str | None = None
     # arrays whose v2 files a killed run was removing
     finished_removals: list[str] = field(default_factory=list)
     # OME-Zarr 0.4 groups whose zarr.json this run wrote as 0.5: (path, "image", "label image",

@@ -156,6 +156,13 @@ class ShardPass:
         _clear_new_keys(self.store, packs, names)
         self._packed(0, 0)  # the rate counts from here
         packed = self.options.pack([shard for pack in packs for shard in pack.shards], self._packed)
+        for result in packed.values():
+            if (
+                isinstance(result, Packed)
+                and result.refused
+                and not self.report.server_copy_refused
+            ):
+                self.report.server_copy_refused = result.refused
         good, versions = _checked(self.store, self.index, packs, packed)
         # What the arrays read before and no longer read once switched (the shards they were sharded
         # in; chunk files no v2 reader reads): written down first, for a killed run's rerun.
@@ -319,6 +326,7 @@ def _count_packed(
     report.chunks_packed += sum(size is not None for result in results for size in result.sizes)
     packed_bytes = sum(size or 0 for result in results for size in result.sizes)
     report.shard_bytes += packed_bytes
+    report.copied_bytes += sum(result.copied for result in results)
     if pack.old is None and pack.array.v2 is not None and not removing:
         report.kept_chunk_bytes += packed_bytes
     linked = sum(result.linked for result in results)

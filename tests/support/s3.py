@@ -18,7 +18,8 @@ fault does to the request it matches, ``times`` times (then it is spent):
 - ``omit``: forward a listing, and drop from its answer the keys matching ``omit``.
 - ``before``: call ``hook()``, then forward (another writer acting at that moment).
 
-``proxy.requests`` records (method, key) of every request seen, faulted or not.
+``proxy.requests`` records (method, key) of every request seen, faulted or not, and
+``proxy.sent`` counts the bytes of their bodies.
 `empty_bucket` gives a test an empty bucket on the server, seen through s3fs directly.
 """
 
@@ -126,6 +127,7 @@ class FaultProxy:
         self.target_port = target_port
         self.faults: list[Fault] = []
         self.requests: list[tuple[str, str]] = []
+        self.sent = 0  # bytes of the requests' bodies: what the clients sent
         self.endpoint = ""
         self._lock = threading.Lock()
         self._hanging: list[asyncio.StreamWriter] = []
@@ -141,6 +143,7 @@ class FaultProxy:
     def _fault_for(self, request: _Request) -> Fault | None:
         with self._lock:
             self.requests.append((request.method, request.key))
+            self.sent += len(request.body)
             for fault in self.faults:
                 if fault.hits < fault.times and fault.matches(request.method, request.key):
                     fault.hits += 1
@@ -154,7 +157,9 @@ class FaultProxy:
                 action = fault.action if fault else "forward"
                 if action == "error":
                     assert fault is not None
-                    writer.write(_error(fault.status))
+                    writer.write(
+                        _error(fault.status, _CODES.get(fault.status, "ServiceUnavailable"))
+                    )
                 elif action == "reset":
                     writer.transport.abort()
                     return
@@ -261,7 +266,11 @@ async def _read_request(
     return _Request(method, target, headers, body)
 
 
-def _error(status: int, code: str = "ServiceUnavailable") -> bytes:
+_CODES = {501: "NotImplemented"}
+"""The S3 error code of an injected status, where not ``ServiceUnavailable``."""
+
+
+def _error(status: int, code: str) -> bytes:
     body = _ERROR_BODY.replace(b"{code}", code.encode())
     reason = {500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Error")
     head = (

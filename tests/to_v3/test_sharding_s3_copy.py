@@ -1,0 +1,242 @@
+"""Shards assembled inside S3 (multipart uploads of ``UploadPartCopy`` parts) on moto's server,
+behind the fault-injecting proxy.
+
+The store: an array of four 11 MiB chunks (two random, two of ones that zstd
+makes small), so that its shards hold every kind of part (`s3_parts`): a chunk
+copied whole, a small chunk sent up with the first bytes of the next one and
+the rest of that one copied, a small chunk sent up with the index; and an
+array of small chunks beside it, packed through the client. The oracles: the
+same store packed through the client (``--no-server-copy``), byte for byte;
+zarr-python in a fresh process and tensorstore, against the values written.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("zarr", minversion="3", reason="these stores are written with zarr 3")
+pytest.importorskip("s3fs", reason="object stores need s3fs (the interop extra)")
+from support.s3 import CREDENTIALS, Fault, FaultProxy, empty_bucket
+from support.zarr_read import fingerprint
+from support.zarr_read import read_in_a_fresh_process as zarr_reads
+
+zarr: Any = pytest.importorskip("zarr")
+numcodecs: Any = pytest.importorskip("numcodecs")
+
+BUCKET = "server-copy"
+MiB = 2**20
+CHUNK = 11 * MiB
+SHARD = f"{2 * CHUNK}B"  # two chunks a shard
+
+
+@pytest.fixture
+def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    yield from empty_bucket(endpoint, monkeypatch, BUCKET)
+
+
+def values() -> dict[str, np.ndarray[Any, Any]]:
+    rng = np.random.default_rng(7)
+    big = np.ones(4 * CHUNK, dtype="u1")  # not the fill value: every chunk is written
+    big[CHUNK : 3 * CHUNK] = rng.integers(0, 256, 2 * CHUNK, dtype="u1")  # chunks 1 and 2
+    return {"big": big, "small": np.arange(4096, dtype="<i4")}
+
+
+def upload(s3: Any, tmp_path: Path, prefix: str) -> None:
+    local = tmp_path / prefix
+    if not local.exists():
+        group = zarr.open_group(str(local), mode="w", zarr_format=2)
+        for name, data in values().items():
+            chunks = (CHUNK,) if name == "big" else (256,)
+            array = group.create_array(
+                name,
+                shape=data.shape,
+                chunks=chunks,
+                dtype=data.dtype,
+                compressors=numcodecs.Zstd(level=1),
+            )
+            array[...] = data
+    s3.put(str(local), f"{BUCKET}/{prefix}", recursive=True)
+    s3.invalidate_cache()
+
+
+def convert(proxy: FaultProxy, prefix: str, *options: str) -> tuple[int, str, str]:
+    """to-v3 in a process of its own (its s3fs without this test's cache), through the proxy."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "numcodecs_bytes",
+            "to-v3",
+            f"s3://{BUCKET}/{prefix}",
+            "--storage-option",
+            f"endpoint_url={proxy.endpoint}",
+            "--shard-size",
+            SHARD,
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ | CREDENTIALS,
+        timeout=300,
+        check=False,
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+def shards(s3: Any, prefix: str) -> dict[str, bytes]:
+    s3.invalidate_cache()
+    found = [p for p in s3.find(f"{BUCKET}/{prefix}") if "/c/" in p]
+    return {path.removeprefix(f"{BUCKET}/{prefix}/"): s3.cat_file(path) for path in found}
+
+
+def uploads(s3: Any) -> list[str]:
+    answer = s3.call_s3("list_multipart_uploads", Bucket=BUCKET)
+    return [upload["Key"] for upload in answer.get("Uploads", [])]
+
+
+def expected_reads() -> dict[str, Any]:
+    return {name: fingerprint(data) for name, data in values().items()}
+
+
+def test_shards_assembled_inside_s3_are_the_client_packed_ones_byte_for_byte(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+) -> None:
+    upload(s3, tmp_path, "client")
+    code, out, err = convert(proxy, "client", "--no-server-copy")
+    assert code == 0, err
+    through_client = proxy.sent
+    upload(s3, tmp_path, "server")
+    proxy.sent = 0
+    proxy.requests.clear()
+    code, out, err = convert(proxy, "server")
+    assert code == 0, err
+    assert "2 arrays sharded" in out and "copied inside S3" in out, out
+    packed, assembled = shards(s3, "client"), shards(s3, "server")
+    assert sorted(assembled) == ["big/c/0", "big/c/1", "small/c/0"]
+    assert assembled == packed
+    # what went up: the small array's shard, the zeros' chunks and 5 MiB of a random one, indexes
+    assert through_client > 2 * CHUNK > 5 * MiB + 2**20 > proxy.sent, (through_client, proxy.sent)
+    copies = [key for method, key in proxy.requests if method == "PUT" and "partNumber" in key]
+    # big/c/0: the ones' chunk and 5 MiB of the next one up, the rest copied, the index up;
+    # big/c/1: a chunk copied, the ones' chunk up with the index; small/c/0: one PUT
+    assert sorted(key.split("&")[0].split("/", 2)[-1] for key in copies) == [
+        "big/c/0?partNumber=1",
+        "big/c/0?partNumber=2",
+        "big/c/0?partNumber=3",
+        "big/c/1?partNumber=1",
+        "big/c/1?partNumber=2",
+    ]
+    assert uploads(s3) == []
+    assert zarr_reads(f"s3://{BUCKET}/server", 3, endpoint) == expected_reads()
+    if pytest.importorskip("tensorstore", reason="tensorstore is in the interop extra"):
+        from support.v2_stores import tensorstore_reads
+
+        local = tmp_path / "back"
+        s3.get(f"{BUCKET}/server", str(local), recursive=True)
+        assert tensorstore_reads(local, values()) == 2
+
+
+def test_copy_parts_that_fail_are_retried_and_the_shard_is_whole(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+) -> None:
+    upload(s3, tmp_path, "s")
+    proxy.add(
+        Fault("error", "PUT", r"big/c/0\?partNumber=2", times=2, status=503),
+        Fault("reset", "PUT", r"big/c/1\?partNumber=1"),
+        Fault("lost", "PUT", r"big/c/1\?partNumber=2"),  # copied; the answer lost, copied again
+        Fault("error", "POST", r"big/c/0\?uploadId", status=503),  # the completion
+        Fault("lost", "POST", r"big/c/1\?uploadId"),  # completed; the retry finds no upload
+    )
+    code, _, err = convert(proxy, "s", "--remove-v2-metadata")
+    assert code == 0, err
+    assert all(fault.hits == fault.times for fault in proxy.faults), [
+        (f.key, f.hits) for f in proxy.faults
+    ]
+    assert uploads(s3) == []
+    assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint) == expected_reads()
+
+
+def test_a_chunk_changed_after_its_listing_is_not_copied_and_its_array_stays(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+) -> None:
+    upload(s3, tmp_path, "s")
+    changed = values()["big"][2 * CHUNK : 3 * CHUNK][::-1].copy()
+
+    def writer() -> None:  # another writer rewrites chunk 2 just before S3 copies it
+        s3.pipe_file(f"{BUCKET}/s/big/2", numcodecs.Zstd(level=1).encode(changed))
+
+    proxy.add(Fault("before", "PUT", r"big/c/1\?partNumber=1", hook=writer))
+    code, out, err = convert(proxy, "s")
+    assert proxy.faults[0].hits == 1
+    assert code == 1, (out, err)
+    assert "big" in err and "2: changed after it was listed" in err, err
+    assert "1 arrays sharded" in out or "1 array sharded" in out, out
+    expected = expected_reads()
+    big = values()["big"]
+    big[2 * CHUNK : 3 * CHUNK] = changed
+    # the small array sharded, the big one as v2 as it is now
+    assert zarr_reads(f"s3://{BUCKET}/s", 2, endpoint)["big"] == fingerprint(big)
+    assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint)["small"] == expected["small"]
+    assert "big/c/1" not in shards(s3, "s") and uploads(s3) == []
+
+
+def test_a_run_killed_mid_upload_leaves_no_shard_and_its_rerun_aborts_the_upload(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+) -> None:
+    upload(s3, tmp_path, "s")
+    proxy.add(Fault("hang", "POST", r"big/c/0\?uploadId=", times=10))
+    command = [
+        sys.executable,
+        "-m",
+        "numcodecs_bytes",
+        "to-v3",
+        f"s3://{BUCKET}/s",
+        "--storage-option",
+        f"endpoint_url={proxy.endpoint}",
+        "--shard-size",
+        SHARD,
+    ]
+    run = subprocess.Popen(
+        command, env=os.environ | CREDENTIALS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not any(
+            method == "POST" and "big/c/0?uploadId=" in key for method, key in proxy.requests
+        ):
+            assert time.monotonic() < deadline and run.poll() is None
+            time.sleep(0.05)
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    assert "big/c/0" not in shards(s3, "s")
+    assert "s/big/c/0" in uploads(s3)
+    proxy.clear()
+    code, _, err = convert(proxy, "s")
+    assert code == 0, err
+    assert uploads(s3) == []
+    assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint) == expected_reads()
+
+
+def test_a_server_that_refuses_to_copy_parts_is_said_once_and_the_shards_go_through_the_client(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+) -> None:
+    upload(s3, tmp_path, "s")
+    proxy.add(Fault("error", "PUT", r"\?partNumber=", times=100, status=501))
+    code, out, err = convert(proxy, "s")
+    assert code == 0, err
+    assert "copied inside S3" not in out, out
+    assert err.count("refused to copy parts") == 1, err
+    assert "(--no-server-copy skips the attempt)" in err, err
+    assert uploads(s3) == []
+    assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint) == expected_reads()
