@@ -90,9 +90,10 @@ def moto_server() -> Iterator[str]:
 
 
 @contextmanager
-def delaying_proxy(target_port: int, rtt: float) -> Iterator[str]:
+def delaying_proxy(target_port: int, rtt: float, through: list[int] | None = None) -> Iterator[str]:
     """A TCP proxy on 127.0.0.1 that holds each piece of data rtt/2 in each direction (a round
-    trip's latency; the pieces of a large body follow each other without a wait of their own)."""
+    trip's latency; the pieces of a large body follow each other without a wait of their own).
+    ``through[0]`` counts the bytes it passes, both ways: what went through the client."""
     port = _free_port()
     loop = asyncio.new_event_loop()
     started = threading.Event()
@@ -111,6 +112,8 @@ def delaying_proxy(target_port: int, rtt: float) -> Iterator[str]:
         delivering = asyncio.ensure_future(deliver())
         try:
             while data := await reader.read(65536):
+                if through is not None:
+                    through[0] += len(data)
                 pieces.put_nowait((loop.time(), data))
             pieces.put_nowait((loop.time(), b""))
             await delivering

@@ -187,7 +187,7 @@ def _topmost_node(root: str, probe: Probe, remote: bool) -> str:
         if not parent or parent == top:
             return top
         try:
-            if not any(probe.exists(f"{parent}/{name}") for name in NODE_FILES):
+            if not probe.any_exists([f"{parent}/{name}" for name in NODE_FILES]):
                 return top
         # a folder above that cannot be asked about (no permission): the store stops below it
         except Exception:
@@ -199,7 +199,7 @@ def _not_a_store(root: str, probe: Probe) -> str | None:
     """Why ``root`` is not a Zarr store, or None if it is one (one listing of the root, where it is
     a folder)."""
     if not probe.is_dir(root):
-        return "not a folder" if probe.exists(root) else "no such folder"
+        return "not a folder" if probe.any_exists([root]) else "no such folder"
     if not probe.names_in(root) & set(NODE_FILES):
         return "not a Zarr store (no zarr.json, .zgroup, .zarray or .zmetadata)"
     return None

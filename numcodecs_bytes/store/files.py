@@ -86,11 +86,11 @@ class Removal(NamedTuple):
 
 
 class Probe(NamedTuple):
-    """Three questions about a location, each one request: what opening a store asks before it calls
-    it one."""
+    """Three questions about a location, each one request (or one request a path, all at once):
+    what opening a store asks before it calls it one."""
 
     is_dir: Callable[[str], bool]
-    exists: Callable[[str], bool]
+    any_exists: Callable[[list[str]], bool]  # whether any of these paths is there (asked at once)
     names_in: Callable[[str], set[str]]  # the files in a folder
 
 

@@ -112,6 +112,11 @@ class FsspecFiles:
                 raise TimeoutError("no answer before the run's time limit (run_timeout)") from None
             raise TimeoutError(f"no answer within {timeout:g} s (request_timeout)") from None
 
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Awaitable[Any]:
+        """The file system's ``method`` as a request not made yet, for `run` to make with
+        others."""
+        return self._call(method, *args, **kwargs)
+
     def ask(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """One request (the file system's ``method``) in its time: what it returned; what it raised,
         raised."""

@@ -400,7 +400,7 @@ def _keep_owner(path: str, like: os.stat_result) -> None:
 
 probe_local = Probe(
     is_dir=os.path.isdir,
-    exists=os.path.lexists,
+    any_exists=lambda paths: any(os.path.lexists(path) for path in paths),
     names_in=lambda folder: {
         name for name in os.listdir(folder) if os.path.isfile(os.path.join(folder, name))
     },

@@ -51,9 +51,21 @@ def open_remote(
     files = kind(fs, root, options, deadline)
     probe = Probe(
         is_dir=lambda path: bool(files.ask("isdir", path)),
-        exists=lambda path: bool(files.ask("exists", path)),
+        any_exists=lambda paths: _any_exists(files, paths),
         names_in=lambda folder: {
             entry.rstrip("/").rsplit("/", 1)[-1] for entry in files.ask("ls", folder, detail=False)
         },
     )
     return files, root, probe
+
+
+def _any_exists(files: FsspecFiles, paths: list[str]) -> bool:
+    """Whether any of ``paths`` exists, their requests made at once; where none is known to, the
+    first request's failure raised."""
+    found = files.run({path: files.call("exists", path) for path in paths})
+    if any(answer is True for answer in found.values()):
+        return True
+    for answer in found.values():
+        if isinstance(answer, Exception):
+            raise answer
+    return False
