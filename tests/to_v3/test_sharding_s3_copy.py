@@ -30,6 +30,8 @@ from support.s3 import CREDENTIALS, Fault, FaultProxy, empty_bucket
 from support.zarr_read import fingerprint
 from support.zarr_read import read_in_a_fresh_process as zarr_reads
 
+from numcodecs_bytes.cli import main
+
 zarr: Any = pytest.importorskip("zarr")
 numcodecs: Any = pytest.importorskip("numcodecs")
 
@@ -69,13 +71,12 @@ def upload(s3: Any, tmp_path: Path, prefix: str) -> None:
     s3.invalidate_cache()
 
 
-def convert(proxy: FaultProxy, prefix: str, *options: str) -> tuple[int, str, str]:
-    """to-v3 in a process of its own (its s3fs without this test's cache), through the proxy."""
-    result = subprocess.run(
+def convert(
+    proxy: FaultProxy, capsys: pytest.CaptureFixture[str], prefix: str, *options: str
+) -> tuple[int, str, str]:
+    """to-v3 through the proxy."""
+    code = main(
         [
-            sys.executable,
-            "-m",
-            "numcodecs_bytes",
             "to-v3",
             f"s3://{BUCKET}/{prefix}",
             "--storage-option",
@@ -83,19 +84,15 @@ def convert(proxy: FaultProxy, prefix: str, *options: str) -> tuple[int, str, st
             "--shard-size",
             SHARD,
             *options,
-        ],
-        capture_output=True,
-        text=True,
-        env=os.environ | CREDENTIALS,
-        timeout=300,
-        check=False,
+        ]
     )
-    return result.returncode, result.stdout, result.stderr
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def shards(s3: Any, prefix: str) -> dict[str, bytes]:
     s3.invalidate_cache()
-    found = [p for p in s3.find(f"{BUCKET}/{prefix}") if "/c/" in p]
+    found = [p for p in s3.find(f"{BUCKET}/{prefix}") if "/c/" in p or "/c." in p]
     return {path.removeprefix(f"{BUCKET}/{prefix}/"): s3.cat_file(path) for path in found}
 
 
@@ -109,16 +106,20 @@ def expected_reads() -> dict[str, Any]:
 
 
 def test_shards_assembled_inside_s3_are_the_client_packed_ones_byte_for_byte(
-    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+    s3: Any,
+    proxy: FaultProxy,
+    endpoint: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     upload(s3, tmp_path, "client")
-    code, out, err = convert(proxy, "client", "--no-server-copy")
+    code, out, err = convert(proxy, capsys, "client", "--no-server-copy")
     assert code == 0, err
     through_client = proxy.sent
     upload(s3, tmp_path, "server")
     proxy.sent = 0
     proxy.requests.clear()
-    code, out, err = convert(proxy, "server")
+    code, out, err = convert(proxy, capsys, "server")
     assert code == 0, err
     assert "2 arrays sharded" in out and "copied inside S3" in out, out
     packed, assembled = shards(s3, "client"), shards(s3, "server")
@@ -147,7 +148,11 @@ def test_shards_assembled_inside_s3_are_the_client_packed_ones_byte_for_byte(
 
 
 def test_copy_parts_that_fail_are_retried_and_the_shard_is_whole(
-    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+    s3: Any,
+    proxy: FaultProxy,
+    endpoint: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     upload(s3, tmp_path, "s")
     proxy.add(
@@ -157,7 +162,7 @@ def test_copy_parts_that_fail_are_retried_and_the_shard_is_whole(
         Fault("error", "POST", r"big/c/0\?uploadId", status=503),  # the completion
         Fault("lost", "POST", r"big/c/1\?uploadId"),  # completed; the retry finds no upload
     )
-    code, _, err = convert(proxy, "s", "--remove-v2-metadata")
+    code, _, err = convert(proxy, capsys, "s", "--remove-v2-metadata")
     assert code == 0, err
     assert all(fault.hits == fault.times for fault in proxy.faults), [
         (f.key, f.hits) for f in proxy.faults
@@ -167,7 +172,11 @@ def test_copy_parts_that_fail_are_retried_and_the_shard_is_whole(
 
 
 def test_a_chunk_changed_after_its_listing_is_not_copied_and_its_array_stays(
-    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+    s3: Any,
+    proxy: FaultProxy,
+    endpoint: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     upload(s3, tmp_path, "s")
     changed = values()["big"][2 * CHUNK : 3 * CHUNK][::-1].copy()
@@ -176,7 +185,7 @@ def test_a_chunk_changed_after_its_listing_is_not_copied_and_its_array_stays(
         s3.pipe_file(f"{BUCKET}/s/big/2", numcodecs.Zstd(level=1).encode(changed))
 
     proxy.add(Fault("before", "PUT", r"big/c/1\?partNumber=1", hook=writer))
-    code, out, err = convert(proxy, "s")
+    code, out, err = convert(proxy, capsys, "s")
     assert proxy.faults[0].hits == 1
     assert code == 1, (out, err)
     assert "big" in err and "2: changed after it was listed" in err, err
@@ -191,7 +200,11 @@ def test_a_chunk_changed_after_its_listing_is_not_copied_and_its_array_stays(
 
 
 def test_a_run_killed_mid_upload_leaves_no_shard_and_its_rerun_aborts_the_upload(
-    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+    s3: Any,
+    proxy: FaultProxy,
+    endpoint: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     upload(s3, tmp_path, "s")
     proxy.add(Fault("hang", "POST", r"big/c/0\?uploadId=", times=10))
@@ -222,21 +235,57 @@ def test_a_run_killed_mid_upload_leaves_no_shard_and_its_rerun_aborts_the_upload
     assert "big/c/0" not in shards(s3, "s")
     assert "s/big/c/0" in uploads(s3)
     proxy.clear()
-    code, _, err = convert(proxy, "s")
+    code, _, err = convert(proxy, capsys, "s")
     assert code == 0, err
     assert uploads(s3) == []
     assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint) == expected_reads()
 
 
 def test_a_server_that_refuses_to_copy_parts_is_said_once_and_the_shards_go_through_the_client(
-    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path
+    s3: Any,
+    proxy: FaultProxy,
+    endpoint: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     upload(s3, tmp_path, "s")
     proxy.add(Fault("error", "PUT", r"\?partNumber=", times=100, status=501))
-    code, out, err = convert(proxy, "s")
+    code, out, err = convert(proxy, capsys, "s")
     assert code == 0, err
     assert "copied inside S3" not in out, out
     assert err.count("refused to copy parts") == 1, err
     assert "(--no-server-copy skips the attempt)" in err, err
     assert uploads(s3) == []
     assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint) == expected_reads()
+
+
+def test_resharding_on_s3_copies_each_inner_chunk_inside_s3_by_its_range(
+    s3: Any,
+    proxy: FaultProxy,
+    endpoint: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    upload(s3, tmp_path, "s")
+    code, _, err = convert(proxy, capsys, "s", "--remove-v2-metadata")
+    assert code == 0, err
+    proxy.sent = 0
+    code = main(
+        [
+            "reshard",
+            f"s3://{BUCKET}/s",
+            "--storage-option",
+            f"endpoint_url={proxy.endpoint}",
+            "--shard-size",
+            f"{4 * CHUNK}B",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "1 array resharded" in out and "copied inside S3" in out, out
+    assert sorted(shards(s3, "s")) == ["big/c.0", "small/c/0"]  # under the other separator
+    # the two random chunks copied by their ranges of the old shards: what went up is the ones'
+    # chunks and 5 MiB of a random one, the index and the documents
+    assert proxy.sent < 5 * MiB + 2**20, proxy.sent
+    assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint) == expected_reads()
+    assert uploads(s3) == []
