@@ -28,14 +28,21 @@ with the shard size. And resharding: the sharded store (64 MiB shards) put in
 shards of 256 MiB by ``reshard`` (each inner chunk's bytes moved), against
 tensorstore's copy into the same shards and ``cp -r`` of the sharded store.
 
-On S3 (moto's server behind a proxy adding a 20 ms round trip), the same
-contenders but ``cp``: the floor is a process that lists the chunk objects and
-copies them through s3fs, as many requests in flight as ours (``JOBS``), each
-byte read and written once. Reported: each contender's median seconds over
-the rounds (interleaved, in a new order each round), min .. max, stored MB/s,
-its peak memory (maximum resident set), and ratios: the whole run against the
-faster re-encoder (goal: 5x faster or more); what sharding adds to the
-metadata-only run against the copy floor (goal: 1.25x of it or less).
+On S3 (moto's server behind a proxy adding a 20 ms round trip), once with
+chunks of 1 MiB raw and once with chunks of 32 MiB raw (about 10 MiB stored:
+shards S3 assembles itself from the chunk objects; ``--s3-chunks``), the same
+contenders but ``cp``, and ours also with ``--no-server-copy``: the floor is
+a process that lists the chunk objects and copies them through s3fs, as many
+requests in flight as ours (``JOBS``), each byte read and written once.
+Reported: each contender's median seconds over the rounds (interleaved, in a
+new order each round), min .. max, stored MB/s, its peak memory (maximum
+resident set), the bytes it passed through the proxy both ways (what went
+through the client), and ratios: locally the whole run against the faster
+re-encoder (goal: 5x faster or more), what sharding adds to the
+metadata-only run against the copy floor (goal: 1.25x of it or less); on S3
+the whole run against tensorstore's (goal: faster), what packing adds
+against the floor (goal 1.25x or less; with large chunks under 1x), and the
+bytes through the client (goal with large chunks: under 1% of the data).
 """
 
 from __future__ import annotations
