@@ -3,6 +3,7 @@ copy.
 
     python benchmarks/shard.py                # 1 GiB on the local disk, 64 MiB on S3, 3 rounds
     python benchmarks/shard.py --gib 0.25 --s3-mib 16 --rounds 1
+    python benchmarks/shard.py --gib 0 --s3-mib 256 --profile   # where one run's time goes on S3
 
 The data: a float32 v2 array (8192 x 32768 per GiB, chunks 256 x 1024: 1 MiB
 raw each), a smooth field plus noise, bit-rounded to 16 mantissa bits as
@@ -55,7 +56,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -490,7 +493,9 @@ def memory_by_shard_size(raw: int, fresh_copy: Callable[[], None], target: Path)
         print(f"{mib:>6} MiB {shards:>7} {seconds:8.2f} {peak:9.0f}", flush=True)
 
 
-def object_store(folder: Path, mib: int, rounds: int, rtt: float, chunk_mib: int) -> None:
+def object_store(
+    folder: Path, mib: int, rounds: int, rtt: float, chunk_mib: int, profile: bool
+) -> None:
     import s3fs
     from store_tools import delaying_proxy, moto_server
 
@@ -525,9 +530,10 @@ def object_store(folder: Path, mib: int, rounds: int, rtt: float, chunk_mib: int
         flush=True,
     )
     through = [0]
+    requests: list[tuple[float, str, str]] = []
     with (
         moto_server() as direct,
-        delaying_proxy(int(direct.rsplit(":", 1)[1]), rtt, through) as proxied,
+        delaying_proxy(int(direct.rsplit(":", 1)[1]), rtt, through, requests) as proxied,
     ):
         fs = s3fs.S3FileSystem(endpoint_url=direct, skip_instance_cache=True)
         counter = iter(range(10**6))
@@ -571,6 +577,13 @@ def object_store(folder: Path, mib: int, rounds: int, rtt: float, chunk_mib: int
             ]
 
         sharding = ("--shard-size", f"{SHARD_MIB}MiB")
+        if profile:
+            bucket = bucket_with_source()
+            requests.clear()
+            started = time.monotonic()
+            run_process(ours(*sharding)(bucket), env={**env, "FSSPEC_S3_ENDPOINT_URL": proxied})
+            print_phases(started, time.monotonic(), requests)
+            return
         contenders = {
             "to-v3 --shard-size": contender("to-v3 --shard-size", ours(*sharding), True),
             "to-v3 --shard-size --no-server-copy": contender(
@@ -620,6 +633,40 @@ def object_store(folder: Path, mib: int, rounds: int, rtt: float, chunk_mib: int
         s3_goals(medians, passed, stored, floor)
 
 
+def print_phases(started: float, ended: float, requests: list[tuple[float, str, str]]) -> None:
+    """Where one ``to-v3 --shard-size`` run on S3 spent its time, told by the requests it made (as
+    the proxy saw them arrive): the phases between its first lock write, first ``zarr.json``, first
+    and last shard writes, and last ``zarr.json``."""
+
+    def shard_write(method: str, target: str) -> bool:
+        path = target.split("?")[0]
+        return ("/c/" in path or "/c." in path) and (
+            method == "POST" or (method == "PUT" and "?" not in target)
+        )
+
+    marks = [
+        next(t for t, m, target in requests if m == "PUT" and target.endswith("-lock")),
+        next(t for t, m, target in requests if m == "PUT" and target.endswith("/zarr.json")),
+        next(t for t, m, target in requests if shard_write(m, target)),
+        max(t for t, m, target in requests if shard_write(m, target)),
+        max(t for t, m, target in requests if m == "PUT" and target.endswith("/zarr.json")),
+    ]
+    names = [
+        "start: interpreter, imports, S3 client, the store's probe",
+        "lock taken, walk, metadata read, the check of one chunk",
+        "the sharding pass's plan: documents read again, listings",
+        "packing (the first to the last shard written)",
+        "the check of the shards: one chunk through zarr, versions",
+        "switch, lock released, exit",
+    ]
+    bounds = [started, *marks, ended]
+    print(f"\n{'phase':<58} {'seconds':>8} {'requests':>9}")
+    for name, (start, end) in zip(names, pairwise(bounds), strict=True):
+        count = sum(1 for t, _, _ in requests if start <= t < end)
+        print(f"{name:<58} {end - start:8.2f} {count:9}")
+    print(f"{'the whole run':<58} {ended - started:8.2f} {len(requests):9}")
+
+
 def s3_goals(medians: dict[str, float], passed: dict[str, int], stored: int, floor: str) -> None:
     """The S3 goals of issue 59, each said held or not."""
     ours, metadata = medians["to-v3 --shard-size"], medians["to-v3, metadata only"]
@@ -655,6 +702,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="on S3, one run of ours only, and where its time went, phase by phase",
+    )
+    parser.add_argument(
         "--rtt", type=float, default=0.02, help="round trip the proxy adds on S3, in seconds"
     )
     args = parser.parse_args(argv)
@@ -666,7 +718,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             local_disk(Path(folder), args.gib, args.rounds)
         if args.s3_mib > 0:
             for chunk_mib in args.s3_chunks:
-                object_store(Path(folder), args.s3_mib, args.rounds, args.rtt, chunk_mib)
+                object_store(
+                    Path(folder), args.s3_mib, args.rounds, args.rtt, chunk_mib, args.profile
+                )
     return 0
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import shutil
 import signal
 import socket
@@ -89,16 +90,27 @@ def moto_server() -> Iterator[str]:
         server.wait(timeout=30)
 
 
+_REQUEST_LINE = re.compile(rb"(GET|PUT|POST|HEAD|DELETE) (\S+) HTTP/1\.1\r\n")
+
+
 @contextmanager
-def delaying_proxy(target_port: int, rtt: float, through: list[int] | None = None) -> Iterator[str]:
+def delaying_proxy(
+    target_port: int,
+    rtt: float,
+    through: list[int] | None = None,
+    requests: list[tuple[float, str, str]] | None = None,
+) -> Iterator[str]:
     """A TCP proxy on 127.0.0.1 that holds each piece of data rtt/2 in each direction (a round
     trip's latency; the pieces of a large body follow each other without a wait of their own).
-    ``through[0]`` counts the bytes it passes, both ways: what went through the client."""
+    ``through[0]`` counts the bytes it passes, both ways: what went through the client;
+    ``requests`` gets each request's arrival (``time.monotonic()``), method and target."""
     port = _free_port()
     loop = asyncio.new_event_loop()
     started = threading.Event()
 
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def pipe(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: bool
+    ) -> None:
         """Each piece passed on rtt/2 after it arrived: latency, not a bandwidth (pieces in flight
         overlap)."""
         pieces: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
@@ -114,6 +126,12 @@ def delaying_proxy(target_port: int, rtt: float, through: list[int] | None = Non
             while data := await reader.read(65536):
                 if through is not None:
                     through[0] += len(data)
+                if upstream and requests is not None:
+                    # a request starts a piece: the client sends one request at a time on a
+                    # connection, after the answer to the one before
+                    line = _REQUEST_LINE.match(data)
+                    if line is not None:
+                        requests.append((time.monotonic(), *map(bytes.decode, line.groups())))
                 pieces.put_nowait((loop.time(), data))
             pieces.put_nowait((loop.time(), b""))
             await delivering
@@ -127,7 +145,9 @@ def delaying_proxy(target_port: int, rtt: float, through: list[int] | None = Non
         client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter
     ) -> None:
         server_reader, server_writer = await asyncio.open_connection("127.0.0.1", target_port)
-        await asyncio.gather(pipe(client_reader, server_writer), pipe(server_reader, client_writer))
+        await asyncio.gather(
+            pipe(client_reader, server_writer, True), pipe(server_reader, client_writer, False)
+        )
 
     async def serve() -> None:
         server = await asyncio.start_server(handle, "127.0.0.1", port)

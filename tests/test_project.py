@@ -109,6 +109,21 @@ def test_the_shard_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.runs_a_benchmark
+def test_the_shard_benchmark_profiles_a_run_on_s3(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/shard.py --profile keeps telling where a run on S3 spends its time."""
+    pytest.importorskip("zarr", minversion="3", reason="the benchmark shards with zarr 3")
+    for needed in ("s3fs", "moto", "flask"):
+        pytest.importorskip(needed, reason="S3 needs the interop extra")
+    out = run_benchmark(
+        "shard", capsys, "--gib", "0", "--s3-mib", "16", "--s3-chunks", "1", "--profile"
+    )
+    assert re.search(
+        r"^packing \(the first to the last shard written\) +\d+\.\d\d +\d+$", out, re.M
+    )
+    assert re.search(r"^the whole run +\d+\.\d\d +\d+$", out, re.M), out
+
+
+@pytest.mark.runs_a_benchmark
 def test_the_ome_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/ome.py keeps working: one plane (about 50 MiB raw), one round, every contender's
     result compared with the source (the benchmark checks it)."""

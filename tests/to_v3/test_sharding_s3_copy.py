@@ -53,20 +53,25 @@ def values() -> dict[str, np.ndarray[Any, Any]]:
     return {"big": big, "small": np.arange(4096, dtype="<i4")}
 
 
-def upload(s3: Any, tmp_path: Path, prefix: str) -> None:
-    local = tmp_path / prefix
-    if not local.exists():
-        group = zarr.open_group(str(local), mode="w", zarr_format=2)
-        for name, data in values().items():
-            chunks = (CHUNK,) if name == "big" else (256,)
-            array = group.create_array(
-                name,
-                shape=data.shape,
-                chunks=chunks,
-                dtype=data.dtype,
-                compressors=numcodecs.Zstd(level=1),
-            )
-            array[...] = data
+@pytest.fixture(scope="module")
+def v2_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The v2 store, written once for the module's tests (zstd over 44 MiB takes a while)."""
+    local = tmp_path_factory.mktemp("server-copy") / "v2.zarr"
+    group = zarr.open_group(str(local), mode="w", zarr_format=2)
+    for name, data in values().items():
+        chunks = (CHUNK,) if name == "big" else (256,)
+        array = group.create_array(
+            name,
+            shape=data.shape,
+            chunks=chunks,
+            dtype=data.dtype,
+            compressors=numcodecs.Zstd(level=1),
+        )
+        array[...] = data
+    return local
+
+
+def upload(s3: Any, local: Path, prefix: str) -> None:
     s3.put(str(local), f"{BUCKET}/{prefix}", recursive=True)
     s3.invalidate_cache()
 
@@ -111,12 +116,13 @@ def test_shards_assembled_inside_s3_are_the_client_packed_ones_byte_for_byte(
     endpoint: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    v2_store: Path,
 ) -> None:
-    upload(s3, tmp_path, "client")
+    upload(s3, v2_store, "client")
     code, out, err = convert(proxy, capsys, "client", "--no-server-copy")
     assert code == 0, err
     through_client = proxy.sent
-    upload(s3, tmp_path, "server")
+    upload(s3, v2_store, "server")
     proxy.sent = 0
     proxy.requests.clear()
     code, out, err = convert(proxy, capsys, "server")
@@ -151,10 +157,10 @@ def test_copy_parts_that_fail_are_retried_and_the_shard_is_whole(
     s3: Any,
     proxy: FaultProxy,
     endpoint: str,
-    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    v2_store: Path,
 ) -> None:
-    upload(s3, tmp_path, "s")
+    upload(s3, v2_store, "s")
     proxy.add(
         Fault("error", "PUT", r"big/c/0\?partNumber=2", times=2, status=503),
         Fault("reset", "PUT", r"big/c/1\?partNumber=1"),
@@ -175,10 +181,10 @@ def test_a_chunk_changed_after_its_listing_is_not_copied_and_its_array_stays(
     s3: Any,
     proxy: FaultProxy,
     endpoint: str,
-    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    v2_store: Path,
 ) -> None:
-    upload(s3, tmp_path, "s")
+    upload(s3, v2_store, "s")
     changed = values()["big"][2 * CHUNK : 3 * CHUNK][::-1].copy()
 
     def writer() -> None:  # another writer rewrites chunk 2 just before S3 copies it
@@ -203,10 +209,10 @@ def test_a_run_killed_mid_upload_leaves_no_shard_and_its_rerun_aborts_the_upload
     s3: Any,
     proxy: FaultProxy,
     endpoint: str,
-    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    v2_store: Path,
 ) -> None:
-    upload(s3, tmp_path, "s")
+    upload(s3, v2_store, "s")
     proxy.add(Fault("hang", "POST", r"big/c/0\?uploadId=", times=10))
     command = [
         sys.executable,
@@ -245,10 +251,10 @@ def test_a_server_that_refuses_to_copy_parts_is_said_once_and_the_shards_go_thro
     s3: Any,
     proxy: FaultProxy,
     endpoint: str,
-    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    v2_store: Path,
 ) -> None:
-    upload(s3, tmp_path, "s")
+    upload(s3, v2_store, "s")
     proxy.add(Fault("error", "PUT", r"\?partNumber=", times=100, status=501))
     code, out, err = convert(proxy, capsys, "s")
     assert code == 0, err
@@ -263,10 +269,10 @@ def test_resharding_on_s3_copies_each_inner_chunk_inside_s3_by_its_range(
     s3: Any,
     proxy: FaultProxy,
     endpoint: str,
-    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    v2_store: Path,
 ) -> None:
-    upload(s3, tmp_path, "s")
+    upload(s3, v2_store, "s")
     code, _, err = convert(proxy, capsys, "s", "--remove-v2-metadata")
     assert code == 0, err
     proxy.sent = 0
