@@ -636,7 +636,7 @@ def object_store(
 def print_phases(started: float, ended: float, requests: list[tuple[float, str, str]]) -> None:
     """Where one ``to-v3 --shard-size`` run on S3 spent its time, told by the requests it made (as
     the proxy saw them arrive): the phases between its first lock write, first ``zarr.json``, first
-    and last shard writes, and last ``zarr.json``."""
+    chunk read for a shard, last shard write, and last ``zarr.json``."""
 
     def shard_write(method: str, target: str) -> bool:
         path = target.split("?")[0]
@@ -644,18 +644,25 @@ def print_phases(started: float, ended: float, requests: list[tuple[float, str, 
             method == "POST" or (method == "PUT" and "?" not in target)
         )
 
+    def packing(method: str, target: str) -> bool:
+        """A chunk object read for a shard, or a shard's upload begun."""
+        name = target.split("?")[0].rsplit("/", 1)[-1]
+        chunk_read = method == "GET" and name.replace(".", "").isdigit()
+        return chunk_read or shard_write(method, target)
+
+    documents = [t for t, m, target in requests if m == "PUT" and target.endswith("/zarr.json")]
     marks = [
         next(t for t, m, target in requests if m == "PUT" and target.endswith("-lock")),
-        next(t for t, m, target in requests if m == "PUT" and target.endswith("/zarr.json")),
-        next(t for t, m, target in requests if shard_write(m, target)),
+        documents[0],
+        next(t for t, m, target in requests if t > documents[0] and packing(m, target)),
         max(t for t, m, target in requests if shard_write(m, target)),
-        max(t for t, m, target in requests if m == "PUT" and target.endswith("/zarr.json")),
+        documents[-1],
     ]
     names = [
         "start: interpreter, imports, S3 client, the store's probe",
         "lock taken, walk, metadata read, the check of one chunk",
         "the sharding pass's plan: documents read again, listings",
-        "packing (the first to the last shard written)",
+        "packing (the first chunk read to the last shard written)",
         "the check of the shards: one chunk through zarr, versions",
         "switch, lock released, exit",
     ]

@@ -118,7 +118,7 @@ def test_the_shard_benchmark_profiles_a_run_on_s3(capsys: pytest.CaptureFixture[
         "shard", capsys, "--gib", "0", "--s3-mib", "16", "--s3-chunks", "1", "--profile"
     )
     assert re.search(
-        r"^packing \(the first to the last shard written\) +\d+\.\d\d +\d+$", out, re.M
+        r"^packing \(the first chunk read to the last shard written\) +\d+\.\d\d +\d+$", out, re.M
     )
     assert re.search(r"^the whole run +\d+\.\d\d +\d+$", out, re.M), out
 
