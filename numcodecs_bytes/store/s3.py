@@ -27,7 +27,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import aclosing, contextmanager, suppress
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -472,23 +472,17 @@ class S3Files(FsspecFiles):
             )
             async with requests:
                 self.before_write()
-                try:
-                    answer = await self.in_time(
-                        self.fs._call_s3(
-                            "upload_part_copy",
-                            PartNumber=number,
-                            CopySource={"Bucket": bucket, "Key": key},
-                            CopySourceIfMatch=tag,
-                            **upload,
-                            **ranged,
-                        )
-                    )
-                except FileNotFoundError:
-                    raise gone(key.rsplit("/", 1)[-1]) from None
-                except OSError as exc:
-                    if refused_condition(exc):
-                        raise _changed_source(key) from None
-                    raise
+                answer = await self._on_source(
+                    key,
+                    self.fs._call_s3(
+                        "upload_part_copy",
+                        PartNumber=number,
+                        CopySource={"Bucket": bucket, "Key": key},
+                        CopySourceIfMatch=tag,
+                        **upload,
+                        **ranged,
+                    ),
+                )
             copied = str(answer["CopyPartResult"]["ETag"])
             # a whole object's copy has its MD5: the check where a server ignores the condition
             if whole and is_md5(tag) and copied != tag:
@@ -538,17 +532,22 @@ class S3Files(FsspecFiles):
                 answer["Body"].close()
 
         async with requests:
-            try:
-                data: bytes = await self.in_time(_error_wrapper(get, retries=self.fs.retries))
-            except FileNotFoundError:
-                raise gone(key.rsplit("/", 1)[-1]) from None
-            except OSError as exc:
-                if refused_condition(exc):
-                    raise _changed_source(key) from None
-                raise
+            data: bytes = await self._on_source(key, _error_wrapper(get, retries=self.fs.retries))
         if len(data) != piece.end - piece.start:
             raise OSError(f"{path}: {len(data):,} bytes of a range of {piece.end - piece.start:,}")
         return data
+
+    async def _on_source(self, key: str, request: Awaitable[Any]) -> Any:
+        """A request on a chunk object held on the ETag listed, in its time: an object gone is
+        `chunks.gone`, one that is no longer that version changed (another writer)."""
+        try:
+            return await self.in_time(request)
+        except FileNotFoundError:
+            raise gone(key.rsplit("/", 1)[-1]) from None
+        except OSError as exc:
+            if refused_condition(exc):
+                raise _changed_source(key) from None
+            raise
 
     async def _complete(self, shard: Shard, upload: Mapping[str, str], tags: list[str]) -> bool:
         """The upload completed where no object is, or replacing an interrupted run's object (held
@@ -557,35 +556,26 @@ class S3Files(FsspecFiles):
         name = shard.path.rsplit("/", 1)[-1]
         expected = multipart_tag(tags) if all(is_md5(tag) for tag in tags) else None
         parts = {"Parts": [{"PartNumber": n, "ETag": tag} for n, tag in enumerate(tags, 1)]}
-        condition = {"IfNoneMatch": "*"}
-        self.fs.invalidate_cache(shard.path)
-        while True:
-            self.before_write()
+
+        async def complete(condition: dict[str, str]) -> Any:
             try:
-                answer = await self.fs._call_s3(
+                return await self.fs._call_s3(
                     "complete_multipart_upload", MultipartUpload=parts, **upload, **condition
                 )
-                break
             except FileNotFoundError:
                 # no such upload: a retry whose first try completed it (its answer lost)
                 existing = await self._head(shard.path)
                 if existing is not None and expected is not None and existing[0] == expected:
-                    return True
+                    return {"ETag": expected}
                 raise ShardError(f"{name}: its upload is gone (aborted by someone else?)") from None
-            except OSError as exc:
-                if not refused_condition(exc):
-                    raise
-                if "IfMatch" in condition:
-                    raise ShardError(
-                        f"{name}: written by someone else meanwhile: left as it is"
-                    ) from None
-                existing = await self._head(shard.path)
-                if existing is None:
-                    continue  # removed meanwhile: try again to create it
-                if existing[0] == expected:
-                    await self.fs._call_s3("abort_multipart_upload", **upload)
-                    return False
-                condition = {"IfMatch": existing[0]}
+
+        async def holds_it(tag: str) -> bool:
+            return tag == expected
+
+        answer = await self._put_where_none(shard.path, complete, holds_it)
+        if answer is None:
+            await self.fs._call_s3("abort_multipart_upload", **upload)
+            return False
         if expected is not None and answer.get("ETag") != expected:
             raise ShardError(f"{name}: S3 assembled other bytes than its parts say")
         return True
@@ -606,40 +596,54 @@ class S3Files(FsspecFiles):
             )
         md5 = hashlib.md5(body, usedforsecurity=False)
         tag = f'"{md5.hexdigest()}"'
-        condition: dict[str, str] = {"IfNoneMatch": "*"}
+        checksum = base64.b64encode(md5.digest()).decode()
+
+        async def put(condition: dict[str, str]) -> Any:
+            return await self.fs._call_s3(
+                "put_object", Bucket=bucket, Key=key, Body=body, ContentMD5=checksum, **condition
+            )
+
+        async def holds_it(existing: str) -> bool:
+            # an interrupted run's object, or this PUT's retry found its first try's
+            return existing == tag or await self.bytes_of(shard.path) == body
+
+        answer = await self._put_where_none(shard.path, put, holds_it)
+        if answer is None:
+            return False
+        if answer.get("ETag") != tag and await self.bytes_of(shard.path) != body:
+            raise ShardError(f"{name}: S3 stored other bytes than were sent (read back)")
+        return True
+
+    async def _put_where_none(
+        self,
+        path: str,
+        write: Callable[[dict[str, str]], Awaitable[Any]],
+        holds_it: Callable[[str], Awaitable[bool]],
+    ) -> Any:
+        """``write(condition)`` where no object is at ``path`` (``If-None-Match``): its answer.
+        Where one is, None if it holds what is written already (``holds_it`` of its ETag), else
+        ``write`` again, replacing it only while it is that version (``If-Match``); refused again,
+        it is someone else's (`ShardError`)."""
+        condition = {"IfNoneMatch": "*"}
         while True:
             self.before_write()
-            self.fs.invalidate_cache(shard.path)
-            checksum = base64.b64encode(md5.digest()).decode()
+            self.fs.invalidate_cache(path)
             try:
-                answer = await self.fs._call_s3(
-                    "put_object",
-                    Bucket=bucket,
-                    Key=key,
-                    Body=body,
-                    ContentMD5=checksum,
-                    **condition,
-                )
+                return await write(condition)
             except OSError as exc:
                 if not refused_condition(exc):
                     raise
                 if "IfMatch" in condition:
                     raise ShardError(
-                        f"{name}: written by someone else meanwhile: left as it is"
+                        f"{path.rsplit('/', 1)[-1]}: written by someone else meanwhile: left as it "
+                        "is"
                     ) from None
-                # an object is there: an interrupted run's, or this PUT's retry found its first
-                # try's
-                try:
-                    existing = await self._call("info", shard.path)
-                except FileNotFoundError:
-                    continue  # removed meanwhile: try again to create it
-                if existing.get("ETag") == tag or await self.bytes_of(shard.path) == body:
-                    return False
-                condition = {"IfMatch": existing["ETag"]}
-                continue
-            if answer.get("ETag") != tag and await self.bytes_of(shard.path) != body:
-                raise ShardError(f"{name}: S3 stored other bytes than were sent (read back)")
-            return True
+            existing = await self._head(path)
+            if existing is None:
+                continue  # removed meanwhile: try again to create it
+            if await holds_it(existing[0]):
+                return None
+            condition = {"IfMatch": existing[0]}
 
     # -- the lock ----------------------------------------------------------------------------------
 
