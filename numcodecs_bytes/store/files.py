@@ -158,6 +158,11 @@ class Files(Protocol):
         there is none."""
         ...
 
+    def version_holds(self, version: str, data: bytes) -> bool | None:
+        """Whether ``data`` are the bytes of a file at ``version`` (as `versions` says it): None
+        where the version does not tell (a time written, an ETag that is no digest)."""
+        ...
+
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:

@@ -343,6 +343,11 @@ class FsspecFiles:
         except FileNotFoundError:
             return None
 
+    def version_holds(self, version: str, data: bytes) -> bool | None:
+        """Where the version is the digest of the file's bytes (its file system keeps no ETag),
+        whether ``data`` has it; an ETag does not tell here (`s3` knows S3's)."""
+        return version == _content_version(data) if version.startswith("sha256:") else None
+
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:

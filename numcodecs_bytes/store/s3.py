@@ -304,6 +304,12 @@ class S3Files(FsspecFiles):
         tag = info.get("ETag") or await self.version_of(path)
         return (str(tag), int(info["size"])) if tag else None
 
+    def version_holds(self, version: str, data: bytes) -> bool | None:
+        """An ETag that is an MD5 (an object written in one request, without KMS) tells."""
+        if is_md5(version):
+            return version == f'"{hashlib.md5(data, usedforsecurity=False).hexdigest()}"'
+        return super().version_holds(version, data)
+
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:

@@ -9,7 +9,9 @@ itself. An array switches only where:
   file is that size;
 - one of its chunks reads the same through its sharded document (the shard's
   index and that chunk's byte range, as a reader reads them) as through the
-  document it has now (its chunk file), with zarr-python's own codecs;
+  document it has now (its chunk file: the shard's bytes of it, where the
+  version packed says they are the file's, as an MD5 ETag on S3 does), with
+  zarr-python's own codecs;
 - its chunk files are the versions that were packed, and no chunk file came
   meanwhile where none was (`unchanged`).
 """
@@ -100,14 +102,14 @@ def _sample(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) 
         footer = INDEX_ENTRY * len(result.sizes) + 4
         chunk = source if isinstance(source, ByteRange) else ByteRange(source, 0, size)
         wanted = [
-            chunk,
             ByteRange(shard.path, start, start + size),
             ByteRange(shard.path, total, total + footer),
         ]
         read = store.files.read_ranges(wanted)
         with _Sparse() as sparse:
             try:
-                before, inner, index_bytes = (_present(read[part]) for part in wanted)
+                inner, index_bytes = (_present(read[part]) for part in wanted)
+                before = _chunk_file(store, source, inner, result.versions[stored[0]])
                 after = sparse.shard(total + footer, {start: inner, total: index_bytes})
                 check_sharded_chunk(
                     (pack.array.document, _before(pack, source, before, sparse)),
@@ -121,6 +123,17 @@ def _sample(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) 
                 return f"through its shards: {reason(exc)}; {_left(pack)}"
         return None
     return None
+
+
+def _chunk_file(store: Store, source: str | ByteRange, inner: bytes, version: str | None) -> bytes:
+    """The packed chunk's bytes as the array's document now reads them: the new shard's bytes of
+    it, where the version of the chunk file packed says they are its bytes (on S3 an ETag is their
+    MD5: not read a second time); else read from the chunk file (or the old shard's range)."""
+    if isinstance(source, str):
+        if version is not None and store.files.version_holds(version, inner):
+            return inner
+        source = ByteRange(source, 0, len(inner))
+    return _present(store.files.read_ranges([source])[source])
 
 
 def _before(pack: Pack, source: str | ByteRange, data: bytes, sparse: _Sparse) -> dict[str, Buffer]:
