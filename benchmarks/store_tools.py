@@ -131,7 +131,8 @@ def delaying_proxy(
                     # connection, after the answer to the one before
                     line = _REQUEST_LINE.match(data)
                     if line is not None:
-                        requests.append((time.monotonic(), *map(bytes.decode, line.groups())))
+                        method, target = line.group(1).decode(), line.group(2).decode()
+                        requests.append((time.monotonic(), method, target))
                 pieces.put_nowait((loop.time(), data))
             pieces.put_nowait((loop.time(), b""))
             await delivering
