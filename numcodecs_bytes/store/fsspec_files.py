@@ -388,14 +388,14 @@ class FsspecFiles:
         async def source(read: str | ByteRange | None) -> tuple[bytes | None, str | None]:
             if read is None:
                 return None, None
-            if isinstance(read, ByteRange) and read.path not in versions:
-                versions[read.path] = asyncio.ensure_future(
-                    self.in_time(self.version_of(read.path))
-                )
+            # its file's version, not the range's: asked for while the range is read
+            file_version = (
+                self.version_task(versions, read.path) if isinstance(read, ByteRange) else None
+            )
             async with requests:
                 data, version = await self.in_time(self.read_source(read))
-            if isinstance(read, ByteRange):
-                version = await versions[read.path]  # its file's, not the range's
+            if file_version is not None:
+                version = await file_version
             if data is None or version is None:
                 raise gone(source_path(read).rsplit("/", 1)[-1])
             return data, version
@@ -414,6 +414,15 @@ class FsspecFiles:
             body = b"".join(present) + shard_index(sizes)
             written = await self.in_time(self.write_shard(shard, body))
         return Packed(sizes, versions_read, written)
+
+    def version_task(
+        self, versions: dict[str, asyncio.Task[str | None]], path: str
+    ) -> asyncio.Task[str | None]:
+        """The version of a file that byte ranges are read from (an old shard): asked for once per
+        pack (``versions``), shared by the shards that read from it."""
+        if path not in versions:
+            versions[path] = asyncio.ensure_future(self.in_time(self.version_of(path)))
+        return versions[path]
 
     async def read_source(self, source: str | ByteRange) -> tuple[bytes | None, str | None]:
         """A chunk file's bytes and its version as read (None, None where there is none): its ETag,

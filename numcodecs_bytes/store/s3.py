@@ -60,6 +60,7 @@ class S3Files(FsspecFiles):
         # each whole chunk object of the shards being packed: its ETag and size as listed (what the
         # copies hold on), or None where there is none
         self._listed_sources: dict[str, tuple[str, int] | Exception | None] = {}
+        self._uploads_begun = 0  # multipart uploads asked for by the pack under way
 
     # -- the walk ----------------------------------------------------------------------------------
 
@@ -194,27 +195,13 @@ class S3Files(FsspecFiles):
     async def read_source(self, source: str | ByteRange) -> tuple[bytes | None, str | None]:
         """A chunk object's bytes and its ETag, from one GET (None, None where there is none), or a
         byte range of an object (``Range``; its version is the object's ETag, asked for apart:
-        `version_of`); a body cut short is asked for again, as s3fs's ``cat_file`` does (its retry
-        loop)."""
-        from s3fs.core import _error_wrapper
-
+        `version_of`)."""
         path = source_path(source)
-        bucket, key, _ = self.fs.split_path(path)
         ranged = (
-            {"Range": f"bytes={source.start}-{source.end - 1}"}
-            if isinstance(source, ByteRange)
-            else {}
+            {"Range": _range(source.start, source.end)} if isinstance(source, ByteRange) else {}
         )
-
-        async def get() -> tuple[bytes, str]:
-            answer = await self.fs._call_s3("get_object", Bucket=bucket, Key=key, **ranged)
-            try:
-                return bytes(await answer["Body"].read()), str(answer["ETag"])
-            finally:
-                answer["Body"].close()
-
         try:
-            data, tag = await _error_wrapper(get, retries=self.fs.retries)
+            data, tag = await self._get(path, **ranged)
         except FileNotFoundError:
             return None, None
         if isinstance(source, ByteRange):
@@ -222,6 +209,23 @@ class S3Files(FsspecFiles):
                 raise OSError(f"{path}: {source.start + len(data):,} bytes, not {source.end:,}")
             return data, None
         return data, tag
+
+    async def _get(self, path: str, **arguments: str) -> tuple[bytes, str]:
+        """One GET of an object (``arguments``: a ``Range``, an ``IfMatch``): its bytes and ETag; a
+        body cut short is asked for again, as s3fs's ``cat_file`` does (its retry loop)."""
+        from s3fs.core import _error_wrapper
+
+        bucket, key, _ = self.fs.split_path(path)
+
+        async def get() -> tuple[bytes, str]:
+            answer = await self.fs._call_s3("get_object", Bucket=bucket, Key=key, **arguments)
+            try:
+                return bytes(await answer["Body"].read()), str(answer["ETag"])
+            finally:
+                answer["Body"].close()
+
+        found: tuple[bytes, str] = await _error_wrapper(get, retries=self.fs.retries)
+        return found
 
     async def tail_of(self, path: str, size: int) -> tuple[int, bytes]:
         """An object's last ``size`` bytes and its size, from one GET of a suffix range
@@ -325,11 +329,13 @@ class S3Files(FsspecFiles):
         self._listed_sources = self.stored(
             source for shard in shards for source in shard.sources if isinstance(source, str)
         )
+        self._uploads_begun = 0
         try:
             return super().pack(shards, on_progress)
         finally:
             self._listed_sources = {}
-            self._abort_uploads(keys)  # one whose answer was lost (a retry made another)
+            if self._uploads_begun:
+                self._abort_uploads(keys)  # one whose answer was lost (a retry made another)
 
     def _abort_uploads(self, keys: set[str]) -> None:
         """Every multipart upload not completed on one of these paths aborted, where the server
@@ -417,11 +423,7 @@ class S3Files(FsspecFiles):
             if source is None:
                 sources.append(None)
             elif isinstance(source, ByteRange):
-                if source.path not in versions:
-                    versions[source.path] = asyncio.ensure_future(
-                        self.in_time(self.version_of(source.path))
-                    )
-                tag = await versions[source.path]
+                tag = await self.version_task(versions, source.path)
                 if tag is None:
                     raise gone(source.path.rsplit("/", 1)[-1])
                 sources.append((source.path, source.start, tag))
@@ -432,6 +434,7 @@ class S3Files(FsspecFiles):
         index = shard_index(sizes)
         bucket, key, _ = self.fs.split_path(shard.path)
         self.before_write()
+        self._uploads_begun += 1
         async with requests:
             created = await self.in_time(
                 self.fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key)
@@ -479,7 +482,7 @@ class S3Files(FsspecFiles):
             async with requests:
                 self.before_write()
                 answer = await self._on_source(
-                    key,
+                    path,
                     self.fs._call_s3(
                         "upload_part_copy",
                         PartNumber=number,
@@ -492,7 +495,7 @@ class S3Files(FsspecFiles):
             copied = str(answer["CopyPartResult"]["ETag"])
             # a whole object's copy has its MD5: the check where a server ignores the condition
             if whole and is_md5(tag) and copied != tag:
-                raise _changed_source(key)
+                raise _changed_source(path)
             return copied
         pieces = await asyncio.gather(
             *(self._piece(piece, sources[piece.chunk], requests) for piece in part.pieces)
@@ -516,43 +519,29 @@ class S3Files(FsspecFiles):
         self, piece: Piece, source: tuple[str, int, str] | None, requests: asyncio.Semaphore
     ) -> bytes:
         """A piece of an inner chunk, from a GET of its range held on the ETag listed."""
-        from s3fs.core import _error_wrapper
-
         assert source is not None
         path, start, tag = source
         if piece.end == piece.start:
             return b""
-        bucket, key, _ = self.fs.split_path(path)
-
-        async def get() -> bytes:
-            answer = await self.fs._call_s3(
-                "get_object",
-                Bucket=bucket,
-                Key=key,
-                Range=_range(start + piece.start, start + piece.end),
-                IfMatch=tag,
-            )
-            try:
-                return bytes(await answer["Body"].read())
-            finally:
-                answer["Body"].close()
-
+        ranged = _range(start + piece.start, start + piece.end)
         async with requests:
-            data: bytes = await self._on_source(key, _error_wrapper(get, retries=self.fs.retries))
+            data: bytes = (await self._on_source(path, self._get(path, Range=ranged, IfMatch=tag)))[
+                0
+            ]
         if len(data) != piece.end - piece.start:
             raise OSError(f"{path}: {len(data):,} bytes of a range of {piece.end - piece.start:,}")
         return data
 
-    async def _on_source(self, key: str, request: Awaitable[Any]) -> Any:
+    async def _on_source(self, path: str, request: Awaitable[Any]) -> Any:
         """A request on a chunk object held on the ETag listed, in its time: an object gone is
         `chunks.gone`, one that is no longer that version changed (another writer)."""
         try:
             return await self.in_time(request)
         except FileNotFoundError:
-            raise gone(key.rsplit("/", 1)[-1]) from None
+            raise gone(path.rsplit("/", 1)[-1]) from None
         except OSError as exc:
             if refused_condition(exc):
-                raise _changed_source(key) from None
+                raise _changed_source(path) from None
             raise
 
     async def _complete(self, shard: Shard, upload: Mapping[str, str], tags: list[str]) -> bool:
@@ -690,9 +679,9 @@ def _range(start: int, end: int) -> str:
     return f"bytes={start}-{end - 1}"
 
 
-def _changed_source(key: str) -> ShardError:
+def _changed_source(path: str) -> ShardError:
     return ShardError(
-        f"{key.rsplit('/', 1)[-1]}: changed after it was listed (another writer): no shard written"
+        f"{path.rsplit('/', 1)[-1]}: changed after it was listed (another writer): no shard written"
     )
 
 

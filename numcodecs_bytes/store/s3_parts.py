@@ -74,28 +74,32 @@ def shard_parts(sizes: Sequence[int | None], smallest: int = SMALLEST_PART) -> l
     """
     parts: list[Part] = []
     waiting: list[Piece] = []
+    held = 0  # the waiting pieces' bytes
 
     def go_up() -> None:
+        nonlocal held
         parts.append(Part(False, tuple(waiting)))
         waiting.clear()
+        held = 0
 
     for chunk, size in enumerate(sizes):
         if not size:  # no chunk, or an empty one: no bytes in any part
             continue
         if size > LARGEST_PART:
             return None
-        held = sum(piece.end - piece.start for piece in waiting)
         if size < smallest:
             waiting.append(Piece(chunk, 0, size))
-            if held + size >= smallest:
+            held += size
+            if held >= smallest:
                 go_up()
         elif not waiting:
             parts.append(Part(True, (Piece(chunk, 0, size),)))
         elif size - (smallest - held) >= smallest:
             # the waiting chunks made 5 MiB with this one's first bytes; S3 copies the rest
-            waiting.append(Piece(chunk, 0, smallest - held))
+            first = smallest - held
+            waiting.append(Piece(chunk, 0, first))
             go_up()
-            parts.append(Part(True, (Piece(chunk, smallest - held, size),)))
+            parts.append(Part(True, (Piece(chunk, first, size),)))
         else:
             waiting.append(Piece(chunk, 0, size))
             go_up()
