@@ -76,23 +76,34 @@ def upload(s3: Any, local: Path, prefix: str) -> None:
     s3.invalidate_cache()
 
 
+def arguments(
+    proxy: FaultProxy, prefix: str, *options: str, command: str = "to-v3", size: str = SHARD
+) -> list[str]:
+    """The command line of a store tool on the store at ``prefix``, through the proxy."""
+    return [
+        command,
+        f"s3://{BUCKET}/{prefix}",
+        "--storage-option",
+        f"endpoint_url={proxy.endpoint}",
+        "--shard-size",
+        size,
+        *options,
+    ]
+
+
 def convert(
     proxy: FaultProxy, capsys: pytest.CaptureFixture[str], prefix: str, *options: str
 ) -> tuple[int, str, str]:
     """to-v3 through the proxy."""
-    code = main(
-        [
-            "to-v3",
-            f"s3://{BUCKET}/{prefix}",
-            "--storage-option",
-            f"endpoint_url={proxy.endpoint}",
-            "--shard-size",
-            SHARD,
-            *options,
-        ]
-    )
+    code = main(arguments(proxy, prefix, *options))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def assert_whole(s3: Any, endpoint: str, prefix: str) -> None:
+    """No upload left, and zarr in a fresh process reads the values written."""
+    assert uploads(s3) == []
+    assert zarr_reads(f"s3://{BUCKET}/{prefix}", 3, endpoint) == expected_reads()
 
 
 def shards(s3: Any, prefix: str) -> dict[str, bytes]:
@@ -146,8 +157,7 @@ def test_shards_assembled_inside_s3_are_the_client_packed_ones_byte_for_byte(
     # small/0 read twice: by the check before zarr.json is written, and to pack it; the check of
     # the shards reads it from its shard only, its MD5 being the chunk object's ETag
     assert proxy.requests.count(("GET", f"{BUCKET}/server/small/0")) == 2, proxy.requests
-    assert uploads(s3) == []
-    assert zarr_reads(f"s3://{BUCKET}/server", 3, endpoint) == expected_reads()
+    assert_whole(s3, endpoint, "server")
     if pytest.importorskip("tensorstore", reason="tensorstore is in the interop extra"):
         from support.v2_stores import tensorstore_reads
 
@@ -176,8 +186,7 @@ def test_copy_parts_that_fail_are_retried_and_the_shard_is_whole(
     assert all(fault.hits == fault.times for fault in proxy.faults), [
         (f.key, f.hits) for f in proxy.faults
     ]
-    assert uploads(s3) == []
-    assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint) == expected_reads()
+    assert_whole(s3, endpoint, "s")
 
 
 def test_a_chunk_changed_after_its_listing_is_not_copied_and_its_array_stays(
@@ -217,17 +226,7 @@ def test_a_run_killed_mid_upload_leaves_no_shard_and_its_rerun_aborts_the_upload
 ) -> None:
     upload(s3, v2_store, "s")
     proxy.add(Fault("hang", "POST", r"big/c/0\?uploadId=", times=10))
-    command = [
-        sys.executable,
-        "-m",
-        "numcodecs_bytes",
-        "to-v3",
-        f"s3://{BUCKET}/s",
-        "--storage-option",
-        f"endpoint_url={proxy.endpoint}",
-        "--shard-size",
-        SHARD,
-    ]
+    command = [sys.executable, "-m", "numcodecs_bytes", *arguments(proxy, "s")]
     run = subprocess.Popen(
         command, env=os.environ | CREDENTIALS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -246,8 +245,7 @@ def test_a_run_killed_mid_upload_leaves_no_shard_and_its_rerun_aborts_the_upload
     proxy.clear()
     code, _, err = convert(proxy, capsys, "s")
     assert code == 0, err
-    assert uploads(s3) == []
-    assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint) == expected_reads()
+    assert_whole(s3, endpoint, "s")
 
 
 def test_a_server_that_refuses_to_copy_parts_is_said_once_and_the_shards_go_through_the_client(
@@ -264,8 +262,7 @@ def test_a_server_that_refuses_to_copy_parts_is_said_once_and_the_shards_go_thro
     assert "copied inside S3" not in out, out
     assert err.count("refused to copy parts") == 1, err
     assert "(--no-server-copy skips the attempt)" in err, err
-    assert uploads(s3) == []
-    assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint) == expected_reads()
+    assert_whole(s3, endpoint, "s")
 
 
 def test_resharding_on_s3_copies_each_inner_chunk_inside_s3_by_its_range(
@@ -279,16 +276,7 @@ def test_resharding_on_s3_copies_each_inner_chunk_inside_s3_by_its_range(
     code, _, err = convert(proxy, capsys, "s", "--remove-v2-metadata")
     assert code == 0, err
     proxy.sent = 0
-    code = main(
-        [
-            "reshard",
-            f"s3://{BUCKET}/s",
-            "--storage-option",
-            f"endpoint_url={proxy.endpoint}",
-            "--shard-size",
-            f"{4 * CHUNK}B",
-        ]
-    )
+    code = main(arguments(proxy, "s", command="reshard", size=f"{4 * CHUNK}B"))
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "1 array resharded" in out and "copied inside S3" in out, out
@@ -296,5 +284,4 @@ def test_resharding_on_s3_copies_each_inner_chunk_inside_s3_by_its_range(
     # the two random chunks copied by their ranges of the old shards: what went up is the ones'
     # chunks and 5 MiB of a random one, the index and the documents
     assert proxy.sent < 5 * MiB + 2**20, proxy.sent
-    assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint) == expected_reads()
-    assert uploads(s3) == []
+    assert_whole(s3, endpoint, "s")
