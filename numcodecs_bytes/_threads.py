@@ -14,12 +14,13 @@ several cores. Work is split when all of these hold:
    in this process: the first calls of each kind (`KINDS`) in each size class
    (a power of two) come in pairs, the calling thread alone then a split, and
    the way faster in most of `SAMPLES` pairs is chosen (`split_choices`). The
-   choice is checked again at the 16th, 32nd, 64th, ... call of its class: a
-   pair, the other way first; where it disagrees with the choice, more pairs
-   until one way has won most of `SAMPLES`. A split chosen is timed on every
-   call too (two clock reads beside the hand-offs): where the latest `SAMPLES`
-   splits all took longer than one thread's best, the check comes at once, as
-   when a neighbour takes the other core. One thread chosen is numpy's own
+   choice is checked again at the 8th, 16th, 32nd, ... call of its class: a
+   pair, the other way first; where it disagrees with the choice, a round of
+   its own decides as the first did, that pair aside (where the ways are
+   close, one pair in a few goes the wrong way by chance). A split chosen is
+   timed on every call too (two clock reads beside the hand-offs): where the
+   latest `SAMPLES` splits all took longer than one thread's median, the check
+   comes at once, as when a neighbour takes the other core. One thread chosen is numpy's own
    call, untimed: two clock reads right after a copy of megabytes cost 5-7 us,
    2% of a 4 MiB copy (benchmarks/README.md). Only calls side by side are
    compared: a slowdown that hits both ways alike for a few calls (new pages
@@ -35,10 +36,13 @@ several cores. Work is split when all of these hold:
    whoever calls; a caller that finds none free works alone (never waits).
 
 Split work has one contiguous part per thread, at most one per CPU the
-process may run on. The caller's part is the larger by what helpers took to
-start in the latest splits (`_bounds`): a sleeping thread wakes in 5-300 us on
-the VMs measured (most right after its caller copied megabytes), up to a third
-of a 4 MiB copy, and parts that end together end soonest. `copy_into`,
+process may run on. Parts that end together end soonest: a sleeping thread
+wakes in 5-300 us on the VMs measured (most right after its caller copied
+megabytes), up to a third of a 4 MiB copy, so the caller's part is the larger
+by what the latest splits of that kind and size showed: each split's ends move
+the next one's cut (`_Learning.ended`), measured, not modelled (a model of
+start delays alone cut the caller's part 8% too large on the AMD kind, where
+the caller's own steps before its part take as long). `copy_into`,
 `copied_as` and `in_parts` are the only ways the codec splits work; below
 `MIN_SPLIT_BYTES` the numcodecs codec calls numpy's copy itself in the common
 case.
@@ -65,6 +69,7 @@ __all__ = [
     "MIN_SPLIT_BYTES",
     "SAMPLES",
     "copied_as",
+    "copy_flat_into",
     "copy_into",
     "get_nthreads",
     "in_parts",
@@ -78,11 +83,15 @@ MIN_SPLIT_BYTES = 2 << 20
 (benchmarks/README.md)."""
 
 MIN_HELPER_SHARE = 0.2
-"""The least part of an equal share a helper is given, however long helpers take to start."""
+"""The least part of an equal share a part of a split is given, however long helpers take to
+start."""
+
+LEAD_STEP = 0.05
+"""How far the caller's part of a split may move after one split, as a part of an equal share."""
 
 SAMPLES = 3
 """Pairs of timed calls (one each way, back to back) a choice rests on: the way faster in most of
-them. Also how many of the latest splits' helper start delays set the caller's part (`_bounds`)."""
+them."""
 
 Kind = Literal["copy into", "copy to new", "check", "masked copy into", "masked copy to new"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -156,15 +165,20 @@ class _Learning:
 
     def __init__(self) -> None:
         self.calls = 0
-        # one thread's latest: the caller's share (`_bounds`)
-        self.alone: deque[float] = deque(maxlen=SAMPLES)
+        self.alone: deque[float] = deque(maxlen=SAMPLES)  # one thread's latest
+        # The caller's part of a split over an equal part: cut so that the parts end together
+        # (`ended`), the caller's the larger by what helpers take to start.
+        self.lead = 1.0
         self.choice: bool | None = None
         # The round under way, None between rounds: pairs won each way (alone, split), and the
-        # pair's first call. The first round learns; a check is a round too, from the other way, and
-        # ends after one pair if that pair agrees with the choice.
+        # pair's first call. The first round learns; a check begins from the other way and ends
+        # after one pair if that pair agrees with the choice, else a round follows that decides
+        # afresh, that pair aside: where the ways are close, one pair in a few goes the wrong way
+        # by chance, and a choice turned on two such pairs stood until the next check.
         self.wins: list[int] | None = [0, 0]
         self.first: tuple[bool, float] | None = None
-        # one thread's best when the choice was made: a split chosen slower than it is slow
+        self.checking = False  # a check's first pair under way
+        # one thread's median when the choice was made: a split chosen slower than it is slow
         self.bar = 0.0
         self.slow = 0  # splits chosen in a row that were slow: at `SAMPLES`, the next call checks
 
@@ -173,9 +187,10 @@ class _Learning:
         None (untimed)."""
         self.calls += 1
         if self.wins is None and (
-            self.slow >= SAMPLES or (self.calls >= 16 and self.calls & (self.calls - 1) == 0)
+            self.slow >= SAMPLES or (self.calls >= 8 and self.calls & (self.calls - 1) == 0)
         ):
-            self.wins, self.slow = [0, 0], 0  # a check: 16, 32, 64, ..., or after slow splits
+            # a check: 8, 16, 32, ..., or after slow splits
+            self.wins, self.slow, self.checking = [0, 0], 0, True
         if self.wins is None:  # (a choice is made)
             return bool(self.choice), self.watch if self.choice else None
         first = self.first
@@ -193,13 +208,17 @@ class _Learning:
             return
         self.first = None
         faster = split if seconds_per_byte < first[1] else first[0]
-        wins[faster] += 1
-        if self.choice is not None and sum(wins) == 1 and faster == self.choice:
-            self.wins = None  # a check whose first pair agrees with the choice
-        elif max(wins) > SAMPLES // 2:
-            self.choice, self.wins = wins[True] > wins[False], None
+        if self.checking:  # a check's first pair: where it agrees with the choice, the check ends
+            self.checking = False
+            if faster == self.choice:
+                self.wins = None
+        else:
+            wins[faster] += 1
+            if max(wins) > SAMPLES // 2:
+                self.choice, self.wins = wins[True] > wins[False], None
         if self.wins is None:
-            self.bar, self.slow = min(self.alone), 0
+            alone = sorted(self.alone)
+            self.bar, self.slow = alone[len(alone) // 2], 0
 
     def watch(self, split: bool, seconds_per_byte: float) -> None:
         """A split chosen, timed: a doubt, never a new choice by itself (a check decides, with both
@@ -211,14 +230,27 @@ class _Learning:
         """
         self.slow = self.slow + 1 if seconds_per_byte > self.bar else 0
 
+    def ended(self, helpers: int, caller: float, late: float) -> None:
+        """A split's parts ended: the caller's ``caller`` seconds after the split began, the latest
+        helper's ``late`` seconds after the caller's (before, if negative).
+
+        The next split's caller takes what makes them end together, work going
+        as fast on either side: ``late`` seconds of the caller's work, shared
+        with the helpers. At most `LEAD_STEP` of an equal part at once, so one
+        helper woken late (a busy neighbour, a page fault) barely moves it.
+        """
+        if caller > 0:
+            step = self.lead * late * helpers / ((helpers + 1) * caller)
+            self.lead += max(-LEAD_STEP, min(LEAD_STEP, step))
+
 
 class _Handoff(Generic[T]):
     """One part given to a helper thread: its result or error, and a lock released when it is
     done."""
 
-    __slots__ = ("done", "error", "part", "result", "start", "started", "stop")
+    __slots__ = ("done", "ended", "error", "part", "result", "start", "stop")
     result: T  # set by the helper, with error None, before done is released
-    started: float  # when the helper began the part (perf_counter), set before it is done
+    ended: float  # when the helper ended the part (perf_counter), set before it is done
 
     def __init__(self, part: Callable[[int, int], T], start: int, stop: int) -> None:
         self.part, self.start, self.stop = part, start, stop
@@ -230,12 +262,12 @@ class _Handoff(Generic[T]):
 def _serve(jobs: queue.SimpleQueue[_Handoff[Any] | None]) -> None:
     """A helper thread's life: the parts it is given, until its pool is closed (None)."""
     while (handoff := jobs.get()) is not None:
-        handoff.started = time.perf_counter()
         try:
             handoff.result = handoff.part(handoff.start, handoff.stop)
         except BaseException as error:  # the caller raises it
             handoff.error = error
         finally:
+            handoff.ended = time.perf_counter()
             handoff.done.release()
         del handoff  # an idle helper holds no part: its arrays are the caller's to free
 
@@ -259,8 +291,6 @@ class _Pool:
         self.lock = threading.Lock()
         self.jobs: queue.SimpleQueue[_Handoff[Any] | None] = queue.SimpleQueue()
         self.learning: dict[tuple[Kind, int], _Learning] = {}  # by (kind, size class)
-        # latest splits: seconds from hand-out to helpers' start
-        self.delays: deque[float] = deque(maxlen=SAMPLES)
         self.threads = [  # daemons: an idle helper waits in C and must not hold up exit
             threading.Thread(
                 target=_serve, args=(self.jobs,), name=f"numcodecs-bytes-{index}", daemon=True
@@ -362,12 +392,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
-def _threads_allowed() -> bool:
-    if use_threads is None:
-        return threading.get_ident() == _main_thread
-    return bool(use_threads)
-
-
 def _size_class(nbytes: int) -> int:
     return nbytes.bit_length()  # [2**(k-1), 2**k)
 
@@ -379,10 +403,14 @@ def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, Record
     Else the pool, what the work's kind and size have shown, whether to split
     now, and what takes its time.
     """
-    if nbytes < MIN_SPLIT_BYTES or _nthreads < 2 or _CORES < 2 or not _threads_allowed():
+    # (Steps written out: a call here follows a copy of megabytes, which took Python's state out of
+    # the caches, and each function called costs microseconds, 1% of a 4 MiB split.)
+    if nbytes < MIN_SPLIT_BYTES or _nthreads < 2 or _CORES < 2:
         return None
-    pool = _get_pool()
-    key = (kind, _size_class(nbytes))
+    if not (threading.get_ident() == _main_thread if use_threads is None else use_threads):
+        return None  # (threads not allowed here)
+    pool = _pool or _get_pool()
+    key = (kind, nbytes.bit_length())  # (kind, _size_class(nbytes))
     learning = pool.learning.get(key)
     if learning is None:
         learning = pool.learning.setdefault(key, _Learning())
@@ -392,58 +420,57 @@ def _split_plan(kind: Kind, nbytes: int) -> tuple[_Pool, _Learning, bool, Record
     return pool, learning, split, record
 
 
-def _median(values: deque[float]) -> float | None:
-    return sorted(values)[len(values) // 2] if values else None
+def _bounds(length: int, helpers: int, lead: float) -> list[int]:
+    """Where the parts of a split begin and end: the caller's first, ``lead`` times an equal part,
+    then one per helper, equal.
 
-
-def _bounds(length: int, helpers: int, alone: float | None, delay: float | None) -> list[int]:
-    """Where the parts of a split begin and end: the caller's first, then one per helper.
-
-    A helper starts its part ``delay`` seconds after the caller starts its own
-    (the time a sleeping thread takes to wake, measured), so the caller takes
-    that much more of the work, by what the whole takes on one thread
-    (``alone`` seconds), and all parts end together; each helper keeps at least
-    `MIN_HELPER_SHARE` of its equal part. Equal parts until both are known.
+    Every part keeps at least `MIN_HELPER_SHARE` of an equal part.
     """
     if not helpers:
         return [0, length]
-    share = 1 / (helpers + 1)
-    if alone and delay is not None:
-        share = min((1 + helpers * delay / alone) * share, 1 - helpers * MIN_HELPER_SHARE * share)
-    first = round(length * share)
+    lead = min(max(lead, MIN_HELPER_SHARE), helpers + 1 - helpers * MIN_HELPER_SHARE)
+    first = round(length * lead / (helpers + 1))
     return [0, *(first + (length - first) * i // helpers for i in range(helpers + 1))]
 
 
-def _split(
-    pool: _Pool, length: int, part: Callable[[int, int], T], alone: float | None
-) -> tuple[list[T], int]:
+def _run(
+    pool: _Pool,
+    learning: _Learning,
+    record: Record,
+    nbytes: int,
+    length: int,
+    part: Callable[[int, int], T],
+) -> list[T]:
     """``part(start, stop)`` over ``range(length)``: one contiguous part per free helper, the first
-    here.
+    here; the parts' results in order.
 
-    Returns the parts' results in order, and how many helpers took part. With
-    no helper free, all the work is the caller's: it never waits for one.
-    ``alone``: the seconds the whole would take on the calling thread, if known.
+    With no helper free, all the work is the caller's: it never waits for
+    one, and the call teaches nothing. Else the split is timed (``record``)
+    and its parts' ends set the next split's parts (`_Learning.ended`).
     """
+    start = time.perf_counter()
     helpers = pool.take()
     try:
-        bounds = _bounds(length, helpers, alone, _median(pool.delays))
-        handoffs = [_Handoff(part, start, stop) for start, stop in pairwise(bounds[1:])]
-        handed = time.perf_counter()
+        bounds = _bounds(length, helpers, learning.lead)
+        handoffs = [_Handoff(part, begin, stop) for begin, stop in pairwise(bounds[1:])]
         if not pool.hand_out(handoffs):  # set_nthreads closed this pool meanwhile: every part here
-            return [part(start, stop) for start, stop in pairwise(bounds)], 0
+            return [part(begin, stop) for begin, stop in pairwise(bounds)]
         try:
             first = part(0, bounds[1])
         finally:
+            ended = time.perf_counter()
             for handoff in handoffs:  # helpers go back only when their parts are done
                 handoff.done.acquire()
     finally:
         pool.give_back(helpers)
-    if handoffs:  # the latest helper to start decides when the split ends
-        pool.delays.append(max(handoff.started for handoff in handoffs) - handed)
     for handoff in handoffs:
         if handoff.error is not None:
             raise handoff.error
-    return [first, *(handoff.result for handoff in handoffs)], helpers
+    if handoffs:
+        late = max(handoff.ended for handoff in handoffs) - ended
+        learning.ended(helpers, ended - start, late)
+        record(True, (ended + max(late, 0.0) - start) / nbytes)
+    return [first, *(handoff.result for handoff in handoffs)]
 
 
 def in_parts(kind: Kind, nbytes: int, length: int, part: Callable[[int, int], T]) -> list[T]:
@@ -467,23 +494,6 @@ def _alone(record: Record, nbytes: int, work: Callable[[], T]) -> T:
     result = work()
     record(False, (time.perf_counter() - start) / nbytes)
     return result
-
-
-def _run(
-    pool: _Pool,
-    learning: _Learning,
-    record: Record,
-    nbytes: int,
-    length: int,
-    part: Callable[[int, int], T],
-) -> list[T]:
-    """The work split by `_split`, timed (a split that found no helper free measured nothing)."""
-    start = time.perf_counter()
-    alone = _median(learning.alone)  # seconds per byte
-    results, helpers = _split(pool, length, part, alone and alone * nbytes)
-    if helpers:
-        record(True, (time.perf_counter() - start) / nbytes)
-    return results
 
 
 def split_choice(kind: Kind, nbytes: int) -> bool | None:
@@ -524,17 +534,20 @@ def copy_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     Only flat, plain, non-overlapping arrays of equal length are split;
     anything else is one numpy assignment (numpy handles overlap itself).
     """
-    plan = (
-        None
-        if src.nbytes < MIN_SPLIT_BYTES
-        or not (
-            _plain(src)
-            and _plain(dst)
-            and dst.shape == src.shape
-            and not np.may_share_memory(dst, src)
-        )
-        else _split_plan("copy into", src.nbytes)
-    )
+    if (
+        src.nbytes < MIN_SPLIT_BYTES
+        or not (_plain(src) and _plain(dst) and dst.shape == src.shape)
+        or np.may_share_memory(dst, src)
+    ):
+        dst[...] = src
+        return
+    copy_flat_into(dst, src)
+
+
+def copy_flat_into(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
+    """`copy_into` for a caller that knows what it checks: flat plain arrays of one length, apart
+    in memory, of `MIN_SPLIT_BYTES` or more (the codec's common case, checked there)."""
+    plan = _split_plan("copy into", src.nbytes)
     # (the common case in one plain call: a part of the whole costs microseconds more)
     if plan is None:
         dst[...] = src

@@ -11,7 +11,7 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from . import swap
-from ._threads import MIN_SPLIT_BYTES
+from ._threads import MIN_SPLIT_BYTES, copied_as, copy_flat_into
 from .data_types import dtype_to_json, parse_dtype, same_type, unit_dtype
 from .names import CODEC_ID, CODEC_IDS, LEGACY_CODEC_ID, parse_v3_entry, v3_entry
 from .swap import ENDIANS, Endian, Layout
@@ -253,19 +253,18 @@ class BytesCodec(Codec):
             For object arrays, or a raw buffer when the codec has no dtype.
         """
         plain = self._plain_swap
-        if (
-            plain is not None
-            and type(buf) is _ndarray
-            and buf.dtype is plain.dtype
-            and buf.nbytes < MIN_SPLIT_BYTES
-        ):
-            # The common case: numpy's one copy, called here. Where a copy has pushed the codec out
-            # of the caches, each Python step more costs about 1% of a 1 MiB copy
-            # (benchmarks/README.md). As below: a 1-D array of any strides in element order; others
-            # in memory order where C- or F-contiguous (order "A"), else in C order.
+        if plain is not None and type(buf) is _ndarray and buf.dtype is plain.dtype:
+            # The common case: one copy, numpy's own or split over threads, called here. Where a
+            # copy has pushed the codec out of the caches, each Python step more costs about 1% of a
+            # 1 MiB copy, and of a 4 MiB one split over threads (benchmarks/README.md). As below: a
+            # 1-D array of any strides in element order; others in memory order where C- or
+            # F-contiguous (order "A"), else in C order.
             if buf.ndim == 1:
-                return buf.astype(plain.stored_dtype)
-            return buf.astype(plain.stored_dtype, "A").ravel("K")
+                if buf.nbytes < MIN_SPLIT_BYTES:
+                    return buf.astype(plain.stored_dtype)
+                return copied_as(buf, plain.stored_dtype)
+            if buf.nbytes < MIN_SPLIT_BYTES:
+                return buf.astype(plain.stored_dtype, "A").ravel("K")
         if type(buf) is _ndarray:
             array = buf
         elif isinstance(buf, _ndarray):
@@ -335,18 +334,25 @@ class BytesCodec(Codec):
             For an ``out`` or buffer that holds Python objects or is no buffer.
         """
         plain = self._plain_swap
-        if plain is not None and type(buf) is bytes and len(buf) < MIN_SPLIT_BYTES:
-            # The common cases, numpy's one copy called here (as in encode): into a new array, or
-            # into a writable C-contiguous ``out`` of the codec's dtype and exactly as many bytes.
+        if plain is not None and type(buf) is bytes:
+            # The common cases, one copy called here (as in encode): into a new array, or into a
+            # writable C-contiguous ``out`` of the codec's dtype and exactly as many bytes.
             if out is None:
                 if len(buf) % plain.dtype.itemsize == 0:
-                    return np.frombuffer(buf, plain.stored_dtype).astype(plain.dtype)
+                    stored = np.frombuffer(buf, plain.stored_dtype)
+                    if len(buf) < MIN_SPLIT_BYTES:
+                        return stored.astype(plain.dtype)
+                    return copied_as(stored, plain.dtype)
             elif type(out) is _ndarray and out.dtype is plain.dtype and out.nbytes == len(buf):
                 flags = out.flags
                 if flags.c_contiguous and flags.writeable:
-                    (out if out.ndim == 1 else out.reshape(-1))[...] = np.frombuffer(
-                        buf, plain.stored_dtype
-                    )
+                    target = out if out.ndim == 1 else out.reshape(-1)
+                    stored = np.frombuffer(buf, plain.stored_dtype)
+                    if len(buf) < MIN_SPLIT_BYTES:
+                        target[...] = stored
+                    else:
+                        # (a writable array never shares the memory of bytes, which are immutable)
+                        copy_flat_into(target, stored)
                     return out
         if out is None:
             resolved = self._layout

@@ -1,4 +1,4 @@
-"""Splits with the caller's part the larger, as when helpers were found to start late: for tests of
+"""Splits with the caller's part the larger, as when helpers were found to end late: for tests of
 split work."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ import numcodecs_bytes._threads
 
 
 def callers_part_larger(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every split from here sets its parts as for helpers that start 0.37 s late on work of 1 s
-    alone."""
+    """Every split from here gives the caller 1.37 times an equal part."""
     bounds = numcodecs_bytes._threads._bounds
     monkeypatch.setattr(
-        numcodecs_bytes._threads, "_bounds", lambda length, n, _, __: bounds(length, n, 1.0, 0.37)
+        numcodecs_bytes._threads, "_bounds", lambda length, n, _: bounds(length, n, 1.37)
     )
