@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -96,7 +96,7 @@ def test_large_arrays_of_any_layout_split_to_numpys_bytes(
     }[layout]
     assert data.nbytes >= numcodecs_bytes._threads.MIN_SPLIT_BYTES
     codec = BytesCodec(endian="big", dtype="<i4")
-    order = "A" if data.flags.forc else "C"
+    order: Literal["A", "C"] = "A" if data.flags.forc else "C"
     expected = data.astype(">i4").tobytes(order=order)
     parts: list[int] = []
     original = numcodecs_bytes._threads._copy_part
