@@ -237,11 +237,15 @@ class _Learning:
         The next split's caller takes what makes them end together, work going
         as fast on either side: ``late`` seconds of the caller's work, shared
         with the helpers. At most `LEAD_STEP` of an equal part at once, so one
-        helper woken late (a busy neighbour, a page fault) barely moves it.
+        helper woken late (a busy neighbour, a page fault) barely moves it, and
+        never past what `_bounds` gives (a lead that drifted past it would take
+        as many splits to come back).
         """
         if caller > 0:
             step = self.lead * late * helpers / ((helpers + 1) * caller)
-            self.lead += max(-LEAD_STEP, min(LEAD_STEP, step))
+            lead = self.lead + max(-LEAD_STEP, min(LEAD_STEP, step))
+            most = helpers + 1 - helpers * MIN_HELPER_SHARE
+            self.lead = min(max(lead, MIN_HELPER_SHARE), most)
 
 
 class _Handoff(Generic[T]):

@@ -792,6 +792,21 @@ def test_splits_learn_the_parts_that_end_together(
     assert abs(helper - caller) < 0.01 * max(caller, helper)
 
 
+@given(helpers=st.integers(1, 7), late=st.sampled_from([-1.0, 1.0]))
+def test_a_lead_stays_within_what_a_split_can_give(helpers: int, late: float) -> None:
+    """Helpers that always end first (or last), however many splits: the lead stops where the
+    parts' least shares stop it, and one split the other way moves it back at once."""
+    threads = numcodecs_bytes._threads
+    learning = threads._Learning()
+    for _ in range(1000):
+        learning.ended(helpers, 1.0, late)
+    least = threads.MIN_HELPER_SHARE
+    assert learning.lead == pytest.approx(least if late < 0 else helpers + 1 - helpers * least)
+    before = learning.lead
+    learning.ended(helpers, 1.0, -late)
+    assert learning.lead == pytest.approx(before - late * threads.LEAD_STEP)
+
+
 def test_a_split_moves_its_cut_at_most_a_step_at_a_time(
     split_pool: numcodecs_bytes._threads._Pool,
 ) -> None:
