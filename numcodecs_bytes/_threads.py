@@ -16,22 +16,22 @@ several cores. Work is split when all of these hold:
    the way faster in most of `SAMPLES` pairs is chosen (`split_choices`). The
    choice is checked again at the 8th, 16th, 32nd, ... call of its class: a
    pair, the other way first; where it disagrees with the choice, a round of
-   its own decides as the first did, that pair aside (where the ways are
-   close, one pair in a few goes the wrong way by chance). A split chosen is
-   timed on every call too (two clock reads beside the hand-offs): where the
-   latest `SAMPLES` splits all took longer than one thread's median, the check
-   comes at once, as when a neighbour takes the other core. One thread chosen is numpy's own
-   call, untimed: two clock reads right after a copy of megabytes cost 5-7 us,
-   2% of a 4 MiB copy (benchmarks/README.md). Only calls side by side are
-   compared: a slowdown that hits both ways alike for a few calls (new pages
-   as a program moves on, a busy neighbour) slows both calls of a pair, so it
-   cannot turn a choice, and the one pair it cuts in two is outvoted. So a
-   choice made while a process starts (fresh pages, cold caches) does not
-   stay if it stops holding, a slow patch does not turn a choice by itself,
-   and checking costs a few calls in a thousand. Measured, not derived from
-   the cache sizes the system reports: whether a second core pays depends on
-   how much bandwidth one core gets from the caches and memory it shares,
-   which VMs of one kind report in ways that do not say (benchmarks/README.md).
+   its own decides as the first did, that pair aside (where the ways are close,
+   one pair in a few goes the wrong way by chance). A split chosen is timed on
+   every call too (two clock reads beside the hand-offs): where the latest
+   `SAMPLES` splits all took longer than one thread's median, the check comes
+   at once, as when a neighbour takes the other core. One thread chosen is
+   numpy's own call, untimed: two clock reads right after a copy of megabytes
+   cost 5-7 us, 2% of a 4 MiB copy (benchmarks/README.md). Only calls side by
+   side are compared: a slowdown that hits both ways alike for a few calls (new
+   pages as a program moves on, a busy neighbour) slows both calls of a pair,
+   so it cannot turn a choice, and the one pair it cuts in two is outvoted. So
+   a choice made while a process starts (fresh pages, cold caches) does not
+   stay if it stops holding, a slow patch does not turn a choice by itself, and
+   checking costs a few calls in a thousand. Measured, not derived from the
+   cache sizes the system reports: whether a second core pays depends on how
+   much bandwidth one core gets from the caches and memory it shares, which VMs
+   of one kind report in ways that do not say (benchmarks/README.md).
 4. A helper thread is free: at most ``get_nthreads() - 1`` helpers work at once,
    whoever calls; a caller that finds none free works alone (never waits).
 
