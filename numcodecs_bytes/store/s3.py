@@ -525,9 +525,10 @@ class S3Files(FsspecFiles):
             return b""
         ranged = _range(start + piece.start, start + piece.end)
         async with requests:
-            data: bytes = (await self._on_source(path, self._get(path, Range=ranged, IfMatch=tag)))[
-                0
-            ]
+            found: tuple[bytes, str] = await self._on_source(
+                path, self._get(path, Range=ranged, IfMatch=tag)
+            )
+        data = found[0]
         if len(data) != piece.end - piece.start:
             raise OSError(f"{path}: {len(data):,} bytes of a range of {piece.end - piece.start:,}")
         return data
