@@ -109,7 +109,9 @@ def _sample(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) 
         with _Sparse() as sparse:
             try:
                 inner, index_bytes = (_present(read[part]) for part in wanted)
-                before = _chunk_file(store, source, inner, result.versions[stored[0]])
+                # (the version packed speaks for the chunk file, not for an old shard's range)
+                version = result.versions[stored[0]] if isinstance(source, str) else None
+                before = _chunk_file(store, chunk, inner, version)
                 after = sparse.shard(total + footer, {start: inner, total: index_bytes})
                 check_sharded_chunk(
                     (pack.array.document, _before(pack, source, before, sparse)),
@@ -125,15 +127,14 @@ def _sample(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) 
     return None
 
 
-def _chunk_file(store: Store, source: str | ByteRange, inner: bytes, version: str | None) -> bytes:
+def _chunk_file(store: Store, chunk: ByteRange, inner: bytes, version: str | None) -> bytes:
     """The packed chunk's bytes as the array's document now reads them: the new shard's bytes of
-    it, where the version of the chunk file packed says they are its bytes (on S3 an ETag is their
-    MD5: not read a second time); else read from the chunk file (or the old shard's range)."""
-    if isinstance(source, str):
-        if version is not None and store.files.version_holds(version, inner):
-            return inner
-        source = ByteRange(source, 0, len(inner))
-    return _present(store.files.read_ranges([source])[source])
+    it, where ``version`` (the chunk file's, as packed) says they are its bytes (on S3 an ETag is
+    their MD5: not read a second time); else read from ``chunk`` (the chunk file, or the old shard's
+    range)."""
+    if version is not None and store.files.version_holds(version, inner):
+        return inner
+    return _present(store.files.read_ranges([chunk])[chunk])
 
 
 def _before(pack: Pack, source: str | ByteRange, data: bytes, sparse: _Sparse) -> dict[str, Buffer]:
