@@ -67,10 +67,21 @@ def shows_the_mapping(sample: np.ndarray[Any, Any]) -> bool:
     if sample.dtype.kind in "OT":  # strings of any length: no byte order; Python values
         values = sample.ravel().tolist()
         return any(type(value) is not type(values[0]) or value != values[0] for value in values)
-    if needs_endian(sample.dtype) and sample.tobytes() == sample.byteswap().tobytes():
+    # What shows in some elements shows in all of them; it nearly always shows in the first few
+    # thousand (a chunk of 32 MiB took 125 ms whole, a tenth of a check on S3).
+    flat = sample.reshape(-1)
+    return any(_shows(part) for part in (flat[:_FIRST_ELEMENTS], flat))
+
+
+_FIRST_ELEMENTS = 4096
+
+
+def _shows(elements: np.ndarray[Any, Any]) -> bool:
+    """`shows_the_mapping` for a flat sample of fixed-size elements."""
+    if needs_endian(elements.dtype) and elements.tobytes() == elements.byteswap().tobytes():
         return False
-    elements = _element_bytes(sample)
-    return bool((elements != elements[:1]).any())
+    element_bytes = _element_bytes(elements)
+    return bool((element_bytes != element_bytes[:1]).any())
 
 
 def check_fill_value(zarray: dict[str, Any], document: dict[str, Any]) -> None:

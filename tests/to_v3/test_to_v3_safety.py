@@ -747,6 +747,51 @@ def test_a_sample_tells_where_a_wrong_mapping_would_show(
     assert shows_the_mapping(sample) is telling
 
 
+PALINDROMES = np.array([0x01000001, 0x02000002], "<u4")
+
+
+@pytest.mark.parametrize(
+    ("sample", "telling"),
+    [
+        # what tells is after the first elements, which tell nothing
+        (np.concatenate([np.zeros(5000, "<i4"), [7]]), True),
+        (np.concatenate([np.tile(PALINDROMES, 3000), [5]]), True),
+        (np.tile(PALINDROMES, 3000), False),
+        (np.concatenate([np.full(5000, 9, "|u1"), [1]]), True),
+        (np.concatenate([np.zeros(3, "<i4"), [7]]).repeat(3000)[::-1], True),
+        (np.zeros((3000, 3), "<i4").T, False),
+    ],
+)
+def test_a_large_sample_tells_where_only_its_last_elements_would_show(
+    sample: np.ndarray[Any, Any], telling: bool
+) -> None:
+    from numcodecs_bytes.to_v3.check import shows_the_mapping
+
+    assert shows_the_mapping(sample) is telling
+
+
+@given(
+    values=st.lists(
+        st.sampled_from([0, 1, 0x01000001, 0x02000002, 0x0100]), min_size=0, max_size=12
+    ),
+    dtype=st.sampled_from(["<u4", ">u4", "|u1", "<u2"]),
+)
+def test_a_sample_tells_as_a_whole_whichever_part_is_looked_at_first(
+    values: list[int], dtype: str
+) -> None:
+    """With the first part cut to three elements: whether a sample tells is decided as a whole
+    (two elements differ, and one changes when swapped), whatever the first part held."""
+    from numcodecs_bytes.to_v3 import check
+
+    sample = np.array(values, "<u4").astype(dtype)  # (wrapped where it does not fit)
+    swaps = sample.dtype.itemsize > 1 and any(
+        a != b for a, b in zip(sample.tolist(), sample.byteswap().tolist(), strict=True)
+    )
+    expected = len(set(sample.tolist())) > 1 and (sample.dtype.itemsize == 1 or swaps)
+    with mock.patch.object(check, "_FIRST_ELEMENTS", 3):
+        assert check.shows_the_mapping(sample) is expected
+
+
 # -- random v2 stores, random interruptions, reruns ------------------------------------------------
 
 PLAIN_DTYPES = [
