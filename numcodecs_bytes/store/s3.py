@@ -27,7 +27,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import aclosing, contextmanager, suppress
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -255,20 +255,13 @@ class S3Files(FsspecFiles):
         folder's paths span (a thousand keys a request: an array's chunks in a few requests, not a
         HEAD each); the rest from HEADs, where the range holds many more keys than were asked
         for."""
-        names: dict[str, list[str]] = {}
-        for path in paths:
-            folder, name = path.rsplit("/", 1)
-            names.setdefault(folder, []).append(name)
-        listed = self.run(
-            {folder: self._listed(folder, sorted(found)) for folder, found in names.items()}
-        )
-        stored: dict[str, tuple[str, int] | Exception | None] = {}
-        for folder, result in listed.items():
-            for name in names[folder]:
-                stored[f"{folder}/{name}"] = (
-                    result if isinstance(result, Exception) else result[name]
-                )
-        return stored
+        names = _by_folder(paths)
+        return _stored(names, self.run(self._listings(names)))
+
+    def _listings(
+        self, names: Mapping[str, list[str]]
+    ) -> dict[str, Coroutine[Any, Any, dict[str, tuple[str, int] | None]]]:
+        return {folder: self._listed(folder, sorted(found)) for folder, found in names.items()}
 
     async def _listed(self, folder: str, names: list[str]) -> dict[str, tuple[str, int] | None]:
         bucket, prefix, _ = self.fs.split_path(folder)
@@ -325,9 +318,13 @@ class S3Files(FsspecFiles):
         if not (self.server_copy and shards):
             return super().pack(shards, on_progress)
         keys = {shard.path for shard in shards}
-        self._abort_uploads(keys)
-        self._listed_sources = self.stored(
+        names = _by_folder(
             source for shard in shards for source in shard.sources if isinstance(source, str)
+        )
+        # in one round of requests
+        done = self.run({None: self._aborting(keys), **self._listings(names)})
+        self._listed_sources = _stored(
+            names, {folder: listed for folder, listed in done.items() if folder is not None}
         )
         self._uploads_begun = 0
         try:
@@ -338,38 +335,38 @@ class S3Files(FsspecFiles):
                 self._abort_uploads(keys)  # one whose answer was lost (a retry made another)
 
     def _abort_uploads(self, keys: set[str]) -> None:
+        """`_aborting`, as a round of its own."""
+        self.run({"": self._aborting(keys)})
+
+    async def _aborting(self, keys: set[str]) -> None:
         """Every multipart upload not completed on one of these paths aborted, where the server
         lets this run list and abort them: a killed run's (no other run writes them: this run holds
-        the store's lock)."""
+        the store's lock). Best effort (its failure is for the caller to drop): a server without
+        the listing, or a user not allowed to list or abort uploads (permissions of their own),
+        still packs; S3's lifecycle rules can abort them."""
         if not keys:
             return
         bucket, _, _ = self.fs.split_path(next(iter(keys)))
         prefix = os.path.commonpath([self.fs.split_path(path)[1] for path in keys])
-
-        async def abort_all() -> None:
-            arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-            while True:
-                answer = await self.fs._call_s3("list_multipart_uploads", **arguments)
-                await asyncio.gather(
-                    *(
-                        self.fs._call_s3(
-                            "abort_multipart_upload",
-                            Bucket=bucket,
-                            Key=upload["Key"],
-                            UploadId=upload["UploadId"],
-                        )
-                        for upload in answer.get("Uploads", [])
-                        if f"{bucket}/{upload['Key']}" in keys
+        arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+        while True:
+            answer = await self.fs._call_s3("list_multipart_uploads", **arguments)
+            await asyncio.gather(
+                *(
+                    self.fs._call_s3(
+                        "abort_multipart_upload",
+                        Bucket=bucket,
+                        Key=upload["Key"],
+                        UploadId=upload["UploadId"],
                     )
+                    for upload in answer.get("Uploads", [])
+                    if f"{bucket}/{upload['Key']}" in keys
                 )
-                if not answer.get("IsTruncated"):
-                    return
-                arguments["KeyMarker"] = answer["NextKeyMarker"]
-                arguments["UploadIdMarker"] = answer["NextUploadIdMarker"]
-
-        # best effort: a server without the listing, or a user not allowed to list or abort
-        # uploads (permissions of their own), still packs; S3's lifecycle rules can abort them
-        self.run({"": abort_all()})
+            )
+            if not answer.get("IsTruncated"):
+                return
+            arguments["KeyMarker"] = answer["NextKeyMarker"]
+            arguments["UploadIdMarker"] = answer["NextUploadIdMarker"]
 
     async def _pack_one(
         self,
@@ -893,3 +890,24 @@ def _parsed(data: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {}
     return found if isinstance(found, dict) else {}
+
+
+def _by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
+    """Object paths' names, by the folder above them."""
+    names: dict[str, list[str]] = {}
+    for path in paths:
+        folder, name = path.rsplit("/", 1)
+        names.setdefault(folder, []).append(name)
+    return names
+
+
+def _stored(
+    names: Mapping[str, list[str]],
+    listed: Mapping[str, dict[str, tuple[str, int] | None] | Exception],
+) -> dict[str, tuple[str, int] | Exception | None]:
+    """`S3Files.stored` by path, from each folder's listing."""
+    stored: dict[str, tuple[str, int] | Exception | None] = {}
+    for folder, result in listed.items():
+        for name in names[folder]:
+            stored[f"{folder}/{name}"] = result if isinstance(result, Exception) else result[name]
+    return stored
