@@ -128,10 +128,11 @@ class S3Files(FsspecFiles):
         return answer
 
     async def read_metadata(self, path: str) -> bytes:
-        """A metadata file's bytes; where the walk did not list its version, the version first."""
-        if path not in self._versions:
-            self._versions[path] = (await self._call("info", path))["ETag"]
-        return await self.bytes_of(path)
+        """A metadata file's bytes, and its version where the walk did not list it: from one GET
+        (the ETag its answer gives is that of the bytes it gives)."""
+        data, tag = await self._get(path)
+        self._versions.setdefault(path, tag)
+        return data
 
     async def _version(self, path: str, expected: bytes | None) -> str:
         """The version of ``path`` that was read; for a file not read through this object, its
