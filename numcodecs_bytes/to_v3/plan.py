@@ -49,6 +49,7 @@ __all__ = [
     "Pack",
     "Plan",
     "chunk_keys",
+    "decided_by_document",
     "plan",
     "reshard_from",
     "shard_count",
@@ -173,6 +174,20 @@ def shard_count(array: ArrayFound, shard_size: int | None, explicit: Sequence[in
     for extent, size in zip(array.document["shape"], layout.shape, strict=True):
         count *= -(-int(extent) // size)
     return count
+
+
+def decided_by_document(
+    array: ArrayFound, shard_size: int | None, explicit: Sequence[int] | None
+) -> bool:
+    """Whether `plan` decides from the array's document alone, with no file named: an unsharded
+    array that no shards can be made for is left as it is, whatever files are below it (it is not
+    read again nor listed: two requests an array on an object store, for each of a store's small
+    arrays)."""
+    return (
+        not array.removing
+        and layout_of(array.document) is None
+        and _wanted(array.document, shard_size, explicit) is None
+    )
 
 
 def reshard_from(

@@ -34,7 +34,18 @@ from ..store.chunks import Packed, Shard, source_path
 from ..store.layout import ChunkKeys
 from .clearing import clear
 from .nodes import NodeIndex, RunState
-from .plan import ArrayFound, Clear, Finish, Leave, Pack, Plan, plan, reshard_from, shard_count
+from .plan import (
+    ArrayFound,
+    Clear,
+    Finish,
+    Leave,
+    Pack,
+    Plan,
+    decided_by_document,
+    plan,
+    reshard_from,
+    shard_count,
+)
 from .removal import Removals
 from .report import ConversionReport
 from .sharding import ShardLayout
@@ -83,6 +94,18 @@ class ShardPass:
 
     def run(self, arrays: list[ArrayFound]) -> None:
         """Every array in rounds; the consolidated metadata brought up to date."""
+        alone = [array for array in arrays if self._decided_by_document(array)]
+        for chosen in _plans(
+            self.index,
+            alone,
+            {array.folder: [] for array in alone},
+            {},
+            self.options,
+            self.removing,
+        ):
+            assert isinstance(chosen, Leave)
+            self._take(chosen, [], [])
+        arrays = [array for array in arrays if not self._decided_by_document(array)]
         counts = {array.path: self._count(array) for array in arrays}
         self.total = sum(counts.values())
         round_: list[ArrayFound] = []
@@ -97,6 +120,9 @@ class ShardPass:
                 round_ = []
         if not self.dry_run:
             self.switch.consolidations()
+
+    def _decided_by_document(self, array: ArrayFound) -> bool:
+        return decided_by_document(array, self.options.size, self.options.shapes.get(array.path))
 
     def _count(self, array: ArrayFound) -> int:
         return shard_count(array, self.options.size, self.options.shapes.get(array.path))

@@ -37,9 +37,9 @@ def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield from empty_bucket(endpoint, monkeypatch, BUCKET)
 
 
-def upload(s3: Any, tmp_path: Path) -> None:
-    """Four arrays of 8 chunks (one missing in a001), this package's big-endian filter,
-    consolidated."""
+def upload(s3: Any, tmp_path: Path, one_chunk: tuple[str, ...] = ()) -> None:
+    """Four arrays of 8 chunks (one missing in a001), this package's big-endian filter, and the
+    arrays of one chunk named, consolidated."""
     local = tmp_path / "store.zarr"
     group = zarr.open_group(str(local), mode="w", zarr_format=2)
     for i in range(ARRAYS):
@@ -53,6 +53,8 @@ def upload(s3: Any, tmp_path: Path) -> None:
         )
         array[...] = np.arange(4 * CHUNKS, dtype="<i4") + 256 * i
     (local / "a001" / "5").unlink()
+    for name in one_chunk:
+        group.create_array(name, data=np.arange(4, dtype="<i4"), chunks=(4,))
     zarr.consolidate_metadata(str(local))
     s3.put(str(local), f"{BUCKET}/s", recursive=True)
     s3.invalidate_cache()
@@ -307,3 +309,35 @@ def test_without_a_lock_a_run_that_finds_its_chunk_files_gone_removes_nothing(
     [run_a] = seen
     assert run_a.returncode == 0, run_a.stderr
     assert code == 1 and "Traceback" not in err, err
+
+
+def test_arrays_no_shard_can_be_made_for_are_not_read_again_nor_listed(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An array of one chunk (as coordinates and a pyramid's last levels are) is left unsharded from
+    its document alone: the sharding pass neither reads its zarr.json again nor lists it (two
+    requests an array), and the arrays beside it are sharded as ever."""
+    upload(s3, tmp_path, one_chunk=("x", "y"))
+    before = zarr_reads(URL, 2, endpoint)
+    code, out, err = run(proxy, capsys)
+    assert code == 0 and "failed" not in err, err
+    assert f"{ARRAYS} arrays sharded" in out, out
+    for name in ("x", "y"):
+        asked = [
+            (method, key)
+            for method, key in proxy.requests
+            if key.startswith(f"{BUCKET}/s/{name}/") or f"prefix=s/{name}/" in key
+        ]
+        # the metadata run: its v2 files read, its chunk (the check), its zarr.json written
+        assert sorted(asked) == [
+            ("GET", f"{BUCKET}/s/{name}/.zarray"),
+            ("GET", f"{BUCKET}/s/{name}/.zattrs"),
+            ("PUT", f"{BUCKET}/s/{name}/zarr.json"),
+        ] or sorted(asked) == [
+            ("GET", f"{BUCKET}/s/{name}/.zarray"),
+            ("GET", f"{BUCKET}/s/{name}/.zattrs"),
+            ("GET", f"{BUCKET}/s/{name}/0"),
+            ("PUT", f"{BUCKET}/s/{name}/zarr.json"),
+        ], asked
+        assert codec_of(s3, name) == "bytes"
+    assert zarr_reads(URL, 3, endpoint) == before
