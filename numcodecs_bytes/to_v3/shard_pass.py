@@ -271,8 +271,9 @@ def _checked(
     """The packs whose shards read back right and whose sources are, right before the switch, the
     versions packed with no other come meanwhile; the others fail. With the sources' versions."""
     checked = []
+    made_right = packed_right(store, packs, packed)
     for pack in packs:
-        why = packed_right(store, pack, packed)
+        why = made_right[pack.array.path]
         if why is not None:
             index.fail(pack.array.path, why)
         else:

@@ -20,23 +20,44 @@ from __future__ import annotations
 
 import math
 import mmap
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..problems import reason
 from ..store import ByteRange, Store
-from ..store.chunks import INDEX_ENTRY, Packed, source_path
+from ..store.chunks import INDEX_ENTRY, Packed, Shard, source_path
 from .check import Buffer, check_sharded_chunk
 from .plan import Pack
+from .sharding import ShardPlan
 
-__all__ = ["packed_right", "unchanged"]
+__all__ = ["SAMPLE_BYTES", "packed_right", "unchanged"]
 
 
-def packed_right(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) -> str | None:
-    """Why the array cannot switch to the shards packed for it (None: it can): a shard not made, a
-    chunk file of the wrong size, or a chunk read otherwise through its new shard than through what
-    the array reads now."""
+def packed_right(
+    store: Store, packs: Sequence[Pack], packed: Mapping[str, Packed | Exception]
+) -> dict[str, str | None]:
+    """Why each array cannot switch to the shards packed for it (None: it can), by path: a shard
+    not made, a chunk file of the wrong size, or a chunk read otherwise through its new shard than
+    through what the array reads now. The arrays' chunks are read together, `Files.concurrency` at
+    a time (and `SAMPLE_BYTES` of them at most), not one array's after another's."""
+    why: dict[str, str | None] = {}
+    samples: list[_Sample] = []
+    for pack in packs:
+        why[pack.array.path] = _made_right(pack, packed)
+        if why[pack.array.path] is None and (sample := _sample_of(pack, packed)) is not None:
+            samples.append(sample)
+    for batch in _batches(samples, store.files.concurrency):
+        read = store.files.read_ranges(part for sample in batch for part in sample.wanted)
+        files = _chunk_files(store, batch, read)
+        for sample in batch:
+            why[sample.pack.array.path] = _compared(store, sample, read, files[sample.chunk])
+    return why
+
+
+def _made_right(pack: Pack, packed: Mapping[str, Packed | Exception]) -> str | None:
+    """Why the array's shards cannot be switched to as made (None: they can): a shard not made, or
+    a chunk file of the wrong size."""
     folder = pack.array.folder
     for shard in pack.shards:
         result = packed[shard.path]
@@ -50,7 +71,7 @@ def packed_right(store: Store, pack: Pack, packed: Mapping[str, Packed | Excepti
             if source is not None and fixed is not None and size is not None and size != fixed:
                 where = _relative(pack, source)
                 return f"{where}: {size:,} bytes, where its codecs make {fixed:,}: {_left(pack)}"
-    return _sample(store, pack, packed)
+    return None
 
 
 def unchanged(
@@ -85,56 +106,136 @@ def unchanged(
     return None
 
 
-def _sample(store: Store, pack: Pack, packed: Mapping[str, Packed | Exception]) -> str | None:
-    """The first stored chunk read through the new document and through the document the array has
-    now: each side's bytes read from the store as a reader reads them (an index and that chunk's
-    range: not whole shards)."""
+SAMPLE_BYTES = 256 << 20
+"""The chunks the checks of a batch of arrays hold at most (a batch holds one array at least)."""
+
+
+class _Sample(NamedTuple):
+    """The chunk an array's check reads: the first stored one, through the new document (its
+    shard's index and its range of the shard: not whole shards) and through the document the array
+    has now (its chunk file, or its range of its shard now)."""
+
+    pack: Pack
+    plan: ShardPlan
+    shard: Shard
+    position: int  # in the shard's inner chunks
+    start: int  # where its bytes start in the new shard
+    total: int  # the new shard's bytes before its index
+    packed: Packed
+
+    @property
+    def source(self) -> str | ByteRange:
+        source = self.shard.sources[self.position]
+        assert source is not None
+        return source
+
+    @property
+    def size(self) -> int:
+        return self.packed.sizes[self.position] or 0
+
+    @property
+    def footer(self) -> int:
+        return INDEX_ENTRY * len(self.packed.sizes) + 4
+
+    @property
+    def wanted(self) -> tuple[ByteRange, ByteRange]:
+        """Its range of the new shard, and the new shard's index."""
+        path = self.shard.path
+        return (
+            ByteRange(path, self.start, self.start + self.size),
+            ByteRange(path, self.total, self.total + self.footer),
+        )
+
+    @property
+    def chunk(self) -> ByteRange:
+        """Its bytes as the array reads them now."""
+        source = self.source
+        return source if isinstance(source, ByteRange) else ByteRange(source, 0, self.size)
+
+    @property
+    def version(self) -> str | None:
+        """The version packed, where it speaks for the chunk's bytes (a chunk file's; not an old
+        shard's: its range is not the file)."""
+        return self.packed.versions[self.position] if isinstance(self.source, str) else None
+
+
+def _sample_of(pack: Pack, packed: Mapping[str, Packed | Exception]) -> _Sample | None:
+    """The array's first stored chunk (None where it has none)."""
     for plan, shard in zip(pack.plans, pack.shards, strict=True):
         result = packed[shard.path]
         assert isinstance(result, Packed)
         stored = [i for i, size in enumerate(result.sizes) if size is not None]
-        if not stored:
-            continue
-        index, source = plan.inner[stored[0]], shard.sources[stored[0]]
-        assert index is not None and source is not None
-        start = sum(size or 0 for size in result.sizes[: stored[0]])
-        size, total = result.sizes[stored[0]] or 0, sum(size or 0 for size in result.sizes)
-        footer = INDEX_ENTRY * len(result.sizes) + 4
-        chunk = source if isinstance(source, ByteRange) else ByteRange(source, 0, size)
-        wanted = [
-            ByteRange(shard.path, start, start + size),
-            ByteRange(shard.path, total, total + footer),
-        ]
-        read = store.files.read_ranges(wanted)
-        with _Sparse() as sparse:
-            try:
-                inner, index_bytes = (_present(read[part]) for part in wanted)
-                # (the version packed speaks for the chunk file, not for an old shard's range)
-                version = result.versions[stored[0]] if isinstance(source, str) else None
-                before = _chunk_file(store, chunk, inner, version)
-                after = sparse.shard(total + footer, {start: inner, total: index_bytes})
-                check_sharded_chunk(
-                    (pack.array.document, _before(pack, source, before, sparse)),
-                    (pack.sharded, {plan.key: after}),
-                    _region(pack, index),
-                    f"chunk {_relative(pack, source)}",
-                )
-            except Exception as exc:
-                if store.files.versions([chunk.path]).get(chunk.path) != result.versions[stored[0]]:
-                    return _written_meanwhile(pack, source)  # the likelier story
-                return f"through its shards: {reason(exc)}; {_left(pack)}"
-        return None
+        if stored:
+            start = sum(size or 0 for size in result.sizes[: stored[0]])
+            total = sum(size or 0 for size in result.sizes)
+            return _Sample(pack, plan, shard, stored[0], start, total, result)
     return None
 
 
-def _chunk_file(store: Store, chunk: ByteRange, inner: bytes, version: str | None) -> bytes:
-    """The packed chunk's bytes as the array's document now reads them: the new shard's bytes of
-    it, where ``version`` (the chunk file's, as packed) says they are its bytes (on S3 an ETag is
-    their MD5: not read a second time); else read from ``chunk`` (the chunk file, or the old shard's
-    range)."""
-    if version is not None and store.files.version_holds(version, inner):
-        return inner
-    return _present(store.files.read_ranges([chunk])[chunk])
+def _batches(samples: list[_Sample], concurrency: int) -> Iterator[list[_Sample]]:
+    """``samples`` in batches of ``concurrency`` at most and `SAMPLE_BYTES` (a sample at least)."""
+    batch: list[_Sample] = []
+    held = 0
+    for sample in samples:
+        if batch and (len(batch) >= concurrency or held + 2 * sample.size > SAMPLE_BYTES):
+            yield batch
+            batch, held = [], 0
+        batch.append(sample)
+        held += 2 * sample.size  # (the chunk file's bytes too, where they are read)
+    if batch:
+        yield batch
+
+
+def _chunk_files(
+    store: Store, batch: list[_Sample], read: Mapping[ByteRange, bytes | Exception]
+) -> dict[ByteRange, bytes | Exception]:
+    """Each sample's chunk as the array reads it now: the new shard's bytes of it, where the
+    version packed says they are its bytes (on S3 an ETag is their MD5: not read a second time);
+    else read, the batch's together."""
+    found: dict[ByteRange, bytes | Exception] = {}
+    for sample in batch:
+        inner = read[sample.wanted[0]]
+        version = sample.version
+        if (
+            version is not None
+            and isinstance(inner, bytes)
+            and store.files.version_holds(version, inner)
+        ):
+            found[sample.chunk] = inner
+    rest = [sample.chunk for sample in batch if sample.chunk not in found]
+    return found | (store.files.read_ranges(rest) if rest else {})
+
+
+def _compared(
+    store: Store,
+    sample: _Sample,
+    read: Mapping[ByteRange, bytes | Exception],
+    chunk: bytes | Exception,
+) -> str | None:
+    """Why the sample reads otherwise through the new document than through the array's now
+    (None: it reads the same), each side from the bytes a reader reads."""
+    pack = sample.pack
+    with _Sparse() as sparse:
+        try:
+            inner, index_bytes = (_present(read[part]) for part in sample.wanted)
+            before = _present(chunk)
+            after = sparse.shard(
+                sample.total + sample.footer, {sample.start: inner, sample.total: index_bytes}
+            )
+            index = sample.plan.inner[sample.position]
+            assert index is not None
+            check_sharded_chunk(
+                (pack.array.document, _before(pack, sample.source, before, sparse)),
+                (pack.sharded, {sample.plan.key: after}),
+                _region(pack, index),
+                f"chunk {_relative(pack, sample.source)}",
+            )
+        except Exception as exc:
+            path = sample.chunk.path
+            if store.files.versions([path]).get(path) != sample.packed.versions[sample.position]:
+                return _written_meanwhile(pack, sample.source)  # the likelier story
+            return f"through its shards: {reason(exc)}; {_left(pack)}"
+    return None
 
 
 def _before(pack: Pack, source: str | ByteRange, data: bytes, sparse: _Sparse) -> dict[str, Buffer]:

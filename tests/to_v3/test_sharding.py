@@ -282,6 +282,60 @@ def test_arrays_with_nothing_to_shard_stay_as_they_are(tmp_path: Path) -> None:
     assert not list(root.rglob("c"))
 
 
+def _arrays_to_shard(root: Path, count: int) -> dict[str, np.ndarray[Any, Any]]:
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    written = {}
+    for i in range(count):
+        values = np.arange(32, dtype="<i4") * (i + 1)
+        group.create_array(f"a{i}", shape=(32,), chunks=(4,), dtype="<i4")[...] = values
+        written[f"a{i}"] = values
+    return written
+
+
+@pytest.mark.parametrize(
+    ("sample_bytes", "calls"),
+    [(None, 2), (1, 12)],
+    ids=["together", "an array a batch"],
+)
+def test_the_checks_of_many_arrays_read_their_chunks_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sample_bytes: int | None, calls: int
+) -> None:
+    """The check of what was packed reads one chunk per array through its new shard (its range and
+    the shard's index) and through its chunk file: the arrays' reads in one call of the store each
+    (`Files.concurrency` at a time: on an object store, requests in flight together; a local disk
+    reads one file after another, so it is made to take more here), not one array's after
+    another's; with a byte budget below a chunk, a batch per array, every array checked and
+    sharded as well."""
+    from numcodecs_bytes.store.local import LocalFiles
+    from numcodecs_bytes.to_v3 import verify
+
+    root = tmp_path / "s.zarr"
+    written = _arrays_to_shard(root, 6)
+    if sample_bytes is not None:
+        monkeypatch.setattr(verify, "SAMPLE_BYTES", sample_bytes)
+    asked: list[list[str]] = []
+    original = LocalFiles.read_ranges
+
+    def recorded(self: Any, ranges: Any) -> Any:
+        ranges = list(ranges)
+        asked.append(sorted(Path(r.path).relative_to(root).as_posix() for r in ranges))
+        return original(self, ranges)
+
+    monkeypatch.setattr(LocalFiles, "read_ranges", recorded)
+    monkeypatch.setattr(LocalFiles, "concurrency", 8)
+    report = convert_store(root, shard_size=32)
+    assert report.failures == [] and sorted(report.sharded) == sorted(written)
+    asked = [call for call in asked if call]  # (no shard of another shape read: none)
+    assert len(asked) == calls, asked
+    # each array's first chunk: its range of its first shard and that shard's index, then its file
+    every = sorted(f"a{i}/c/0" for i in range(6) for _ in range(2)) + sorted(
+        f"a{i}/0" for i in range(6)
+    )
+    assert sorted(path for call in asked for path in call) == sorted(every)
+    for name, values in written.items():
+        assert np.array_equal(zarr.open_array(str(root / name), mode="r")[...], values)
+
+
 def test_sharding_now_and_removing_the_v2_files_later(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
