@@ -39,6 +39,7 @@ from .fsspec_files import FsspecFiles, Listing, child_path
 from .layout import METADATA_NAMES, NODE_FILES
 from .options import StoreOptions
 from .s3_parts import Part, Piece, is_md5, multipart_tag, shard_parts
+from .s3_timestamps import read_timestamps_fast
 
 __all__ = ["LEASE", "LISTING_LIMIT", "LOCK_NAME", "Lease", "S3Files"]
 
@@ -61,6 +62,9 @@ class S3Files(FsspecFiles):
         # copies hold on), or None where there is none
         self._listed_sources: dict[str, tuple[str, int] | Exception | None] = {}
         self._uploads_begun = 0  # multipart uploads asked for by the pack under way
+        # s3fs makes its session on the first request: made now, to read timestamps fast
+        if not isinstance(self.run({"": fs.set_session()})[""], Exception):
+            read_timestamps_fast(fs, dict(options.storage_options or {}))
 
     # -- the walk ----------------------------------------------------------------------------------
 
