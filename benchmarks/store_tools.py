@@ -9,15 +9,17 @@ it holds every piece of data it forwards for half the round-trip time in each
 direction, so a request costs one round trip at least. Three v2 groups of N
 arrays (``<i4``, one stored chunk each) are uploaded: with the bytes filter,
 consolidated; the same with the legacy id ``endian``; and plain, without the
-filter, unconsolidated (zarr-python's converter refuses ``.zmetadata``). Each
-command runs as a user runs it, in its own process, on its own copy of a store:
-``to-v3`` (checked and not) on the filter store and on the plain one,
-zarr-python's converter (``migrate_v2_to_v3``) on the plain one, ``migrate``
-(and its dry run) on the legacy one. The floor is one listing of the store plus
+filter, unconsolidated (zarr-python's converter refuses ``.zmetadata``); and a
+fourth of N arrays of 8 chunks each, consolidated. Each command runs as a user
+runs it, in its own process, on its own copy of a store: ``to-v3`` (checked and
+not) on the filter store and on the plain one, zarr-python's converter
+(``migrate_v2_to_v3``) on the plain one, ``migrate`` (and its dry run) on the
+legacy one, ``to-v3 --shard-size 32B`` (two chunks a shard: every array packed,
+checked and switched) on the fourth. The floor is one listing of the store plus
 one concurrent ``cat`` of all its metadata objects through s3fs, with as many
 connections as the tools use, in a process of its own as well (the least any
-tool must read). Reported: seconds per command, min .. max over the runs, and each over
-the floor.
+tool must read). Reported: seconds per command, min .. max over the runs, and
+each over the floor.
 
 Then a kill and a rerun: ``to-v3 --remove-v2-metadata`` is killed (SIGKILL)
 halfway through its measured time and run again; every array must then read
@@ -171,7 +173,7 @@ def delaying_proxy(
 
 
 def write_v2_store(
-    root: Path, arrays: int, filtered: bool = True
+    root: Path, arrays: int, filtered: bool = True, chunks: int = 1
 ) -> dict[str, np.ndarray[Any, Any]]:
     import zarr
 
@@ -180,7 +182,7 @@ def write_v2_store(
     group = zarr.open_group(str(root), mode="w", zarr_format=2)
     written = {}
     for i in range(arrays):
-        values = np.arange(4, dtype="<i4") + i
+        values = np.arange(4 * chunks, dtype="<i4") + i
         filters = [BytesCodec(endian="big", dtype="<i4")] if filtered else None
         group.create_array(f"a{i:05d}", data=values, chunks=(4,), compressors=None, filters=filters)
         written[f"a{i:05d}"] = values
@@ -254,6 +256,8 @@ COMMANDS = (
     ("zarr-python's converter, plain store", "plain", ["zarr"]),
     ("migrate", "legacy", ["migrate"]),
     ("migrate --dry-run", "legacy", ["migrate", "--dry-run"]),
+    # each array's 8 chunks packed two to a shard, checked, switched
+    ("to-v3 --shard-size, 8 chunks an array", "chunked", ["to-v3", "--shard-size", "32B"]),
 )
 
 
@@ -339,6 +343,8 @@ def main() -> int:
         }
         legacy_copy(local, stores["legacy"])
         write_v2_store(stores["plain"], args.arrays, filtered=False)
+        stores["chunked"] = Path(folder, "chunked.zarr")
+        write_v2_store(stores["chunked"], args.arrays, chunks=8)
         fs = s3fs.S3FileSystem(
             endpoint_url=direct, key="testing", secret="testing", skip_instance_cache=True
         )
