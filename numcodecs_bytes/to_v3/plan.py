@@ -11,7 +11,9 @@ Pure: documents, names and shard indexes in, a plan out. The array's
 - sharded by an earlier run, its v2 chunk files kept, in a run that removes
   them: `Clear` them, each where its shard holds it (or was written after it);
 - a killed run was removing its v2 chunk files: `Finish` that;
-- anything else: `Leave` it, with a note or a problem where that needs telling.
+- anything else: `Leave` it, with a note or a problem where that needs telling
+  (an unsharded array no shards can be made for from its document alone, no
+  file named: `decided_by_document`).
 
 New shards never take the keys the array reads now: under Zarr v3's default
 keys with the other separator (``c/0/1`` where it reads ``c.0.1`` or v2 keys,

@@ -8,7 +8,10 @@ they replace. Each round:
 1. re-reads each array's ``zarr.json`` (one that changed since the metadata
    run read it was written by someone else: left as it is), lists the files
    below its folder and, where it is sharded anew, reads its shards' indexes
-   (`shards_now`), right before it plans from them (`plan`);
+   (`shards_now`), right before it plans from them (`plan`); an array no
+   shards can be made for (one chunk, say) is left from its document alone,
+   before any round (`plan.decided_by_document`: nothing to write, nothing to
+   read);
 2. removes what killed runs left in the new shards' keys (no ``zarr.json``
    reads them), then packs the new shards (`store.Files.pack`; on a dask
    cluster where asked): a source listed but gone meanwhile keeps its array as
