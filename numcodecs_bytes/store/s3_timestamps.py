@@ -29,8 +29,8 @@ def timestamp(value: Any) -> datetime:
     datetime.datetime(2026, 11, 27, 10, 2, 3, 250000, tzinfo=datetime.timezone.utc)
     >>> timestamp("Fri, 27 Nov 2026 10:02:03 GMT")
     datetime.datetime(2026, 11, 27, 10, 2, 3, tzinfo=datetime.timezone.utc)
-    >>> timestamp(1795000000).timestamp()
-    1795000000.0
+
+    (Other forms, epoch seconds among them, are botocore's to read: it comes with s3fs.)
     """
     if isinstance(value, str):
         for read in (datetime.fromisoformat, parsedate_to_datetime):
