@@ -19,7 +19,6 @@ chunk's size; a stored chunk is decoded twice (v2, v3), one chunk at a time.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import mmap
 import warnings
@@ -221,15 +220,14 @@ def _read_samples(
     event loop."""
     zarr = zarr_api()
 
-    async def one(files: Mapping[str, Buffer], zarr_format: int) -> Any:
-        try:
-            return await _read_sample(files, zarr_format, region)
-        except Exception as exc:
-            return exc
-
     async def all_reads() -> list[Any]:
-        # at once: zarr decodes a compressed chunk in a thread, so the reads' decodes overlap
-        return list(await asyncio.gather(*(one(files, form) for files, form in reads)))
+        results: list[Any] = []
+        for files, zarr_format in reads:  # in memory: nothing to wait for, so one after another
+            try:
+                results.append(await _read_sample(files, zarr_format, region))
+            except Exception as exc:
+                results.append(exc)
+        return results
 
     with warnings.catch_warnings():
         # e.g. zarr 3.4 on a struct without endian: what it assumes is compared
