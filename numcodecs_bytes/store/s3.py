@@ -64,7 +64,7 @@ class S3Files(FsspecFiles):
         self._uploads_begun = 0  # multipart uploads asked for by the pack under way
         # s3fs makes its session on the first request: made now, to read timestamps fast
         if not isinstance(self.run({"": fs.set_session()})[""], Exception):
-            read_timestamps_fast(fs, dict(options.storage_options or {}))
+            read_timestamps_fast(fs, options.storage_options or {})
 
     # -- the walk ----------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ read by botocore's own.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -46,7 +47,7 @@ def timestamp(value: Any) -> datetime:
     return parsed
 
 
-def read_timestamps_fast(fs: Any, options: dict[str, Any]) -> None:
+def read_timestamps_fast(fs: Any, options: Mapping[str, Any]) -> None:
     """The clients of ``fs`` (an s3fs file system) read timestamps with `timestamp`, where the
     session is s3fs's own (not one the caller passed in ``options``: theirs is left as it is)."""
     if "session" in options:

@@ -97,7 +97,10 @@ class ShardPass:
 
     def run(self, arrays: list[ArrayFound]) -> None:
         """Every array in rounds; the consolidated metadata brought up to date."""
-        alone = [array for array in arrays if self._decided_by_document(array)]
+        alone: list[ArrayFound] = []
+        planned: list[ArrayFound] = []
+        for array in arrays:
+            (alone if self._decided_by_document(array) else planned).append(array)
         for chosen in _plans(
             self.index,
             alone,
@@ -108,7 +111,7 @@ class ShardPass:
         ):
             assert isinstance(chosen, Leave)
             self._take(chosen, [], [])
-        arrays = [array for array in arrays if not self._decided_by_document(array)]
+        arrays = planned
         counts = {array.path: self._count(array) for array in arrays}
         self.total = sum(counts.values())
         round_: list[ArrayFound] = []
