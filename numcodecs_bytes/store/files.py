@@ -183,6 +183,13 @@ class Files(Protocol):
         (``/``-separated); an empty list where the folder does not exist."""
         ...
 
+    def files_and_versions(
+        self, folders: Iterable[str], paths: Iterable[str]
+    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
+        """`files_below` of ``folders`` and `versions` of ``paths`` (data files below them), from
+        one listing per folder where the store's listings tell versions (S3's ETags)."""
+        ...
+
     def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
         """Below each folder (which no other task is writing in), the temporary files killed runs
         left removed, then the folders left empty (the folder itself too, where empty); the

@@ -280,6 +280,12 @@ class LocalFiles:
 
         return each({folder: partial(below, folder) for folder in folders})
 
+    def files_and_versions(
+        self, folders: Iterable[str], paths: Iterable[str]
+    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
+        """`files_below`, then `versions` (a listing here tells no version)."""
+        return self.files_below(folders), self.versions(paths)
+
     def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
         def tidy(folder: str) -> None:
             for where, _, names in os.walk(folder, topdown=False, onerror=_raise):

@@ -284,8 +284,10 @@ def _checked(
             index.fail(pack.array.path, why)
         else:
             checked.append(pack)
-    versions = store.files.versions(path for pack in checked for path in pack.retired())
-    listed = store.files.files_below(pack.array.folder for pack in checked)
+    listed, versions = store.files.files_and_versions(
+        (pack.array.folder for pack in checked),
+        (path for pack in checked for path in pack.retired()),
+    )
     good = []
     for pack in checked:
         why = unchanged(pack, packed, versions, listed[pack.array.folder])

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -26,6 +26,7 @@ from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.store import Replacement, Store, StoreOptions, open_store
 from numcodecs_bytes.store.layout import chunk_folders
+from numcodecs_bytes.store.s3 import S3Files
 
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 
@@ -546,6 +547,47 @@ def test_object_store_writes_are_conditional(s3: Any, tmp_path: Path) -> None:
     failures = files.replace([Replacement(zarray, b"{}", before + b" ")])
     assert "changed by someone else" in str(failures[zarray])
     assert s3.cat_file(zarray) == before + b" "
+
+
+def test_files_and_versions_from_one_listing_are_files_below_and_versions(s3: Any) -> None:
+    """S3's one listing per folder says what `files_below` and `versions` say: nested keys, a key a
+    tool made as a folder (no file), a path below none of the folders, a missing one, a folder that
+    is not there; and lists each folder once, its pages followed."""
+    for key in ("a/0", "a/c/0/1", "a/c/0/2", "a/.zarray", "b/x", "lone"):
+        s3.pipe_file(f"{BUCKET}/s/{key}", key.encode())
+    s3.pipe_file(f"{BUCKET}/s/a/made-as-a-folder/", b"")
+    s3.pipe_file(f"{BUCKET}/s/.zgroup", b'{"zarr_format": 2}')
+    files = open_store(f"s3://{BUCKET}/s").files
+    assert isinstance(files, S3Files)
+    folders = [f"{BUCKET}/s/a", f"{BUCKET}/s/none"]
+    paths = [f"{BUCKET}/s/{key}" for key in ("a/0", "a/c/0/2", "a/gone", "b/x", "lone")]
+    listed, versions = files.files_and_versions(folders, paths)
+    names = {folder: found for folder, found in listed.items() if isinstance(found, list)}
+    assert versions == files.versions(paths)
+    assert versions[f"{BUCKET}/s/a/gone"] is None and isinstance(versions[f"{BUCKET}/s/lone"], str)
+    below = {
+        folder: found
+        for folder, found in files.files_below(folders).items()
+        if isinstance(found, list)
+    }
+    assert sorted(names[f"{BUCKET}/s/a"]) == [".zarray", "0", "c/0/1", "c/0/2"]
+    assert names[f"{BUCKET}/s/none"] == below[f"{BUCKET}/s/none"] == []
+    assert set(below[f"{BUCKET}/s/a"]) - set(names[f"{BUCKET}/s/a"]) <= {"made-as-a-folder/"}
+    pages: list[dict[str, Any]] = []
+    call_s3 = files.fs._call_s3
+
+    async def counted(method: str, **arguments: Any) -> Any:
+        answer = await call_s3(method, **{**arguments, "MaxKeys": 2})
+        pages.append(arguments)
+        return answer
+
+    files.fs._call_s3 = counted
+    try:
+        paged, _ = files.files_and_versions([f"{BUCKET}/s/a"], [])
+    finally:
+        del files.fs._call_s3
+    assert sorted(cast(list[str], paged[f"{BUCKET}/s/a"])) == [".zarray", "0", "c/0/1", "c/0/2"]
+    assert len(pages) == 3  # five keys, two a page
 
 
 def test_storage_options_and_jobs_from_the_command_line(

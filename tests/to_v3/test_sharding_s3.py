@@ -341,3 +341,31 @@ def test_arrays_no_shard_can_be_made_for_are_not_read_again_nor_listed(
         ], asked
         assert codec_of(s3, name) == "bytes"
     assert zarr_reads(URL, 3, endpoint) == before
+
+
+def test_after_packing_each_array_folder_is_listed_once_for_its_files_and_their_versions(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before the switch, what each array was packed from is asked again: its chunk objects' ETags
+    and whether a chunk object came meanwhile. One listing of its folder tells both (an array of a
+    million chunks: a thousand pages in sequence, not two thousand)."""
+    upload(s3, tmp_path)
+    before = zarr_reads(URL, 2, endpoint)
+    code, out, err = run(proxy, capsys)
+    assert code == 0 and "failed" not in err, err
+    assert f"{ARRAYS} arrays sharded" in out, out
+    requests = proxy.requests
+    for i in range(ARRAYS):
+        folder = f"s/a{i:03d}/"
+        shards_written = max(
+            n
+            for n, (method, key) in enumerate(requests)
+            if method in ("PUT", "POST") and key.startswith(f"{BUCKET}/{folder}c/")
+        )
+        listings = [
+            key
+            for method, key in requests[shards_written:]
+            if method == "GET" and "list-type=2" in key and f"prefix={folder}" in key
+        ]
+        assert len(listings) == 1, listings
+    assert zarr_reads(URL, 3, endpoint) == before
