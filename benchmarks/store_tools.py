@@ -3,6 +3,7 @@ proxy.
 
     python benchmarks/store_tools.py                       # 100 arrays, 20 ms round trip, one run
     python benchmarks/store_tools.py --arrays 100 --rtt 0.02 --runs 3
+    python benchmarks/store_tools.py --arrays 3 --listing 10000 --runs 3   # and a folder's listing
 
 moto's S3 API server runs on 127.0.0.1; a small asyncio TCP proxy in front of
 it holds every piece of data it forwards for half the round-trip time in each
@@ -40,7 +41,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -320,6 +321,42 @@ def kill_and_rerun(
     )
 
 
+def listing(fs: Any, proxied: str, count: int, runs: int) -> None:
+    """One array folder of ``count`` chunk objects: what a sharding run asks of it after packing
+    (its files and the chunk objects' ETags: `Files.files_and_versions`), in this process through
+    the proxy, against the floor of one listing of the folder, a page after another (``fs.find``,
+    what `files_below` asks), each in turn, ``runs`` times."""
+    from numcodecs_bytes.store import StoreOptions, open_store
+
+    bucket = "listing"
+    fs.mkdir(bucket)
+    folder = f"{bucket}/store/a"
+    paths = [f"{folder}/{i}.0" for i in range(count)]
+    fs.pipe({f"{bucket}/store/.zgroup": b'{"zarr_format": 2}', **dict.fromkeys(paths, b"")})
+    options = {"endpoint_url": proxied, "key": "testing", "secret": "testing"}
+    files = open_store(f"s3://{bucket}/store", StoreOptions(storage_options=options)).files
+    ways: dict[str, Callable[[], Mapping[str, list[str] | Exception]]] = {
+        "floor: the folder listed, a page after another": lambda: files.files_below([folder]),
+        "files and versions, ranges at once": lambda: files.files_and_versions([folder], paths)[0],
+    }
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(runs):
+        for name, way in ways.items():
+            start = time.perf_counter()
+            names = way()
+            times[name].append(time.perf_counter() - start)
+            found = names[folder]
+            assert isinstance(found, list) and len(found) == count, f"{name}: {found!r:.200}"
+    floor = times["floor: the folder listed, a page after another"]
+    print(f"\none folder of {count:,} chunk objects, {runs} run(s), in turn:")
+    for name, seconds in times.items():
+        ratio = [s / f for s, f in zip(seconds, floor, strict=True)]
+        print(
+            f"  {name:<48} {min(seconds):6.2f} .. {max(seconds):6.2f} s   "
+            f"floor x {min(ratio):5.2f} .. {max(ratio):5.2f}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arrays", type=int, default=100)
@@ -329,6 +366,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument(
         "--zarr-runs", type=int, default=None, help="runs of zarr's converter (default: --runs)"
+    )
+    parser.add_argument(
+        "--listing",
+        type=int,
+        default=0,
+        metavar="N",
+        help="then list one folder of N chunk objects as a sharding run does after packing",
     )
     args = parser.parse_args()
     import s3fs
@@ -373,6 +417,8 @@ def main() -> int:
                 )
             half = min(results["to-v3"]) / 2
             print("\nkill and rerun: " + kill_and_rerun(fs, direct, proxied, local, written, half))
+            if args.listing:
+                listing(fs, proxied, args.listing, args.runs)
     return 0
 
 

@@ -41,10 +41,16 @@ from .options import StoreOptions
 from .s3_parts import Part, Piece, is_md5, multipart_tag, shard_parts
 from .s3_timestamps import read_timestamps_fast
 
-__all__ = ["LEASE", "LISTING_LIMIT", "LOCK_NAME", "Lease", "S3Files"]
+__all__ = ["LEASE", "LISTING_LIMIT", "LIST_PAGE", "LOCK_NAME", "Lease", "S3Files"]
 
 LISTING_LIMIT = 100 * BATCH
 """Keys a listing of a whole object store holds at most: what bounds the memory of that listing."""
+
+
+LIST_PAGE = 1000
+"""Keys S3 lists in one request at most: a folder's known names are cut into ranges of as many, each
+range listed on its own and the ranges at once (a listing's pages, a request after another, took a
+round trip each)."""
 
 
 class S3Files(FsspecFiles):
@@ -257,88 +263,101 @@ class S3Files(FsspecFiles):
 
     def stored(self, paths: Iterable[str]) -> dict[str, tuple[str, int] | Exception | None]:
         """Each object's ETag and size (None: no such object), from listings of the key range each
-        folder's paths span (a thousand keys a request: an array's chunks in a few requests, not a
-        HEAD each); the rest from HEADs, where the range holds many more keys than were asked
-        for."""
-        names = _by_folder(paths)
-        return _stored(names, self.run(self._listings(names)))
-
-    def files_and_versions(
-        self, folders: Iterable[str], paths: Iterable[str]
-    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
-        """One listing of each folder gives both: its keys, each with its ETag (the versions of
-        paths below none of the folders from `versions`). For an array of a million chunk objects,
-        a thousand pages in sequence, where `files_below` then `versions` listed them twice."""
-        listed: dict[str, dict[str, str] | Exception] = self.each_of(folders, self._keys_below)
-        versions: dict[str, str | Exception | None] = {}
-        elsewhere = []
-        for path in paths:
-            folder = next((f for f in _folders_above(path) if f in listed), None)
-            if folder is None:
-                elsewhere.append(path)
-                continue
-            keys = listed[folder]
-            versions[path] = (
-                keys if isinstance(keys, Exception) else keys.get(path[len(folder) + 1 :])
-            )
-        names = {
-            folder: keys if isinstance(keys, Exception) else list(keys)
-            for folder, keys in listed.items()
-        }
-        return names, versions | (self.versions(elsewhere) if elsewhere else {})
-
-    async def _keys_below(self, folder: str) -> dict[str, str]:
-        """Every object below ``folder`` (not the zero-byte keys ending in ``/`` some tools make as
-        folders: no file), by its path relative to it: its ETag."""
-        bucket, prefix, _ = self.fs.split_path(folder)
-        prefix = f"{prefix}/" if prefix else ""
-        arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-        found: dict[str, str] = {}
-        while True:
-            answer = await self.fs._call_s3("list_objects_v2", **arguments)
-            found |= {
-                entry["Key"][len(prefix) :]: str(entry["ETag"])
-                for entry in answer.get("Contents", [])
-                if not entry["Key"].endswith("/")
-            }
-            if not answer.get("IsTruncated"):
-                return found
-            arguments["ContinuationToken"] = answer["NextContinuationToken"]
+        folder's paths span, a range of `LIST_PAGE` paths at a time and the ranges at once (an
+        array's chunks in a few rounds of requests, not a HEAD each); the rest from HEADs, where a
+        range holds many more keys than were asked for."""
+        parts = _parts(_by_folder(paths))
+        return _stored(parts, self.run(self._listings(parts)))
 
     def _listings(
-        self, names: Mapping[str, list[str]]
-    ) -> dict[str, Coroutine[Any, Any, dict[str, tuple[str, int] | None]]]:
-        return {folder: self._listed(folder, sorted(found)) for folder, found in names.items()}
+        self, parts: Mapping[tuple[str, int], list[str]]
+    ) -> dict[tuple[str, int], Coroutine[Any, Any, dict[str, tuple[str, int] | None]]]:
+        return {key: self._listed(key[0], names) for key, names in parts.items()}
 
     async def _listed(self, folder: str, names: list[str]) -> dict[str, tuple[str, int] | None]:
-        bucket, prefix, _ = self.fs.split_path(folder)
-        prefix = f"{prefix}/" if prefix else ""
-        first, last = names[0], names[-1]
-        # just before the first name (a key listed too early is left out), and at most a page per
-        # 100 names
-        start = (
-            prefix + first[:-1] + (chr(ord(first[-1]) - 1) if first and first[-1] > "\0" else "")
+        """`stored` of sorted ``names`` below ``folder``: their range listed, at most a page per
+        100 names; the rest from HEADs."""
+        found, complete = await self._keys_in(
+            folder, _just_before(names[0]), names[-1], max(1, len(names) // 100)
         )
-        arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "StartAfter": start}
-        found: dict[str, tuple[str, int]] = {}
-        complete = False
-        for _ in range(max(1, len(names) // 100)):
-            answer = await self.fs._call_s3("list_objects_v2", **arguments)
-            page = {
-                entry["Key"][len(prefix) :]: (str(entry["ETag"]), int(entry["Size"]))
-                for entry in answer.get("Contents", [])
-            }
-            found |= page
-            if (page and max(page) >= last) or not answer.get("IsTruncated"):
-                complete = True
-                break
-            arguments["ContinuationToken"] = answer["NextContinuationToken"]
         listed: dict[str, tuple[str, int] | None] = {
             name: found.get(name) for name in names if name in found or complete
         }
         rest = [name for name in names if name not in listed]
         heads = await asyncio.gather(*(self._head(f"{folder}/{name}") for name in rest))
         return listed | dict(zip(rest, heads, strict=True))
+
+    def files_and_versions(
+        self, folders: Iterable[str], paths: Iterable[str]
+    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
+        """One listing of each folder gives both: its keys, each with its ETag (the versions of
+        paths below none of the folders from `versions`). A folder is listed in ranges of keys
+        that ``paths`` below it bound, `LIST_PAGE` of them a range, the ranges at once: for an
+        array of a million chunk objects, a thousand pages in a few rounds, where `files_below`
+        then `versions` listed them twice, a page after another."""
+        below: dict[str, list[str]] = {folder: [] for folder in folders}
+        elsewhere = []
+        for path in paths:
+            folder = next((f for f in _folders_above(path) if f in below), None)
+            if folder is None:
+                elsewhere.append(path)
+            else:
+                below[folder].append(path[len(folder) + 1 :])
+        ranges = {
+            (folder, i): bounds
+            for folder, names in below.items()
+            for i, bounds in enumerate(_covering(sorted(names)))
+        }
+        listed = self.run(
+            {key: self._keys_in(key[0], after, until) for key, (after, until) in ranges.items()}
+        )
+        keys: dict[str, dict[str, tuple[str, int]] | Exception] = {folder: {} for folder in below}
+        for (folder, _), found in listed.items():
+            held = keys[folder]
+            if isinstance(found, Exception):
+                keys[folder] = found
+            elif not isinstance(held, Exception):
+                held |= found[0]
+        names: dict[str, list[str] | Exception] = {}
+        versions: dict[str, str | Exception | None] = {}
+        for folder, held in keys.items():
+            # not the zero-byte keys ending in "/" some tools make as folders: no file
+            names[folder] = (
+                held
+                if isinstance(held, Exception)
+                else sorted(name for name in held if not name.endswith("/"))
+            )
+            for name in below[folder]:
+                version = held if isinstance(held, Exception) else held.get(name)
+                versions[f"{folder}/{name}"] = version[0] if isinstance(version, tuple) else version
+        return names, versions | (self.versions(elsewhere) if elsewhere else {})
+
+    async def _keys_in(
+        self, folder: str, after: str | None, until: str | None, pages: int | None = None
+    ) -> tuple[dict[str, tuple[str, int]], bool]:
+        """The keys below ``folder`` after ``after`` (from the first where None) up to ``until``
+        at least (to the last where None), by their names relative to it: ETag and size; at most
+        ``pages`` pages (no limit where None), and whether they reached ``until`` (or the last
+        key)."""
+        bucket, prefix, _ = self.fs.split_path(folder)
+        prefix = f"{prefix}/" if prefix else ""
+        arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+        if after is not None:
+            arguments["StartAfter"] = prefix + after
+        found: dict[str, tuple[str, int]] = {}
+        asked = 0
+        while pages is None or asked < pages:
+            answer = await self.fs._call_s3("list_objects_v2", **arguments)
+            asked += 1
+            page = {
+                entry["Key"][len(prefix) :]: (str(entry["ETag"]), int(entry["Size"]))
+                for entry in answer.get("Contents", [])
+            }
+            found |= page
+            if (until is not None and page and max(page) >= until) or not answer.get("IsTruncated"):
+                return found, True
+            arguments["ContinuationToken"] = answer["NextContinuationToken"]
+        return found, False
 
     async def _head(self, path: str) -> tuple[str, int] | None:
         try:
@@ -365,13 +384,15 @@ class S3Files(FsspecFiles):
         if not (self.server_copy and shards):
             return super().pack(shards, on_progress)
         keys = {shard.path for shard in shards}
-        names = _by_folder(
-            source for shard in shards for source in shard.sources if isinstance(source, str)
+        parts = _parts(
+            _by_folder(
+                source for shard in shards for source in shard.sources if isinstance(source, str)
+            )
         )
         # in one round of requests
-        done = self.run({None: self._aborting(keys), **self._listings(names)})
+        done = self.run({None: self._aborting(keys), **self._listings(parts)})
         self._listed_sources = _stored(
-            names, {folder: listed for folder, listed in done.items() if folder is not None}
+            parts, {key: listed for key, listed in done.items() if key is not None}
         )
         self._uploads_begun = 0
         try:
@@ -955,13 +976,38 @@ def _by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
     return names
 
 
+def _parts(names: Mapping[str, list[str]]) -> dict[tuple[str, int], list[str]]:
+    """Each folder's names sorted, in parts of `LIST_PAGE` (by folder and the part's place): each
+    part's key range is listed on its own."""
+    parts = {}
+    for folder, found in names.items():
+        ordered = sorted(found)
+        for start in range(0, len(ordered), LIST_PAGE):
+            parts[folder, start // LIST_PAGE] = ordered[start : start + LIST_PAGE]
+    return parts
+
+
+def _covering(names: list[str]) -> list[tuple[str | None, str | None]]:
+    """Ranges of keys (after, until) that together hold every key of a folder, bounded by its
+    sorted ``names`` so that a range holds `LIST_PAGE` of them: a page each where they are all
+    there (the bound, a range's last key, is the page's last)."""
+    bounds = names[LIST_PAGE - 1 :: LIST_PAGE - 1]
+    return list(zip([None, *map(_just_before, bounds)], [*bounds, None], strict=True))
+
+
+def _just_before(name: str) -> str:
+    """A key that sorts before ``name`` and after few others: where a listing that must hold
+    ``name`` starts (a key listed too early is left out by its caller)."""
+    return name[:-1] + (chr(ord(name[-1]) - 1) if name and name[-1] > "\0" else "")
+
+
 def _stored(
-    names: Mapping[str, list[str]],
-    listed: Mapping[str, dict[str, tuple[str, int] | None] | Exception],
+    parts: Mapping[tuple[str, int], list[str]],
+    listed: Mapping[tuple[str, int], dict[str, tuple[str, int] | None] | Exception],
 ) -> dict[str, tuple[str, int] | Exception | None]:
-    """`S3Files.stored` by path, from each folder's listing."""
+    """`S3Files.stored` by path, from each part's listing."""
     stored: dict[str, tuple[str, int] | Exception | None] = {}
-    for folder, result in listed.items():
-        for name in names[folder]:
+    for (folder, place), result in listed.items():
+        for name in parts[folder, place]:
             stored[f"{folder}/{name}"] = result if isinstance(result, Exception) else result[name]
     return stored

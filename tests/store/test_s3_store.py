@@ -25,6 +25,7 @@ from zarr.codecs import BytesCodec as ZarrBytesCodec
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.store import Replacement, Store, StoreOptions, open_store
+from numcodecs_bytes.store import s3 as s3_store
 from numcodecs_bytes.store.layout import chunk_folders
 from numcodecs_bytes.store.s3 import S3Files
 
@@ -250,11 +251,11 @@ def test_to_v3_on_an_object_store_keeps_every_node_through_a_subgroup_first_and_
 
 @pytest.mark.runs_a_benchmark
 def test_the_store_tools_benchmark_runs() -> None:
-    """benchmarks/store_tools.py (S3 behind a delaying proxy, then a kill and a rerun) keeps
-    working: 3 arrays."""
+    """benchmarks/store_tools.py (S3 behind a delaying proxy, then a kill and a rerun, then one
+    folder's listing) keeps working: 3 arrays, 50 chunk objects."""
     script = Path(__file__).parents[2] / "benchmarks" / "store_tools.py"
     result = subprocess.run(
-        [sys.executable, str(script), "--arrays", "3", "--rtt", "0.002"],
+        [sys.executable, str(script), "--arrays", "3", "--rtt", "0.002", "--listing", "50"],
         capture_output=True,
         text=True,
         check=False,
@@ -263,6 +264,7 @@ def test_the_store_tools_benchmark_runs() -> None:
     assert result.returncode == 0, result.stderr
     assert "floor: list + concurrent cat" in result.stdout
     assert "the rerun exited 0" in result.stdout and "all 3 arrays read right" in result.stdout
+    assert "one folder of 50 chunk objects" in result.stdout
 
 
 # -- the walk: the whole store in one listing where that pays, folder by folder where not ----------
@@ -549,45 +551,53 @@ def test_object_store_writes_are_conditional(s3: Any, tmp_path: Path) -> None:
     assert s3.cat_file(zarray) == before + b" "
 
 
-def test_files_and_versions_from_one_listing_are_files_below_and_versions(s3: Any) -> None:
+def test_files_and_versions_from_one_listing_are_files_below_and_versions(
+    s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """S3's one listing per folder says what `files_below` and `versions` say: nested keys, a key a
     tool made as a folder (no file), a path below none of the folders, a missing one, a folder that
-    is not there; and lists each folder once, its pages followed."""
-    for key in ("a/0", "a/c/0/1", "a/c/0/2", "a/.zarray", "b/x", "lone"):
+    is not there. With ranges of three names and pages of two keys, the folder is listed range by
+    range, pages followed, and says the same; so does `stored`, a range of paths at a time."""
+    chunks = [f"a/{i}" for i in range(12)]
+    for key in (*chunks, "a/c/0/1", "a/.zarray", "b/x", "lone"):
         s3.pipe_file(f"{BUCKET}/s/{key}", key.encode())
     s3.pipe_file(f"{BUCKET}/s/a/made-as-a-folder/", b"")
     s3.pipe_file(f"{BUCKET}/s/.zgroup", b'{"zarr_format": 2}')
     files = open_store(f"s3://{BUCKET}/s").files
     assert isinstance(files, S3Files)
     folders = [f"{BUCKET}/s/a", f"{BUCKET}/s/none"]
-    paths = [f"{BUCKET}/s/{key}" for key in ("a/0", "a/c/0/2", "a/gone", "b/x", "lone")]
-    listed, versions = files.files_and_versions(folders, paths)
-    names = {folder: found for folder, found in listed.items() if isinstance(found, list)}
-    assert versions == files.versions(paths)
-    assert versions[f"{BUCKET}/s/a/gone"] is None and isinstance(versions[f"{BUCKET}/s/lone"], str)
-    below = {
-        folder: found
-        for folder, found in files.files_below(folders).items()
-        if isinstance(found, list)
-    }
-    assert sorted(names[f"{BUCKET}/s/a"]) == [".zarray", "0", "c/0/1", "c/0/2"]
-    assert names[f"{BUCKET}/s/none"] == below[f"{BUCKET}/s/none"] == []
-    assert set(below[f"{BUCKET}/s/a"]) - set(names[f"{BUCKET}/s/a"]) <= {"made-as-a-folder/"}
+    paths = [f"{BUCKET}/s/{key}" for key in (*chunks, "a/c/0/1", "a/gone", "b/x", "lone")]
+    everything = sorted(["c/0/1", ".zarray", *(chunk[2:] for chunk in chunks)])
+    below = files.files_below(folders)
+    truth = files.versions(paths)
+    assert truth[f"{BUCKET}/s/a/gone"] is None and isinstance(truth[f"{BUCKET}/s/lone"], str)
+    stored = files.stored(paths)
+    assert set(cast(list[str], below[f"{BUCKET}/s/a"])) - set(everything) <= {"made-as-a-folder/"}
+
     pages: list[dict[str, Any]] = []
     call_s3 = files.fs._call_s3
 
-    async def counted(method: str, **arguments: Any) -> Any:
-        answer = await call_s3(method, **{**arguments, "MaxKeys": 2})
+    async def paged(method: str, **arguments: Any) -> Any:
         pages.append(arguments)
-        return answer
+        return await call_s3(method, **{**arguments, "MaxKeys": 2})
 
-    files.fs._call_s3 = counted
-    try:
-        paged, _ = files.files_and_versions([f"{BUCKET}/s/a"], [])
-    finally:
-        del files.fs._call_s3
-    assert sorted(cast(list[str], paged[f"{BUCKET}/s/a"])) == [".zarray", "0", "c/0/1", "c/0/2"]
-    assert len(pages) == 3  # five keys, two a page
+    for list_page in (s3_store.LIST_PAGE, 3):
+        monkeypatch.setattr(s3_store, "LIST_PAGE", list_page)
+        monkeypatch.setattr(files.fs, "_call_s3", paged)
+        pages.clear()
+        listed, versions = files.files_and_versions(folders, paths)
+        assert versions == truth
+        assert listed == {f"{BUCKET}/s/a": everything, f"{BUCKET}/s/none": []}
+        # folder a's 14 names (its 13 objects' and a missing one's) in ranges of 2 (LIST_PAGE 3),
+        # each range's pages of 2 keys continued
+        ranges = [
+            page.get("StartAfter")
+            for page in pages
+            if page["Prefix"] == "s/a/" and "ContinuationToken" not in page
+        ]
+        assert len(ranges) == {3: 7}.get(list_page, 1), ranges
+        assert files.stored(paths) == stored
+        monkeypatch.undo()
 
 
 def test_storage_options_and_jobs_from_the_command_line(
