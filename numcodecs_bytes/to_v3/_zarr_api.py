@@ -21,6 +21,7 @@ def zarr_api() -> Any:
         import zarr
         from zarr.api.asynchronous import open_array as open_array_in_loop
         from zarr.core.buffer.core import default_buffer_prototype
+        from zarr.core.common import concurrent_map as at_once
         from zarr.core.dtype import get_data_type_from_native_dtype
         from zarr.core.group import GroupMetadata
         from zarr.core.metadata.v2 import ArrayV2Metadata
@@ -51,6 +52,7 @@ def zarr_api() -> Any:
         memory_store = zarr.storage.MemoryStore
         open_array_async = staticmethod(open_array_in_loop)
         sync = staticmethod(run_in_loop)
+        concurrent_map = staticmethod(at_once)
         config = zarr.config
 
     return Zarr

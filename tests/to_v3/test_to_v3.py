@@ -282,6 +282,30 @@ def test_zarr_pythons_private_converter_is_still_there() -> None:
     assert document["data_type"] == "int32"
 
 
+def test_zarr_pythons_private_concurrent_map_still_runs_its_calls_at_once() -> None:
+    """Pinned: the check reads a sample through both documents with
+    zarr.core.common.concurrent_map (private), on every zarr we support: ``func(*item)`` for each
+    item, all at once on zarr's event loop, the results in the items' order."""
+    import asyncio
+
+    from zarr.core.common import concurrent_map
+    from zarr.core.sync import sync
+
+    started: list[str] = []
+    both = asyncio.Event()
+
+    async def call(name: str, waits: bool) -> str:
+        started.append(name)
+        if len(started) == 2:
+            both.set()
+        if waits:  # ends only once the other call has begun: one after the other, it never would
+            await asyncio.wait_for(both.wait(), timeout=10)
+        return name.upper()
+
+    assert sync(concurrent_map([("a", True), ("b", False)], call)) == ["A", "B"]
+    assert started == ["a", "b"]
+
+
 @pytest.mark.skipif(not FIXTURES.exists(), reason="no zarr 2.18 fixtures")
 def test_stores_written_by_zarr_2_18_convert(tmp_path: Path) -> None:
     root = tmp_path / "store.zarr"
