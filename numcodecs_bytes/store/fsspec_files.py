@@ -117,6 +117,10 @@ class FsspecFiles:
         others."""
         return self._call(method, *args, **kwargs)
 
+    async def holds(self, path: str) -> bool:
+        """Whether there is something at ``path`` (fsspec's ``exists``: a file or a folder)."""
+        return bool(await self._call("exists", path))
+
     def ask(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """One request (the file system's ``method``) in its time: what it returned; what it raised,
         raised."""

@@ -62,7 +62,7 @@ def open_remote(
 def _any_exists(files: FsspecFiles, paths: list[str]) -> bool:
     """Whether any of ``paths`` exists, their requests made at once; where none is known to, the
     first request's failure raised."""
-    found = files.run({path: files.call("exists", path) for path in paths})
+    found = files.run({path: files.holds(path) for path in paths})
     if any(answer is True for answer in found.values()):
         return True
     for answer in found.values():

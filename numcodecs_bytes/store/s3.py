@@ -137,6 +137,18 @@ class S3Files(FsspecFiles):
             raise answer
         return answer
 
+    async def holds(self, path: str) -> bool:
+        """Whether an object is at ``path``: one HEAD (s3fs's ``exists`` lists the key as a folder
+        after a HEAD that finds nothing: a second round trip)."""
+        bucket, key, _ = self.fs.split_path(path)
+        if not key:
+            return bool(await self._call("exists", path))
+        try:
+            await self.fs._call_s3("head_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            return False
+        return True
+
     async def read_metadata(self, path: str) -> bytes:
         """A metadata file's bytes, and its version where the walk did not list it: from one GET
         (the ETag its answer gives is that of the bytes it gives)."""

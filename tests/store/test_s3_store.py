@@ -600,6 +600,25 @@ def test_files_and_versions_from_one_listing_are_files_below_and_versions(
         monkeypatch.undo()
 
 
+def test_opening_a_store_asks_of_each_node_file_above_it_once(
+    s3: Any, proxy: Any, tmp_path: Path
+) -> None:
+    """Whether the folder above a store is a Zarr node (where runs lock it) is one HEAD per node
+    file: no listing of each name as a folder after a HEAD that found nothing. A node above is found
+    the same way."""
+    from numcodecs_bytes.store.layout import NODE_FILES
+
+    upload_v2_store(s3, tmp_path, 1)
+    options = StoreOptions(storage_options={"endpoint_url": proxy.endpoint})
+    assert open_store(f"s3://{BUCKET}/s", options).top == f"{BUCKET}/s"
+    asked = proxy.requests
+    heads = sorted(key for method, key in asked if method == "HEAD")
+    assert heads == sorted(f"{BUCKET}/{name}" for name in NODE_FILES), asked
+    assert not [key for _, key in asked if "max-keys=1" in key], asked
+    s3.pipe_file(f"{BUCKET}/.zgroup", b'{"zarr_format": 2}')
+    assert open_store(f"s3://{BUCKET}/s", options).top == BUCKET
+
+
 def test_storage_options_and_jobs_from_the_command_line(
     s3: Any,
     endpoint: str,
