@@ -83,18 +83,28 @@ def unchanged(
     """Why the array cannot switch because what it was packed from changed since (None: it did not):
     ``versions``, each source file's version now; ``names``, the files below its folder now. A
     source file that was not packed and is there now was written meanwhile, where there was none (a
-    region of fill values)."""
+    region of fill values). Where they could not be asked again, that is the reason given: nothing
+    is known to have changed."""
+    if isinstance(names, Exception):
+        return f"its files could not be listed again: {reason(names)}; {_left(pack)}"
+    packed_from: list[tuple[str | ByteRange, str | None]] = []
     for shard in pack.shards:
         result = packed[shard.path]
         assert isinstance(result, Packed)
-        for source, version in zip(shard.sources, result.versions, strict=True):
-            if source is not None and versions.get(source_path(source)) != version:
-                return _written_meanwhile(pack, source)
-    for path, version in pack.before.items():  # resharding: each shard as its index was read
-        if versions.get(path) != version:
-            return _written_meanwhile(pack, path)
-    if isinstance(names, Exception):
-        return f"its files could not be listed again: {reason(names)}; {_left(pack)}"
+        packed_from += [
+            (source, version)
+            for source, version in zip(shard.sources, result.versions, strict=True)
+            if source is not None
+        ]
+    # resharding: each shard as its index was read
+    for source, version in [*packed_from, *pack.before.items()]:
+        now = versions.get(source_path(source))
+        if isinstance(now, Exception):
+            return (
+                f"{_relative(pack, source)}: could not be asked again: {reason(now)}; {_left(pack)}"
+            )
+        if now != version:
+            return _written_meanwhile(pack, source)
     known = set(pack.retired())
     new = sorted(
         name

@@ -162,6 +162,27 @@ def test_a_chunk_written_between_its_read_and_the_switch_keeps_its_array_unshard
     assert s3.exists(f"{BUCKET}/s/a002/6") and not s3.exists(f"{BUCKET}/s/a001/6")
 
 
+def test_an_array_whose_folder_cannot_be_listed_again_after_packing_says_so(
+    s3: Any, proxy: FaultProxy, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once a002's shards are written, its folder cannot be listed (access denied): the run cannot
+    tell whether a chunk changed meanwhile. a002 is reported for that, not as written by someone
+    else, and stays as it is; the other arrays are sharded."""
+    upload(s3, tmp_path)
+
+    def deny() -> None:
+        proxy.add(Fault("error", "GET", r"list-type=2.*prefix=s/a002/", times=100, status=403))
+
+    proxy.add(Fault("before", "PUT", r"a002/c/3$", hook=deny))
+    before = zarr_reads(URL, 2, endpoint)
+    code, _out, err = run(proxy, capsys)
+    assert code == 1 and proxy.faults[0].hits == 1
+    assert "failed a002: its files could not be listed again: " in err, err
+    assert "written by someone else" not in err, err
+    assert codec_of(s3, "a002") == "bytes" and codec_of(s3, "a001") == "sharding_indexed"
+    assert zarr_reads(URL, 3, endpoint) == before
+
+
 # -- two runs at once (issue 55, item 3) -----------------------------------------------------------
 
 
