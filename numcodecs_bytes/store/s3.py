@@ -138,16 +138,10 @@ class S3Files(FsspecFiles):
         return answer
 
     async def holds(self, path: str) -> bool:
-        """Whether an object is at ``path``: one HEAD (s3fs's ``exists`` lists the key as a folder
-        after a HEAD that finds nothing: a second round trip)."""
-        bucket, key, _ = self.fs.split_path(path)
-        if not key:
+        """Whether an object is at ``path``: one HEAD (`_head`)."""
+        if not self.fs.split_path(path)[1]:  # a bucket's root: no key to ask about
             return bool(await self._call("exists", path))
-        try:
-            await self.fs._call_s3("head_object", Bucket=bucket, Key=key)
-        except FileNotFoundError:
-            return False
-        return True
+        return await self._head(path) is not None
 
     async def read_metadata(self, path: str) -> bytes:
         """A metadata file's bytes, and its version where the walk did not list it: from one GET
@@ -161,7 +155,10 @@ class S3Files(FsspecFiles):
         version now, provided it holds ``expected`` (where given)."""
         version = self._versions.get(path)
         if version is None:
-            version = (await self._call("info", path))["ETag"]
+            head = await self._head(path)
+            if head is None:
+                raise FileNotFoundError(path)
+            version = head[0]
             if expected is not None and await self.bytes_of(path) != expected:
                 raise changed()
         return version
@@ -372,12 +369,17 @@ class S3Files(FsspecFiles):
         return found, False
 
     async def _head(self, path: str) -> tuple[str, int] | None:
+        """The ETag and size of the object at ``path``, None where there is none: one HEAD.
+
+        (s3fs's ``info`` and ``exists`` list the key as a folder after a HEAD that finds nothing:
+        a second round trip.)
+        """
+        bucket, key, _ = self.fs.split_path(path)
         try:
-            info = await self._call("info", path)
+            answer = await self.fs._call_s3("head_object", Bucket=bucket, Key=key)
         except FileNotFoundError:
             return None
-        tag = info.get("ETag") or await self.version_of(path)
-        return (str(tag), int(info["size"])) if tag else None
+        return str(answer["ETag"]), int(answer["ContentLength"])
 
     def version_holds(self, version: str, data: bytes) -> bool | None:
         """An ETag that is an MD5 (an object written in one request, without KMS) tells."""

@@ -96,7 +96,7 @@ def unchanged(
             for source, version in zip(shard.sources, result.versions, strict=True)
             if source is not None
         ]
-    # resharding: each shard as its index was read
+    # each file as packing read it; and, resharding, each old shard as its index was read
     for source, version in [*packed_from, *pack.before.items()]:
         now = versions.get(source_path(source))
         if isinstance(now, Exception):

@@ -619,6 +619,38 @@ def test_opening_a_store_asks_of_each_node_file_above_it_once(
     assert open_store(f"s3://{BUCKET}/s", options).top == BUCKET
 
 
+def test_names_a_listing_did_not_settle_are_asked_of_by_one_head_each(
+    s3: Any, proxy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`stored` lists a range of names a page at a time (at most a page per hundred names) and asks
+    of the rest by HEAD: one request a name, a missing one too (s3fs's ``info`` lists a missing key
+    as a folder after its HEAD), with the same answers as a listing of everything."""
+    s3.pipe_file(f"{BUCKET}/s/.zgroup", b'{"zarr_format": 2}')
+    names = [*(str(i) for i in range(6)), "gone"]
+    for name in names[:-1]:
+        s3.pipe_file(f"{BUCKET}/s/a/{name}", name.encode() * (1 + int(name)))
+    paths = [f"{BUCKET}/s/a/{name}" for name in names]
+    options = StoreOptions(storage_options={"endpoint_url": proxy.endpoint})
+    files = open_store(f"s3://{BUCKET}/s", options).files
+    assert isinstance(files, S3Files)
+    truth = files.stored(paths)  # one page holds them all
+    assert truth[paths[-1]] is None and truth[paths[3]] == (s3.info(paths[3])["ETag"], 4)
+    call_s3 = files.fs._call_s3
+
+    async def paged(method: str, *more: Any, **arguments: Any) -> Any:
+        if method == "list_objects_v2":
+            arguments["MaxKeys"] = 2
+        return await call_s3(method, *more, **arguments)
+
+    monkeypatch.setattr(files.fs, "_call_s3", paged)
+    proxy.requests.clear()
+    assert files.stored(paths) == truth
+    asked = proxy.requests
+    heads = sorted(key for method, key in asked if method == "HEAD")
+    assert heads == sorted(f"{BUCKET}/s/a/{name}" for name in names[2:]), asked
+    assert len(asked) == len(heads) + 1, asked  # one page listed
+
+
 def test_storage_options_and_jobs_from_the_command_line(
     s3: Any,
     endpoint: str,
