@@ -261,8 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gib", type=float, default=2.0, help="raw data (image and labels), GiB")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
-    from machine import describe
+    from machine import compile_package, describe
 
+    compile_package()
     print(describe(), flush=True)
     # a plane of both channels and its label plane, over the three levels
     plane = (2 * 2 + 1) * 2048 * 4096 * (1 + 1 / 4 + 1 / 16)

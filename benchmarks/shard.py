@@ -717,8 +717,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rtt", type=float, default=0.02, help="round trip the proxy adds on S3, in seconds"
     )
     args = parser.parse_args(argv)
-    from machine import describe
+    from machine import compile_package, describe
 
+    compile_package()
     print(describe(), flush=True)
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
         if args.gib > 0:

@@ -395,6 +395,9 @@ def main() -> int:
     )
     args = parser.parse_args()
     import s3fs
+    from machine import compile_package
+
+    compile_package()
 
     with tempfile.TemporaryDirectory() as folder, moto_server() as direct:
         local = Path(folder, "store.zarr")

@@ -179,6 +179,9 @@ def main() -> int:
         "--attributes-mb", type=int, default=45, help="megabytes of attributes of one group"
     )
     args = parser.parse_args()
+    from machine import compile_package
+
+    compile_package()
     ratios, checks, disk, attributes = [], [], [], []
     for run in range(args.runs):
         times = against_zarr(args.arrays)
