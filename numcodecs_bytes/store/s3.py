@@ -38,10 +38,27 @@ from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
 from .fsspec_files import FsspecFiles, Listing, child_path
 from .layout import METADATA_NAMES, NODE_FILES
 from .options import StoreOptions
-from .s3_parts import Part, Piece, is_md5, multipart_tag, shard_parts
+from .s3_parts import (
+    MAX_PARTS,
+    SMALLEST_PART,
+    Part,
+    Piece,
+    is_md5,
+    multipart_tag,
+    shard_parts,
+)
 from .s3_timestamps import read_timestamps_fast
 
-__all__ = ["LEASE", "LISTING_LIMIT", "LIST_PAGE", "LOCK_NAME", "Lease", "S3Files"]
+__all__ = [
+    "LEASE",
+    "LISTING_LIMIT",
+    "LIST_PAGE",
+    "LOCK_NAME",
+    "UPLOADED_PARTS_AT_ONCE",
+    "WHOLE_SHARD_BYTES",
+    "Lease",
+    "S3Files",
+]
 
 LISTING_LIMIT = 100 * BATCH
 """Keys a listing of a whole object store holds at most: what bounds the memory of that listing."""
@@ -64,6 +81,7 @@ class S3Files(FsspecFiles):
         self._versions: dict[str, str] = {}
         self._lease: Lease | None = None  # while this run holds the store's lock
         self.server_copy = options.server_copy
+        self.in_parts = True  # large shards go up in parts (False: the server refused them)
         # each whole chunk object of the shards being packed: its ETag and size as listed (what the
         # copies hold on), or None where there is none
         self._listed_sources: dict[str, tuple[str, int] | Exception | None] = {}
@@ -391,12 +409,14 @@ class S3Files(FsspecFiles):
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:
         """As `FsspecFiles.pack`; where ``server_copy``, a shard with an inner chunk of 5 MiB or
-        more is a multipart upload S3 assembles (`s3_parts`): the chunk objects' ETags and sizes
-        listed first (a request per thousand), each copy held on its source's ETag, an upload a
+        more is a multipart upload S3 assembles (`s3_parts`), and a shard of more than
+        `WHOLE_SHARD_BYTES` otherwise a multipart upload of its chunks' bytes (the client holds
+        `UPLOADED_PARTS_AT_ONCE` parts of it at a time): the chunk objects' ETags and sizes listed
+        first (a request per thousand), each copy or read held on its source's ETag, an upload a
         killed run left on these shards' keys aborted before and after."""
         shards = list(shards)
-        if not (self.server_copy and shards):
-            return super().pack(shards, on_progress)
+        if not shards:
+            return {}
         keys = {shard.path for shard in shards}
         parts = _parts(
             _by_folder(
@@ -456,19 +476,37 @@ class S3Files(FsspecFiles):
         requests: asyncio.Semaphore,
         versions: dict[str, asyncio.Task[str | None]],
     ) -> Packed:
-        sizes = self._source_sizes(shard) if self.server_copy else None
-        parts = None if sizes is None else shard_parts(sizes)
-        if sizes is None or parts is None:
-            return await super()._pack_one(shard, requests, versions)
-        try:
-            return await self._assemble(shard, sizes, parts, requests, versions)
-        except OSError as exc:
-            if getattr(exc, "errno", None) != errno.ENOSYS:
-                raise
-            # the server does not copy parts (not AWS S3): through the client, from now on
-            self.server_copy = False
-            packed = await super()._pack_one(shard, requests, versions)
-            return packed._replace(refused=f"the server refused to copy parts: {exc}")
+        sizes = self._source_sizes(shard)
+        parts = None if sizes is None else self._parts(sizes)
+        refused = None
+        while sizes is not None and parts is not None:
+            try:
+                packed = await self._assemble(shard, sizes, parts, requests, versions)
+                return packed if refused is None else packed._replace(refused=refused)
+            except OSError as exc:
+                if getattr(exc, "errno", None) != errno.ENOSYS:
+                    raise
+                # a server that is not AWS S3: no copies from now on (their parts go up), or, where
+                # none was asked, no multipart uploads (one request a shard, as before)
+                if any(part.copied for part in parts):
+                    self.server_copy = False
+                    refused = f"the server refused to copy parts: {exc}"
+                else:
+                    self.in_parts = False
+            parts = self._parts(sizes)
+        packed = await super()._pack_one(shard, requests, versions)
+        return packed if refused is None else packed._replace(refused=refused)
+
+    def _parts(self, sizes: list[int | None]) -> list[Part] | None:
+        """A shard's parts where it is a multipart upload (`s3_parts`): where S3 copies some of it,
+        or where it is larger than the client should hold whole; None: one PUT."""
+        parts = shard_parts(sizes) if self.server_copy else None
+        total = sum(size or 0 for size in sizes)
+        if parts is None and self.in_parts and total > WHOLE_SHARD_BYTES:
+            # (parts of 5 MiB or more, as few as S3's limit on their number asks)
+            smallest = max(SMALLEST_PART, -(-total // (MAX_PARTS - 1)))
+            parts = shard_parts(sizes, smallest, copy=False)
+        return parts
 
     def _source_sizes(self, shard: Shard) -> list[int | None] | None:
         """Each inner chunk's bytes as listed (None where there is none); None where some source
@@ -519,12 +557,18 @@ class S3Files(FsspecFiles):
                 self.fs._call_s3("create_multipart_upload", Bucket=bucket, Key=key)
             )
         upload = {"Bucket": bucket, "Key": key, "UploadId": created["UploadId"]}
+        held = asyncio.Semaphore(UPLOADED_PARTS_AT_ONCE)
+
+        async def put(number: int, part: Part) -> str:
+            last = number == len(parts)
+            if part.copied:
+                return await self._part(upload, number, part, sources, requests, index, last)
+            async with held:  # their bytes are in memory from their first read to their upload
+                return await self._part(upload, number, part, sources, requests, index, last)
+
         try:
             tags = await asyncio.gather(
-                *(
-                    self._part(upload, number, part, sources, requests, index, number == len(parts))
-                    for number, part in enumerate(parts, 1)
-                )
+                *(put(number, part) for number, part in enumerate(parts, 1))
             )
             async with requests:
                 written = await self.in_time(self._complete(shard, upload, list(tags)))
@@ -743,6 +787,14 @@ class S3Files(FsspecFiles):
 
 _LARGEST_PUT = 5 * 2**30
 """The most bytes S3 takes in one PUT."""
+
+WHOLE_SHARD_BYTES = 64 * 2**20
+"""A shard of more bytes than this, of which S3 copies nothing, goes up in parts: the client never
+holds it whole (a shard of small chunks, or any with ``server_copy`` off)."""
+
+UPLOADED_PARTS_AT_ONCE = 8
+"""The parts of one shard that go up from the client at once (5 MiB and a chunk each at most, for
+shards of S3's smallest parts): what it holds of a shard, not the shard."""
 
 
 def refused_condition(exc: OSError) -> bool:

@@ -18,7 +18,9 @@ So the bytes through the client are the small chunks' and, per run of small
 chunks, less than 10 MiB of the next chunk (5 MiB of it, or the whole of it
 where it is under 10 MiB and the rest would be too small to copy). Where no
 part would be copied, the shard is better one plain PUT (`shard_parts` says
-None).
+None), unless it is large: then every chunk goes up, in parts of 5 MiB or more
+(``copy=False``), so that the client holds a few parts of it at a time, never
+the whole shard.
 """
 
 from __future__ import annotations
@@ -58,11 +60,14 @@ class Part(NamedTuple):
         return sum(piece.end - piece.start for piece in self.pieces)
 
 
-def shard_parts(sizes: Sequence[int | None], smallest: int = SMALLEST_PART) -> list[Part] | None:
+def shard_parts(
+    sizes: Sequence[int | None], smallest: int = SMALLEST_PART, copy: bool = True
+) -> list[Part] | None:
     """The parts of a shard whose inner chunks have ``sizes`` (None: no chunk), by the rule of the
     module; the index goes with the last part, which is uploaded. None where S3 would copy no part,
     or the upload would break S3's limits (more than `MAX_PARTS` parts, a chunk of more than
-    `LARGEST_PART` bytes): the shard is better written in one request.
+    `LARGEST_PART` bytes): the shard is better written in one request. With ``copy`` False, every
+    chunk goes up, whole, in parts of ``smallest`` bytes or more (None only where S3's limits say).
 
     >>> MiB = 2**20
     >>> [(p.copied, [tuple(x) for x in p.pieces]) for p in shard_parts([8 * MiB, None, 8 * MiB])]
@@ -71,6 +76,8 @@ def shard_parts(sizes: Sequence[int | None], smallest: int = SMALLEST_PART) -> l
     [(False, 5120), (True, 8192), (False, 1024)]
     >>> shard_parts([MiB, MiB]) is None
     True
+    >>> [(p.copied, p.size // MiB) for p in shard_parts([3 * MiB, 8 * MiB, MiB], copy=False)]
+    [(False, 11), (False, 1)]
     """
     parts: list[Part] = []
     waiting: list[Piece] = []
@@ -87,7 +94,9 @@ def shard_parts(sizes: Sequence[int | None], smallest: int = SMALLEST_PART) -> l
             continue
         if size > LARGEST_PART:
             return None
-        if size < smallest:
+        if not copy and waiting and held + size > LARGEST_PART:
+            go_up()  # (a part holds at most S3's largest)
+        if size < smallest or not copy:
             waiting.append(Piece(chunk, 0, size))
             held += size
             if held >= smallest:
@@ -104,7 +113,7 @@ def shard_parts(sizes: Sequence[int | None], smallest: int = SMALLEST_PART) -> l
             waiting.append(Piece(chunk, 0, size))
             go_up()
     go_up()  # the last part: what waits, and the index
-    if not any(part.copied for part in parts) or len(parts) > MAX_PARTS:
+    if (copy and not any(part.copied for part in parts)) or len(parts) > MAX_PARTS:
         return None
     return parts
 

@@ -166,6 +166,87 @@ def test_shards_assembled_inside_s3_are_the_client_packed_ones_byte_for_byte(
         assert tensorstore_reads(local, values()) == 2
 
 
+def small_chunks_store(tmp_path: Path) -> tuple[np.ndarray[Any, Any], Path]:
+    """A v2 store of one array ``a`` of six random chunks of 3 MiB, stored as they are: its values
+    and its folder."""
+    data = np.random.default_rng(3).integers(0, 256, 6 * 3 * MiB, dtype="u1")
+    local = tmp_path / "v2.zarr"
+    group = zarr.open_group(str(local), mode="w", zarr_format=2)
+    group.create_array("a", shape=data.shape, chunks=(3 * MiB,), dtype="u1", compressors=None)
+    group["a"][...] = data
+    return data, local
+
+
+def test_a_large_shard_of_small_chunks_goes_up_in_parts_a_few_at_a_time(
+    s3: Any,
+    proxy: FaultProxy,
+    endpoint: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A shard of more than `WHOLE_SHARD_BYTES` of which S3 copies nothing (its chunks are under
+    5 MiB) goes up as a multipart upload of its chunks' bytes, `UPLOADED_PARTS_AT_ONCE` parts at a
+    time (one here): a part's chunks are read only once the part before is up, so the client never
+    holds the shard whole. The shard is byte for byte the one a single PUT makes, and zarr reads
+    it."""
+    from numcodecs_bytes.store import s3 as s3_store
+
+    data, local = small_chunks_store(tmp_path)
+    whole_shard = f"{data.nbytes}B"  # the six chunks in one shard
+    for prefix in ("whole", "parts"):
+        upload(s3, local, prefix)
+    assert main(arguments(proxy, "whole", size=whole_shard)) == 0, capsys.readouterr()
+    monkeypatch.setattr(s3_store, "WHOLE_SHARD_BYTES", MiB)
+    monkeypatch.setattr(s3_store, "UPLOADED_PARTS_AT_ONCE", 1)
+    proxy.requests.clear()
+    assert main(arguments(proxy, "parts", size=whole_shard)) == 0, capsys.readouterr()
+    assert shards(s3, "parts") == shards(s3, "whole")
+    # three parts of two chunks, then the index
+    assert s3.info(f"{BUCKET}/parts/a/c/0")["ETag"].endswith('-4"')
+    assert not s3.info(f"{BUCKET}/whole/a/c/0")["ETag"].endswith('-1"')
+    asked = proxy.requests
+    for number, chunks in ((2, ("2", "3")), (3, ("4", "5"))):
+        up = next(
+            at
+            for at, (method, key) in enumerate(asked)
+            if method == "PUT" and f"/a/c/0?partNumber={number - 1}&" in key
+        )
+        reads = [
+            at
+            for at, (method, key) in enumerate(asked)
+            if method == "GET" and key.rsplit("/", 1)[-1] in chunks
+        ]
+        assert reads and min(reads) > up, (number, asked)
+    assert uploads(s3) == []
+    assert zarr_reads(f"s3://{BUCKET}/parts", 3, endpoint)["a"] == fingerprint(data)
+
+
+def test_a_server_that_refuses_multipart_uploads_gets_a_large_shard_in_one_request(
+    s3: Any,
+    proxy: FaultProxy,
+    endpoint: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the server answers a multipart upload's start with 501 (not AWS S3), the large shard
+    goes up in one PUT, as before parts, and the run says nothing of it: the data is the same."""
+    from numcodecs_bytes.store import s3 as s3_store
+
+    data, local = small_chunks_store(tmp_path)
+    upload(s3, local, "s")
+    monkeypatch.setattr(s3_store, "WHOLE_SHARD_BYTES", MiB)
+    proxy.add(Fault("error", "POST", r"a/c/0\?uploads", times=100, status=501))
+    code = main(arguments(proxy, "s", size=f"{data.nbytes}B"))
+    err = capsys.readouterr().err
+    assert code == 0 and "refused" not in err, err
+    assert proxy.faults[0].hits == 1
+    assert not s3.info(f"{BUCKET}/s/a/c/0")["ETag"].endswith('-4"')
+    assert uploads(s3) == []
+    assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint)["a"] == fingerprint(data)
+
+
 def test_copy_parts_that_fail_are_retried_and_the_shard_is_whole(
     s3: Any,
     proxy: FaultProxy,
