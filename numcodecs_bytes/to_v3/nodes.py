@@ -53,6 +53,8 @@ class Node(NamedTuple):
     removing_v2: bool = False
     # files a killed run switched the array away from (`store.layout.RETIRED`)
     retired: Mapping[str, str] = {}
+    # its folder may hold shards a killed run placed that its zarr.json does not read
+    leftovers: bool = False
     # its folder's subfolders that hold chunks: the walk does not enter them
     leave_out: tuple[str, ...] = ()
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..store.chunks import ByteRange, Shard
-from ..store.layout import ChunkKeys
+from ..store.layout import METADATA_NAMES, ChunkKeys
 from .sharding import (
     ShardLayout,
     ShardPlan,
@@ -39,7 +39,6 @@ from .sharding import (
     shard_layout,
     sharded_document,
     shards_of,
-    v2_separator,
 )
 
 __all__ = [
@@ -52,9 +51,13 @@ __all__ = [
     "Plan",
     "chunk_keys",
     "decided_by_document",
+    "keys_read",
+    "may_hold_unread_shards",
     "plan",
     "reshard_from",
+    "retiring",
     "shard_count",
+    "unread_shards",
 ]
 
 
@@ -75,6 +78,9 @@ class ArrayFound(NamedTuple):
     removing: bool = False
     # files a killed run switched away from, to remove: version by relative path
     retired: Mapping[str, str] = {}
+    # its folder, as the walk listed it, may hold shards a killed run placed that its zarr.json
+    # does not read (`plan.may_hold_unread_shards`)
+    leftovers: bool = False
 
 
 class OldShard(NamedTuple):
@@ -139,24 +145,93 @@ class Leave(NamedTuple):
 Plan = Pack | Clear | Finish | Leave
 
 
+def keys_read(document: Any) -> ChunkKeys | None:
+    """The keys of the files a v3 array document reads (its chunks, or its shards: the chunks of
+    its grid) under a regular grid and the default or ``v2`` chunk key encoding; None where the
+    document says no such thing (then any file below the array may be one it reads).
+
+    >>> keys_read({"shape": [4], "chunk_grid": {"name": "regular", "configuration":
+    ...     {"chunk_shape": [2]}}, "chunk_key_encoding": {"name": "default"}}).key((1,))
+    'c/1'
+    """
+    if not isinstance(document, dict) or not isinstance(document.get("shape"), list):
+        return None
+    chunks, keys = chunk_shape(document), document.get("chunk_key_encoding")
+    if chunks is None or not isinstance(keys, dict) or len(chunks) != len(document["shape"]):
+        return None
+    if any(not isinstance(n, int) or n < 0 for n in document["shape"]) or not all(chunks):
+        return None
+    configuration = keys.get("configuration", {})
+    name = keys.get("name")
+    default = {"default": "/", "v2": "."}.get(name) if isinstance(name, str) else None
+    separator = configuration.get("separator", default) if isinstance(configuration, dict) else None
+    if default is None or separator not in ("/", "."):
+        return None
+    shape = tuple(document["shape"])
+    return ChunkKeys(shape, tuple(chunks), separator, "c" if name == "default" else "")
+
+
+def unread_shards(document: Any, names: Iterable[str]) -> list[str]:
+    """Among ``names`` (below an array's folder), the shards a sharding of the array by this tool
+    writes and its document does not read: the keys of v3's default encoding with the separator
+    other than its own (`other_separator`; ``c/...`` where it reads v2 keys), of any grid. Only a
+    killed run of this tool leaves them: zarr writes the keys its document reads. Nothing where the
+    document's keys are unknown, or where a name below ``c/`` is a node's file (a Zarr v2 node may
+    lie there).
+
+    >>> doc = {"shape": [8, 8], "chunk_grid": {"name": "regular", "configuration":
+    ...     {"chunk_shape": [4, 8]}}, "chunk_key_encoding": {"name": "default",
+    ...     "configuration": {"separator": "/"}}}
+    >>> unread_shards(doc, ["c/0/0", "c.0.0", "c.7.1", "c.0", "c.x.0", "zarr.json"])
+    ['c.0.0', 'c.7.1']
+    """
+    separator = _unread_separator(document)
+    if separator is None:
+        return []
+    names = list(names)
+    if separator == "/" and any(
+        name.startswith("c/") and name.rpartition("/")[2] in METADATA_NAMES for name in names
+    ):
+        return []
+    rank = len(document["shape"])
+    found = []
+    for name in names:
+        parts = name.split(separator)
+        if (
+            parts[0] == "c"
+            and len(parts) == rank + 1
+            and all(part.isdigit() and part.isascii() for part in parts[1:])
+        ):
+            found.append(name)
+    return sorted(found)
+
+
+def may_hold_unread_shards(document: Any, files: Iterable[str], subfolders: Iterable[str]) -> bool:
+    """Whether an array's folder, as a walk lists it (its own files and subfolders), may hold
+    `unread_shards`: one of its files is one, or they would lie in its subfolder ``c``."""
+    separator = _unread_separator(document)
+    if separator == "/":
+        return "c" in subfolders
+    return separator is not None and bool(unread_shards(document, files))
+
+
+def _unread_separator(document: Any) -> str | None:
+    """The separator of the keys a sharding of the array by this tool writes, which its document
+    does not read; None where its keys are unknown, or it is 0-d (never sharded)."""
+    keys = keys_read(document)
+    if keys is None or not keys.shape:
+        return None
+    return other_separator(keys.separator) if keys.prefix else "/"
+
+
 def chunk_keys(document: dict[str, Any]) -> ChunkKeys | None:
     """Where an unsharded v3 array's chunk files lie (v2 keys, or v3's default keys); None for a
     sharded array, or one whose chunks are not of a regular grid."""
-    chunks, keys = chunk_shape(document), document.get("chunk_key_encoding")
-    if chunks is None or layout_of(document) is not None or not isinstance(keys, dict):
-        return None
-    shape = tuple(int(n) for n in document["shape"])
-    separator = v2_separator(document)
-    if separator is not None:
-        return ChunkKeys(shape, tuple(chunks), separator)
-    separator = keys.get("configuration", {}).get("separator", "/")
-    sharded = any(
-        isinstance(codec, dict) and codec.get("name") == "sharding_indexed"
-        for codec in document["codecs"]
+    codecs = document.get("codecs")
+    sharded = not isinstance(codecs, list) or any(
+        not isinstance(codec, dict) or codec.get("name") == "sharding_indexed" for codec in codecs
     )
-    if keys.get("name") != "default" or separator not in ("/", ".") or sharded:
-        return None
-    return ChunkKeys(shape, tuple(chunks), separator, "c")
+    return None if sharded else keys_read(document)
 
 
 def v2_keys(zarray: dict[str, Any]) -> ChunkKeys:
@@ -187,9 +262,26 @@ def decided_by_document(
     arrays)."""
     return (
         not array.removing
+        and not array.retired
+        and not array.leftovers
         and layout_of(array.document) is None
         and _wanted(array.document, shard_size, explicit) is None
     )
+
+
+def retiring(array: ArrayFound) -> tuple[dict[str, str], dict[str, str]]:
+    """Of the files a killed run wrote down as switched away from (`ArrayFound.retired`), those
+    the array's documents, as read now, no longer read (to remove), and those they still read (the
+    run was killed before the switch: they stay). A marker is a hint; the documents decide. Where
+    the ``zarr.json`` says no keys this tool knows, every file stays."""
+    keys = keys_read(array.document)
+    if keys is None:
+        return {}, dict(array.retired)
+    read = set(keys.stored(array.retired).values())
+    if array.v2 is not None:
+        read |= set(v2_keys(array.v2).stored(array.retired).values())
+    going = {name: v for name, v in array.retired.items() if name not in read}
+    return going, {name: v for name, v in array.retired.items() if name in read}
 
 
 def reshard_from(
@@ -354,7 +446,11 @@ def _finish(array: ArrayFound, names: list[str]) -> Finish:
     keys = chunk_keys(array.conversion) if array.conversion is not None else None
     if keys is None and array.v2 is not None:
         keys = v2_keys(array.v2)
+    read = keys_read(array.document)
     stored = sorted(keys.stored(names).values()) if keys is not None else []
+    if read is not None:  # the document decides: never a file it reads
+        still_read = set(read.stored(stored).values())
+        stored = [name for name in stored if name not in still_read]
     folders = sorted({name.split("/")[0] for name in stored if "/" in name})
     return Finish(
         array,

@@ -25,6 +25,7 @@ from .consolidations import (
 from .documents import encoded, existing_document, holds_consolidation
 from .nodes import Node, NodeIndex
 from .ome import with_dimension_names
+from .plan import may_hold_unread_shards
 from .rules import Conversion, UnconvertibleError, array_document, group_document
 from .sharding import holds_chunks_of, is_sharding_of
 
@@ -46,8 +47,13 @@ class NodeReader:
         """The node in ``folder`` and its ``zarr.json`` document, from its files as ``read`` (by
         name), with the subfolders that hold its chunks (the walk does not enter them). An array
         that a killed run switched to new shards carries the files it was switching away from
-        (`store.layout.RETIRED`), for the rerun to remove."""
+        (`store.layout.RETIRED`), and one whose folder may hold shards a killed run placed says so
+        (`plan.may_hold_unread_shards`): the rerun's sharding pass takes them."""
         node = self._node(folder, path, read)
+        if node.kind == "array":
+            node = node._replace(
+                leftovers=may_hold_unread_shards(node.document, folder.files, folder.subfolders)
+            )
         retired = read.get(RETIRED)
         if isinstance(retired, Exception):
             raise retired

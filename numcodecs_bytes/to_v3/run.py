@@ -289,9 +289,9 @@ class _Run:
 
     def _sharding_takes(self, node: Node) -> bool:
         """Whether the sharding pass takes an array: where shards are asked for, where a killed run
-        was removing its v2 files, and where a removing run finds it sharded with its v2 files
-        kept."""
-        if self.options.sharding or node.removing_v2 or node.retired:
+        was removing its v2 files or switching it to new shards (or placed shards its zarr.json
+        does not read), and where a removing run finds it sharded with its v2 files kept."""
+        if self.options.sharding or node.removing_v2 or node.retired or node.leftovers:
             return True
         return (
             self.options.remove_v2_metadata
@@ -376,6 +376,7 @@ def _found(node: Node, current: bytes) -> ArrayFound:
         v2_metadata,
         node.removing_v2,
         node.retired,
+        node.leftovers,
     )
 
 

@@ -34,7 +34,6 @@ from typing import NamedTuple
 from ..problems import reason
 from ..store import Removal, Store
 from ..store.chunks import Packed, Shard, source_path
-from ..store.layout import ChunkKeys
 from .clearing import clear
 from .nodes import NodeIndex, RunState
 from .plan import (
@@ -47,7 +46,9 @@ from .plan import (
     decided_by_document,
     plan,
     reshard_from,
+    retiring,
     shard_count,
+    unread_shards,
 )
 from .removal import Removals
 from .report import ConversionReport
@@ -137,15 +138,16 @@ class ShardPass:
         arrays = (
             arrays if self.dry_run else _still_read(self.store, self.index, self.current, arrays)
         )
-        # what killed runs switched away from, first: the arrays read their new files
-        if not self.dry_run:
-            self.removals.retire([array for array in arrays if array.retired])
+        # what killed runs switched away from, first, where the arrays read other files now
+        self._retire_killed([array for array in arrays if array.retired])
         listed = self.store.files.files_below(array.folder for array in arrays)
         names = {
             array.folder: found
             for array in arrays
             if not isinstance(found := listed[array.folder], Exception)
         }
+        names = self._clear_unread(arrays, names)
+        listed = {**listed, **names}
         resharded = [
             (array.folder, tuple(array.document["shape"]), old, names[array.folder])
             for array in arrays
@@ -163,6 +165,57 @@ class ShardPass:
             return
         clear(self.store, self.index, self.removals, clears)
         self._pack(packs, names)
+
+    def _retire_killed(self, arrays: list[ArrayFound]) -> None:
+        """What killed runs wrote down as switched away from, removed (`Removals.retire`): only the
+        files each array's ``zarr.json``, as read now, no longer reads (`plan.retiring`); the others
+        stay, the marker goes (that run was killed before its switch: the plan starts over)."""
+        retire = []
+        for array in arrays:
+            going, staying = retiring(array)
+            if staying:
+                self.report.notes.append(
+                    (
+                        array.path or ".",
+                        f"an interrupted run wrote down {len(staying):,} file(s) to remove that "
+                        "its zarr.json still reads (it stopped before its switch): they stay",
+                    )
+                )
+            retire.append(array._replace(retired=going))
+        if not self.dry_run:
+            self.removals.retire(retire)
+
+    def _clear_unread(
+        self, arrays: list[ArrayFound], names: Mapping[str, list[str]]
+    ) -> dict[str, list[str]]:
+        """The shards killed runs placed below these arrays that their ``zarr.json`` does not read
+        (`plan.unread_shards`: keys this tool writes, of any grid) removed, each while it is the
+        version listed (in a dry run, only told); the files below each array's folder without
+        them."""
+        unread = {
+            array.folder: unread_shards(array.document, names[array.folder])
+            for array in arrays
+            if array.folder in names
+        }
+        paths = [f"{folder}/{name}" for folder, found in unread.items() for name in found]
+        failed: dict[str, Exception] = {}
+        if paths and not self.dry_run:
+            found_versions = self.store.files.versions(paths)
+            failed = self.store.files.remove(
+                Removal(path, None, version)
+                for path, version in found_versions.items()
+                if isinstance(version, str)
+            )
+            self.store.files.tidy(f"{folder}/c" for folder, found in unread.items() if found)
+        for path in paths:
+            if path in failed:
+                self.report.failures.append((self.store.relative(path), reason(failed[path])))
+            else:
+                self.report.leftovers_removed.append(self.store.relative(path))
+        return {
+            folder: [name for name in names[folder] if name not in set(unread[folder])]
+            for folder in unread
+        }
 
     def _reshards(self, array: ArrayFound) -> ShardLayout | None:
         return reshard_from(array, self.options.size, self.options.shapes.get(array.path))
@@ -185,7 +238,8 @@ class ShardPass:
     def _pack(self, packs: list[Pack], names: Mapping[str, list[str]]) -> None:
         if not packs:
             return
-        _clear_new_keys(self.store, packs, names)
+        # the temporary files killed runs left where the new shards go (their shards went first)
+        self.store.files.tidy(f"{pack.array.folder}/c" for pack in packs)
         self._packed(0, 0)  # the rate counts from here
         packed = self.options.pack([shard for pack in packs for shard in pack.shards], self._packed)
         for result in packed.values():
@@ -332,21 +386,6 @@ def _still_read(
         else:
             kept.append(array)
     return kept
-
-
-def _clear_new_keys(store: Store, packs: list[Pack], names: Mapping[str, list[str]]) -> None:
-    """What killed runs left where the new shards go (no zarr.json reads it: the arrays read other
-    keys), and their temporary files."""
-    store.files.tidy(f"{pack.array.folder}/c" for pack in packs)
-    leftovers = []
-    for pack in packs:
-        folder = pack.array.folder
-        keys = ChunkKeys(pack.sources.shape, pack.layout.shape, pack.layout.separator, "c")
-        leftovers += [f"{folder}/{name}" for name in keys.stored(names.get(folder, ())).values()]
-    found = store.files.versions(leftovers)
-    store.files.remove(
-        Removal(path, None, version) for path, version in found.items() if isinstance(version, str)
-    )
 
 
 def _count_packed(

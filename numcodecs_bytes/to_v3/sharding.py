@@ -45,7 +45,6 @@ __all__ = [
     "shard_shape",
     "sharded_document",
     "shards_of",
-    "v2_separator",
 ]
 
 INDEX_CODECS = ({"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"})
@@ -95,20 +94,6 @@ def chunk_shape(document: dict[str, Any]) -> list[int] | None:
     if not isinstance(grid, dict) or grid.get("name") != "regular" or not isinstance(shape, list):
         return None
     return [int(n) for n in shape]
-
-
-def v2_separator(document: dict[str, Any]) -> str | None:
-    """The separator of an unsharded v3 array whose chunks lie under Zarr v2 keys (``0.1``,
-    ``0/1``): those are files that shards can be made of, and no shard key (``c/0/1``) is one of
-    them. None for any other array."""
-    keys, codecs = document.get("chunk_key_encoding"), document.get("codecs")
-    sharded = not isinstance(codecs, list) or any(
-        not isinstance(codec, dict) or codec.get("name") == "sharding_indexed" for codec in codecs
-    )
-    if not isinstance(keys, dict) or keys.get("name") != "v2" or sharded:
-        return None
-    separator = keys.get("configuration", {}).get("separator", ".")
-    return separator if separator in (".", "/") else None
 
 
 def shard_layout(

@@ -20,3 +20,26 @@ def slowed_tool(seconds: float, *names: str, batch: int | None = None) -> str:
         + "from numcodecs_bytes.cli import console; sys.argv[0] = 'numcodecs-bytes'; "
         "sys.exit(console())"
     )
+
+
+def stopped_tool(step: str, calls: int = 1) -> str:
+    """Code for ``python -c`` that runs ``numcodecs-bytes`` (its arguments follow the code) and
+    stops the process dead, as a killed machine stops it, right after the ``calls``-th return of
+    ``step`` (``module:attribute``, e.g. ``numcodecs_bytes.to_v3.removal:Removals.mark``): no
+    cleanup, no handler, exit code 137."""
+    module, _, attribute = step.partition(":")
+    *owners, name = attribute.split(".")
+    return (
+        "import importlib, os, sys\n"
+        f"owner = importlib.import_module({module!r})\n"
+        f"for part in {owners!r}:\n    owner = getattr(owner, part)\n"
+        f"original, done = getattr(owner, {name!r}), []\n"
+        "def stopped(*args, **kwargs):\n"
+        "    result = original(*args, **kwargs)\n"
+        "    done.append(1)\n"
+        f"    if len(done) >= {calls!r}:\n        os._exit(137)\n"
+        "    return result\n"
+        f"setattr(owner, {name!r}, stopped)\n"
+        "from numcodecs_bytes.cli import console; sys.argv[0] = 'numcodecs-bytes'; "
+        "sys.exit(console())"
+    )

@@ -73,3 +73,18 @@ def read_in_a_fresh_process(
     read = in_a_fresh_process(read_all, str(store), cast(Literal[2, 3], zarr_format), endpoint)
     assert "error" not in read, read
     return read
+
+
+def read_with_tensorstore(path: str) -> list[Any]:
+    """The `fingerprint` of the Zarr v3 array in a local folder as tensorstore reads it."""
+    import tensorstore as ts
+
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
+    return fingerprint(np.asarray(ts.open(spec, open=True).result().read().result()))
+
+
+def tensorstore_reads(path: Path | str) -> list[Any]:
+    """`read_with_tensorstore` in a new process that nothing but imports ran in."""
+    from support.fresh import in_a_fresh_process
+
+    return in_a_fresh_process(read_with_tensorstore, str(path))

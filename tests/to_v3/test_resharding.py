@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("zarr", minversion="3", reason="to-v3 needs zarr 3")
 from support.stack import has_module
@@ -243,6 +245,174 @@ def test_a_resharding_killed_anywhere_reads_right_and_a_rerun_finishes(
     assert main(["to-v3", str(root), "--shard-size", f"{12 * 10 * 4}B"]) == 0
     assert sorted(p.name for p in root.iterdir()) == ["c.0.0", "c.1.0", "zarr.json"]
     assert zarr_reads(root, 3) == {"": fingerprint(expected())}
+
+
+STOPS = {
+    "its old shards written down, before its switch": (
+        "numcodecs_bytes.to_v3.removal:Removals.mark",
+        1,
+    ),
+    "one of two new shards placed": ("numcodecs_bytes.store.local_shards:_placed_shard", 1),
+    "its switch": ("numcodecs_bytes.to_v3.switch:Switch.arrays", 1),
+    "its old shards removed, the list not yet": ("numcodecs_bytes.store.local:LocalFiles.tidy", 1),
+}
+
+
+def stopped_at(step: str, calls: int, *arguments: str) -> None:
+    """``numcodecs-bytes ARGUMENTS`` in a process of its own, stopped dead right after ``step``
+    returned the ``calls``-th time (as a killed machine stops it)."""
+    from support.slowed_tool import stopped_tool
+
+    done = subprocess.run(
+        [sys.executable, "-c", stopped_tool(step, calls), *arguments], capture_output=True
+    )
+    assert done.returncode == 137, done.stderr.decode()
+
+
+def readers_read(root: Path, values: np.ndarray[Any, Any]) -> None:
+    """zarr-python and (where installed) tensorstore, each in a fresh process without this
+    package, read ``values`` from the array at ``root``."""
+    from support.zarr_read import tensorstore_reads
+
+    assert zarr_reads(root, 3) == {"": fingerprint(values)}
+    if has_module("tensorstore"):
+        assert tensorstore_reads(root) == fingerprint(values)
+
+
+@pytest.mark.parametrize("stop", list(STOPS))
+def test_a_resharding_stopped_at_each_step_loses_nothing_and_a_rerun_finishes(
+    tmp_path: Path, stop: str
+) -> None:
+    """A reshard stopped dead at each named step (issue 68: between writing down its old shards
+    and switching, the rerun removed the shards the zarr.json still read, and every value read as
+    the fill value): the array reads its values right after the stop and after the rerun, which
+    finishes (the new shards only, no marker)."""
+    root = tmp_path / "a"
+    zarr_sharded(root, (2, 5))  # 24 shards of one chunk each
+    step, calls = STOPS[stop]
+    stopped_at(step, calls, "reshard", str(root), "--shard-size", f"{12 * 10 * 4}B")
+    assert zarr.open_array(str(root), mode="r")[...].tolist() == expected().tolist()
+    assert main(["reshard", str(root), "--shard-size", f"{12 * 10 * 4}B"]) == 0
+    assert sorted(p.name for p in root.iterdir()) == ["c.0.0", "c.1.0", "zarr.json"]
+    readers_read(root, expected())
+
+
+def test_a_rerun_with_another_shard_size_removes_the_shards_the_stopped_run_placed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A reshard into shards of one chunk stopped after five of its 24 new shards, rerun with
+    shards of 12x10: the stopped run's shards outside the new grid (``c.0.1``, ``c.2.0``, ...)
+    are removed too (no zarr.json reads them; issue 68 found them left for ever), named with
+    ``-v``."""
+    root = tmp_path / "a"
+    zarr_sharded(root, (4, 10))
+    step = "numcodecs_bytes.store.local_shards:_placed_shard"
+    stopped_at(step, 5, "reshard", str(root), "--shard-size", "40B")
+    placed = sorted(p.name for p in root.iterdir() if p.name.startswith("c."))
+    assert len(placed) >= 3 and any(name.endswith(".1") for name in placed), placed
+    capsys.readouterr()
+    assert main(["reshard", str(root), "--shard-size", f"{12 * 10 * 4}B", "-v"]) == 0
+    out = capsys.readouterr().out
+    for name in placed:
+        if name not in ("c.0.0", "c.1.0"):
+            assert f"removed a/{name} (left by an interrupted run)" in out or (
+                f"removed {name} (left by an interrupted run)" in out
+            ), out
+    assert sorted(p.name for p in root.iterdir()) == ["c.0.0", "c.1.0", "zarr.json"]
+    readers_read(root, expected())
+
+
+@pytest.mark.parametrize("v2_files", [False, True])
+def test_a_rerun_without_a_shard_size_removes_the_shards_a_stopped_run_placed(
+    tmp_path: Path, v2_files: bool
+) -> None:
+    """A sharding stopped after two of its new shards, rerun with no shard size asked: the array
+    still reads the files it read, and the stopped run's shards (no zarr.json reads them) go; a
+    v2 array's v2 files stay as they are."""
+    root = tmp_path / "a"
+    if v2_files:
+        array = zarr.create_array(
+            str(root), shape=DATA.shape, chunks=(2, 5), dtype="<i4", zarr_format=2, fill_value=-1
+        )
+        array[...] = expected()
+        arguments = ["to-v3", str(root)]
+    else:
+        zarr_sharded(root, (2, 5))
+        arguments = ["to-v3", str(root)]
+    before = sorted(p.name for p in root.iterdir())
+    step = "numcodecs_bytes.store.local_shards:_placed_shard"
+    stopped_at(step, 2, *arguments, "--shard-size", f"{12 * 10 * 4}B")
+    assert main(arguments) == 0
+    after = sorted(p.name for p in root.iterdir())
+    assert after == sorted({*before, "zarr.json"}), after
+    readers_read(root, expected())
+
+
+@st.composite
+def documents_and_names(draw: st.DrawFn) -> tuple[dict[str, Any], list[str]]:
+    """A v3 array document (any rank to 3, default or v2 keys, either separator) and names below
+    its folder: keys of both encodings and separators, in its grid and past it, and others."""
+    rank = draw(st.integers(0, 3))
+    shape = draw(st.lists(st.integers(0, 9), min_size=rank, max_size=rank))
+    chunks = draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank))
+    encoding = draw(st.sampled_from(["default", "v2"]))
+    separator = draw(st.sampled_from(["/", "."]))
+    document = {
+        "shape": shape,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
+        "chunk_key_encoding": {"name": encoding, "configuration": {"separator": separator}},
+        "codecs": [{"name": "bytes"}],
+    }
+    coords = st.lists(st.integers(0, 5), min_size=rank, max_size=rank + 1).map(tuple)
+    key = st.builds(
+        lambda prefix, sep, index: sep.join([*prefix, *map(str, index)]) or "0",
+        st.sampled_from([["c"], []]),
+        st.sampled_from(["/", "."]),
+        coords,
+    )
+    other = st.sampled_from(["zarr.json", "c/.zarray", "c/zarr.json", "c", "c.x", "c/01", "x"])
+    return document, draw(st.lists(st.one_of(key, other), max_size=12))
+
+
+def zarr_reads_keys(document: dict[str, Any]) -> set[str]:
+    """Every key of the array's grid, as zarr-python encodes it (the oracle)."""
+    from itertools import product
+
+    from zarr.core.chunk_key_encodings import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
+
+    encoding = document["chunk_key_encoding"]
+    kind = DefaultChunkKeyEncoding if encoding["name"] == "default" else V2ChunkKeyEncoding
+    encoder = kind(separator=encoding["configuration"]["separator"])
+    chunks = document["chunk_grid"]["configuration"]["chunk_shape"]
+    grid = [-(-extent // size) for extent, size in zip(document["shape"], chunks, strict=True)]
+    return {encoder.encode_chunk_key(index) for index in product(*map(range, grid))}
+
+
+@given(documents_and_names())
+@settings(max_examples=300, deadline=None)
+def test_what_a_killed_run_left_is_removed_only_where_the_document_does_not_read_it(
+    found: tuple[dict[str, Any], list[str]],
+) -> None:
+    """The documents decide, against zarr-python's own key encoding: of the files a killed run
+    wrote down, those the document reads stay; a shard named as a killed run's leftover is never a
+    key the document reads, and is a key of this tool's new shards (v3's default encoding, the
+    other separator)."""
+    from numcodecs_bytes.to_v3.plan import ArrayFound, retiring, unread_shards
+
+    document, names = found
+    read = zarr_reads_keys(document)
+    retired = {name: "v" for name in names}
+    going, staying = retiring(ArrayFound("a", "a", document, b"", retired=retired))
+    assert set(going) | set(staying) == set(retired) and not set(going) & set(staying)
+    assert not set(going) & read
+    unread = unread_shards(document, names)
+    assert not set(unread) & read
+    encoding = document["chunk_key_encoding"]
+    own = encoding["configuration"]["separator"] if encoding["name"] == "default" else None
+    for name in unread:
+        separator = "." if own == "/" else "/"
+        parts = name.split(separator)
+        assert parts[0] == "c" and len(parts) == len(document["shape"]) + 1, name
 
 
 def test_resharding_on_an_object_store(tmp_path: Path) -> None:
