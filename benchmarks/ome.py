@@ -154,7 +154,10 @@ def write_ome_04(root: Path, planes: int) -> int:
     group.attrs["omero"] = {"channels": [{"label": f"ch{c}", "color": "FFFFFF"} for c in range(2)]}
     labels.attrs["labels"] = ["cells"]
     cells.attrs["multiscales"] = [multiscale("cells")]
-    cells.attrs["image-label"] = {"version": "0.4", "colors": [{"label-value": 1}]}
+    cells.attrs["image-label"] = {
+        "version": "0.4",
+        "colors": [{"label-value": 1, "rgba": [255, 0, 0, 255]}],
+    }
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and p.name[0].isdigit())
 
 

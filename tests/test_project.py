@@ -186,6 +186,7 @@ ROOMS = [
             "to_v3.sharding",
             "to_v3.documents",
             "to_v3.consolidations",
+            "to_v3.ome_validation",
             "migrate.text",
             "migrate.rules",
         ],
@@ -199,6 +200,7 @@ RULES = [
     "to_v3.sharding",
     "to_v3.documents",
     "to_v3.consolidations",
+    "to_v3.ome_validation",
     "migrate.text",
     "migrate.rules",
 ]

@@ -334,8 +334,7 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
         parts.append(_ome_summary(report.ome, dry_run))
     if updated:
         parts.append(
-            f"{count(len(updated), 'consolidation')} "
-            f"{'to bring' if dry_run else 'brought'} up to date"
+            f"{count(len(updated), 'zarr.json')} {'to bring' if dry_run else 'brought'} up to date"
         )
     if kept:
         parts.append(f"{count(kept, 'node')} already converted")

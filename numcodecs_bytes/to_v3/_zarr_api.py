@@ -50,6 +50,7 @@ def zarr_api() -> Any:
         data_type = staticmethod(get_data_type_from_native_dtype)
         consolidate = staticmethod(zarr.consolidate_metadata)
         memory_store = zarr.storage.MemoryStore
+        open_group = staticmethod(zarr.open_group)
         open_array_async = staticmethod(open_array_in_loop)
         sync = staticmethod(run_in_loop)
         concurrent_map = staticmethod(at_once)

@@ -13,8 +13,9 @@ ome-zarr-py and ome-zarr-models read them.
 A group is made 0.5 only where the result holds together (`ome_05`): every
 level an array of as many dimensions as the axes, of one data type (an integer
 type in a label image), every label, well, field and series it names made 0.5
-too. Where not, it is converted as plain Zarr v3, its 0.4 attributes kept as
-they are, with a note giving the reason; so are the groups that name it.
+too, and every OME group below it. Where not, it is converted as plain Zarr v3,
+its 0.4 attributes kept as they are, with a note giving the reason; so are the
+groups that name or hold it.
 Pure: documents in, documents out.
 """
 
@@ -248,6 +249,11 @@ def _problem(
                     f"its dataset {path!r} has {len(level['shape'])} dimensions where its axes "
                     f"are {len(axes)} ({', '.join(axes)})"
                 )
+            if level.get("dimension_names") != axes:
+                return (
+                    f"its dataset {path!r} names its dimensions {level.get('dimension_names')} "
+                    f"where 0.5 asks for its axes {axes} (its zarr.json is kept as it is)"
+                )
             data_types.add(str(level.get("data_type")))
         if len(data_types) > 1:
             return f"its levels differ in data type ({', '.join(sorted(data_types))})"
@@ -265,7 +271,7 @@ def ome_05(
     """The groups among ``convertible`` (by path) that hold OME-Zarr 0.4 made 0.5, given every
     node's ``zarr.json`` document as converted (``documents``: arrays with their dimension names),
     and the reason each other 0.4 group stays plain Zarr v3. Deepest first: a group is made 0.5
-    only where the groups it names are.
+    only where every OME group it holds or names is.
 
     Examples
     --------
@@ -273,7 +279,8 @@ def ome_05(
     >>> image = {"multiscales": [{"version": "0.4", "axes": axes, "datasets": [{"path": "0"}]}]}
     >>> documents = {
     ...     "": {"node_type": "group", "attributes": image},
-    ...     "0": {"node_type": "array", "shape": [4, 4], "data_type": "uint16"},
+    ...     "0": {"node_type": "array", "shape": [4, 4], "data_type": "uint16",
+    ...           "dimension_names": ["y", "x"]},
     ... }
     >>> made, problems = ome_05(documents, {"", "0"})
     >>> made[""]["attributes"]["ome"]["multiscales"][0]["datasets"]
@@ -291,9 +298,25 @@ def ome_05(
         and document.get("node_type") == "group"
         and is_ome_04(document.get("attributes") or {})
     ]
+    # every group left with 0.4's keys (here, or by an earlier run): no group holding one is 0.5
+    still_04 = [
+        path
+        for path, document in documents.items()
+        if document.get("node_type") == "group" and is_ome_04(document.get("attributes") or {})
+    ]
     for path in sorted(groups, key=lambda path: (-depth(path), path)):
         document = documents[path]
         problem = _problem(path, document["attributes"], documents, made)
+        held = next(
+            (
+                below
+                for below in sorted(still_04)
+                if below not in made and below != path and below.startswith(f"{path}/" * bool(path))
+            ),
+            None,
+        )
+        if problem is None and held is not None:
+            problem = f"the OME group {held!r} it holds is not made OME-Zarr 0.5 (see there)"
         if problem is None:
             made[path] = {**document, "attributes": attributes_05(document["attributes"])}
         else:

@@ -23,13 +23,14 @@ from .documents import existing_document, parents
 from .groups import consolidated, groups_by_depth
 from .nodes import READ, Node, NodeIndex, RunState
 from .ome import kind_of, level_dimension_names, ome_05
+from .ome_validation import rejected
 from .plan import ArrayFound
 from .reading import NodeReader
 from .removal import Removals
 from .report import ConversionReport, NodeResult
 from .rules import UnconvertibleError
 from .sampling import Sampler
-from .settle import disagreement, files_to_time, settle
+from .settle import disagreement, files_to_time, settle, settled_by_documents
 from .shard_pass import Packer, ShardOptions, ShardPass
 from .sharding import layout_of
 from .switch import Switch
@@ -413,15 +414,49 @@ def ome_level_names(
 
 def make_ome_05(index: NodeIndex) -> dict[str, str]:
     """The OME-Zarr 0.4 groups among the nodes made 0.5 where their hierarchy holds together
-    (`ome.ome_05`), the others noted; what each group made 0.5 is, by path."""
+    (`ome.ome_05`) and ome-zarr-models, where installed, finds them valid as they are about to be
+    written (`ome_validation`: a group it rejects, and those holding or naming it, are not made
+    0.5), the others noted; what each group made 0.5 is, by path."""
     nodes = index.nodes
+    documents = {path: node.document for path, node in nodes.items()}
     convertible = {path for path, node in nodes.items() if node.origin != "v3"}
-    made, problems = ome_05({path: node.document for path, node in nodes.items()}, convertible)
+    made, problems = ome_05(documents, convertible)
+    while made:
+        verdicts = rejected(
+            {**documents, **made},
+            {path: kind_of(document) or "" for path, document in made.items()},
+        )
+        if verdicts is None:
+            index.report.notes.append((".", OME_NOT_VALIDATED))
+            break
+        if not verdicts:
+            break
+        # the deepest first: a group holding one rejected is left by the rules, with their reason
+        deepest = {
+            path: why
+            for path, why in verdicts.items()
+            if not any(
+                other.startswith(f"{path}/" * bool(path)) for other in set(verdicts) - {path}
+            )
+        }
+        convertible -= set(deepest)
+        made, more = ome_05(documents, convertible)
+        problems |= more | {
+            path: f"OME-Zarr 0.4 not made 0.5: ome-zarr-models rejects it as 0.5 ({why}); "
+            "converted as plain Zarr v3, its 0.4 attributes kept as they are"
+            for path, why in deepest.items()
+        }
     for path, why in problems.items():
         index.note(path, why)
     for path, document in made.items():
         nodes[path] = nodes[path]._replace(document=document)
     return {path: kind_of(document) or "OME group" for path, document in sorted(made.items())}
+
+
+OME_NOT_VALIDATED = (
+    "OME-Zarr 0.5 not validated: ome-zarr-models is not installed (pip install ome-zarr-models, "
+    "and the run checks each OME group with it before writing it)"
+)
 
 
 def write_groups(state: RunState, switch: Switch) -> None:
@@ -465,22 +500,32 @@ def write_groups(state: RunState, switch: Switch) -> None:
 
 
 def settled_by_times(store: Store, index: NodeIndex, nodes: list[Node]) -> list[Node]:
-    """The nodes whose ``zarr.json`` and v2 metadata disagree settled by which side was written last
-    (`settle`: the times of their files, read here)."""
+    """The nodes whose ``zarr.json`` and v2 metadata disagree settled by the documents alone where
+    they tell (`settled_by_documents`), else by which side was written last (`settle`: the times of
+    their files, read here)."""
     disagreeing = {node.path: what for node in nodes if (what := disagreement(node))}
     if not disagreeing:
         return nodes
+    by_documents = {
+        node.path: settled
+        for node in nodes
+        if node.path in disagreeing and (settled := settled_by_documents(node)) is not None
+    }
+    disagreeing = {path: what for path, what in disagreeing.items() if path not in by_documents}
     timed = [node for node in nodes if node.path in disagreeing]
     times = store.files.modified(
         f"{node.folder}/{name}" for node in timed for name in files_to_time(node)
     )
     kept = []
     for node in nodes:
-        if node.path not in disagreeing:
+        if node.path in by_documents:
+            settled = by_documents[node.path]
+        elif node.path in disagreeing:
+            when = {name: times[f"{node.folder}/{name}"] for name in files_to_time(node)}
+            settled = settle(node, disagreeing[node.path], when)
+        else:
             kept.append(node)
             continue
-        when = {name: times[f"{node.folder}/{name}"] for name in files_to_time(node)}
-        settled = settle(node, disagreeing[node.path], when)
         if settled.note is not None:
             index.note(node.path, settled.note)
         if settled.standing is not None:

@@ -20,7 +20,7 @@ from .documents import differences, existing_document
 from .nodes import Node
 from .ome import attributes_05, is_ome_04
 
-__all__ = ["Settled", "disagreement", "files_to_time", "settle"]
+__all__ = ["Settled", "disagreement", "files_to_time", "settle", "settled_by_documents"]
 
 
 class Settled(NamedTuple):
@@ -45,6 +45,29 @@ def disagreement(node: Node) -> str | None:
     # an OME-Zarr 0.4 group an earlier run made 0.5 (`ome`): that agrees too
     made_05 = {**node.document, "attributes": attributes_05(attributes)}
     return what if differences(node.existing, made_05, node.consolidates) else None
+
+
+def settled_by_documents(node: Node) -> Settled | None:
+    """A disagreement the documents settle alone, without times: an array's ``zarr.json`` that is
+    its v2 metadata converted, but for the ``dimension_names`` it lacks (as ``zarr migrate v3`` and
+    other converters write it), is brought up to date with them (xarray's names, or an OME-Zarr
+    level's axes, which 0.5 requires); None for any other disagreement."""
+    names = node.document.get("dimension_names")
+    found = existing_document(node.existing)
+    if node.kind != "array" or names is None or found is None:
+        return None
+    if found.get("dimension_names") is not None:
+        return None
+    without = {key: value for key, value in node.document.items() if key != "dimension_names"}
+    if differences(node.existing, without, node.consolidates) is not None:
+        return None
+    return Settled(
+        node._replace(replaces=True),
+        note=(
+            f"its zarr.json (written by another converter) names no dimensions: given "
+            f"dimension_names {list(names)} from its v2 metadata"
+        ),
+    )
 
 
 def files_to_time(node: Node) -> list[str]:

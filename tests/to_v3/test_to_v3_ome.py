@@ -42,7 +42,10 @@ def _image(**multiscale: Any) -> dict[str, Any]:
 
 
 def _level(shape: list[int], data_type: str = "uint16") -> dict[str, Any]:
-    return {"node_type": "array", "shape": shape, "data_type": data_type}
+    """A level array's document as converted: its dimension names its multiscale's axes, where as
+    many (`ome.with_dimension_names`)."""
+    names = [axis["name"] for axis in AXES] if len(shape) == len(AXES) else None
+    return {"node_type": "array", "shape": shape, "data_type": data_type, "dimension_names": names}
 
 
 def _group(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -411,6 +414,131 @@ def test_an_inconsistent_image_in_a_store_is_noted_and_converted_plain(
         store, "0.5", {"A/1": "well", "A/1/0": "image", "A/1/0/labels/cells": "label image"}
     )
     assert all_valid(verdicts), verdicts
+
+
+def migrated_by_zarr(array: Path) -> None:
+    """A zarr.json beside an array's v2 metadata as ``zarr migrate v3`` writes it (no dimension
+    names)."""
+    from zarr.metadata.migrate_v3 import migrate_to_v3
+    from zarr.storage import LocalStore, StorePath
+
+    migrate_to_v3(
+        zarr.open_array(str(array), mode="r", zarr_format=2), StorePath(LocalStore(array))
+    )
+    assert document(array, "").get("dimension_names") is None
+
+
+def test_a_level_another_converter_wrote_without_dimension_names_gets_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Level 0 of the image has a zarr.json from ``zarr migrate v3`` (its v2 metadata converted, no
+    dimension_names, which 0.5 requires; issue 68 found the image called 0.5 and invalid): it is
+    brought up to date with its axes, and the image is valid 0.5."""
+    store = STORES["image"](tmp_path / "s.zarr")
+    migrated_by_zarr(store / "0")
+    before = zarr_reads(store, 2)
+    assert main(["to-v3", str(store)]) == 0
+    out, err = capsys.readouterr()
+    assert "OME-Zarr 0.4 made 0.5: 1 image, 1 label image" in out, out
+    assert "0: its zarr.json (written by another converter) names no dimensions" in err, err
+    assert document(store, "0")["dimension_names"] == ["c", "z", "y", "x"]
+    assert zarr_reads(store, 3) == before
+    verdicts = ome_verdicts(store, "0.5", GROUPS["image"])
+    assert all_valid(verdicts), verdicts
+
+
+def test_a_level_whose_zarr_json_says_more_than_its_v2_metadata_keeps_the_image_0_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Level 0's zarr.json, written through Zarr v3 after its v2 metadata, with no dimension names:
+    it is kept (the newer side), so the image cannot be 0.5 and stays plain Zarr v3 with the
+    reason; its labels, which do not hold it, are 0.5."""
+    store = STORES["image"](tmp_path / "s.zarr")
+    migrated_by_zarr(store / "0")
+    level = zarr.open_array(str(store / "0"), mode="r+", zarr_format=3)
+    level.attrs["written"] = "through Zarr v3"
+    assert main(["to-v3", str(store)]) == 0
+    out, err = capsys.readouterr()
+    assert "OME-Zarr 0.4 made 0.5: 1 label image" in out and "1 image" not in out, out
+    assert ": OME-Zarr 0.4 not made 0.5: its dataset '0' names its dimensions None" in err, err
+    assert kind_of(document(store, "")) is None
+    verdicts = ome_verdicts(store, "0.5", {"labels/cells": "label image", "labels": "labels"})
+    assert all_valid(verdicts), verdicts
+
+
+@pytest.mark.parametrize("label", ["float32 labels", "a label image of version 0.3"])
+def test_an_image_whose_labels_cannot_be_0_5_stays_0_4_as_plain_zarr_v3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], label: str
+) -> None:
+    """An image whose label image cannot be made 0.5 (issue 68 found the image made 0.5 around a
+    labels group left 0.4, and counted): the label image, its labels group and the image all stay
+    plain Zarr v3 with their 0.4 attributes, each with the reason; nothing is counted 0.5."""
+    store = tmp_path / "s.zarr"
+    root = zarr.open_group(str(store), mode="w", zarr_format=2)
+    from support.ome_samples import image_with_labels
+
+    image_with_labels(root)
+    cells = zarr.open_group(str(store / "labels/cells"), mode="r+", zarr_format=2)
+    attributes = cells.attrs.asdict()
+    if label == "float32 labels":
+        for level in ("0", "1", "2"):
+            values = zarr.open_array(str(store / "labels/cells" / level), mode="r")[...]
+            del cells[level]
+            cells.create_array(level, data=values.astype("float32"), chunks=values.shape)
+    else:
+        attributes["multiscales"][0]["version"] = "0.3"
+        attributes["image-label"]["version"] = "0.3"
+    cells.attrs.put(attributes)
+    before = zarr_reads(store, 2)
+    assert main(["to-v3", str(store)]) == 0
+    out, err = capsys.readouterr()
+    assert "OME-Zarr" not in out, out
+    assert ": OME-Zarr 0.4 not made 0.5: the OME group 'labels' it holds is not made" in err, err
+    for path in ("", "labels", "labels/cells"):
+        assert kind_of(document(store, path)) is None, path
+        assert document(store, path)["attributes"] == json.loads(
+            (store / path / ".zattrs").read_text()
+        )
+    assert zarr_reads(store, 3) == before
+
+
+def test_an_image_ome_zarr_models_rejects_is_not_made_0_5_and_its_reason_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An image whose datasets have no coordinateTransformations (a MUST of 0.4 and 0.5 that the
+    conversion's rules do not look at): ome-zarr-models rejects it as 0.5 before it is written, so
+    it stays plain Zarr v3 with the validator's reason (issue 68 found it written and counted as
+    0.5); its labels, valid, are made 0.5."""
+    pytest.importorskip("ome_zarr_models", reason="the validator (interop extra)")
+    store = STORES["image"](tmp_path / "s.zarr")
+    image = zarr.open_group(str(store), mode="r+", zarr_format=2)
+    attributes = image.attrs.asdict()
+    for dataset in attributes["multiscales"][0]["datasets"]:
+        dataset.pop("coordinateTransformations", None)
+    image.attrs.put(attributes)
+    assert main(["to-v3", str(store)]) == 0
+    out, err = capsys.readouterr()
+    assert "OME-Zarr 0.4 made 0.5: 1 label image" in out and "1 image" not in out, out
+    assert "note .: OME-Zarr 0.4 not made 0.5: ome-zarr-models rejects it as 0.5 (" in err, err
+    assert "coordinateTransformations" in err, err
+    assert kind_of(document(store, "")) is None
+    verdicts = ome_verdicts(store, "0.5", {"labels": "labels", "labels/cells": "label image"})
+    assert all_valid(verdicts), verdicts
+
+
+def test_without_ome_zarr_models_the_run_says_once_that_it_did_not_validate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ome-zarr-models cannot be imported, the groups the rules pass are made 0.5 and the
+    run says, once, that they were not validated and how to have them validated."""
+    for name in [name for name in sys.modules if name.startswith("ome_zarr_models")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "ome_zarr_models", None)  # as where it is not installed
+    store = STORES["image"](tmp_path / "s.zarr")
+    assert main(["to-v3", str(store)]) == 0
+    out, err = capsys.readouterr()
+    assert "OME-Zarr 0.4 made 0.5: 1 image, 1 label image" in out, out
+    assert err.count("OME-Zarr 0.5 not validated: ome-zarr-models is not installed") == 1, err
 
 
 def test_a_dry_run_lists_the_ome_groups_and_changes_no_byte(
