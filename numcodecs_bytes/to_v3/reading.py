@@ -26,7 +26,7 @@ from .documents import encoded, existing_document, holds_consolidation
 from .nodes import Node, NodeIndex
 from .ome import with_dimension_names
 from .plan import may_hold_unread_shards
-from .rules import Conversion, UnconvertibleError, array_document, group_document
+from .rules import Conversion, UnconvertibleError, array_document, check_grid, group_document
 from .sharding import holds_chunks_of, is_sharding_of
 
 __all__ = ["NodeReader"]
@@ -194,8 +194,9 @@ class NodeReader:
 def as_stored(folder: Folder, metadata: Any) -> tuple[dict[str, Any], str | None]:
     """A ``.zarray`` with the chunk layout the store shows where it says none, and a note where it
     needed one."""
-    if not isinstance(metadata, dict) or not isinstance(metadata.get("shape"), list):
+    if not isinstance(metadata, dict):
         raise UnconvertibleError(".zarray is not Zarr v2 array metadata")
+    check_grid(metadata)
     zarray: dict[str, Any] = metadata
     if zarray.get("dimension_separator") is not None:
         return zarray, None

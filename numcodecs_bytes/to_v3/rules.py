@@ -52,11 +52,13 @@ from ._zarr_api import zarr_api
 from .xarray import XARRAY_DIMENSIONS, xarray_conventions
 
 __all__ = [
+    "LARGEST",
     "XARRAY_DIMENSIONS",
     "Conversion",
     "ReadersNeed",
     "UnconvertibleError",
     "array_document",
+    "check_grid",
     "group_document",
     "v3_encoding",
 ]
@@ -96,6 +98,44 @@ def group_document(zattrs: Mapping[str, Any]) -> Conversion:
     return Conversion(_with_attributes(_document(metadata), zattrs, None))
 
 
+LARGEST = 2**63 - 1
+"""The largest extent or chunk length an array may have (zarr and tensorstore index in int64)."""
+
+
+def check_grid(zarray: Mapping[str, Any]) -> None:
+    """The numbers a ``.zarray`` gives its grid, checked before anything is computed from them: its
+    shape whole numbers of 0 or more, its chunks of 1 or more, one per dimension, none past int64
+    (zarr 3.1 refuses a chunk of 0, zarr 3.4 reads it as 1: neither is what the file says).
+
+    Raises
+    ------
+    UnconvertibleError
+        Naming the numbers.
+
+    >>> check_grid({"shape": [10], "chunks": [0]})
+    Traceback (most recent call last):
+    ...
+    numcodecs_bytes.to_v3.rules.UnconvertibleError: .zarray's chunks [0] are not whole numbers ...
+    """
+    shape: Any = zarray.get("shape")
+    chunks: Any = zarray.get("chunks")
+
+    def whole(values: Any, least: int) -> bool:
+        return isinstance(values, list) and all(
+            isinstance(n, int) and not isinstance(n, bool) and least <= n <= LARGEST for n in values
+        )
+
+    if not whole(shape, 0):
+        raise UnconvertibleError(
+            f".zarray's shape {shape!r} is not a list of whole numbers from 0 to 2**63-1"
+        )
+    if not whole(chunks, 1) or len(chunks) != len(shape):
+        raise UnconvertibleError(
+            f".zarray's chunks {chunks!r} are not whole numbers from 1 to 2**63-1, one per "
+            f"dimension of its shape {shape!r}"
+        )
+
+
 def array_document(zarray: Any, zattrs: Mapping[str, Any]) -> Conversion:
     """A v2 array's ``zarr.json`` document, from its ``.zarray`` and attributes.
 
@@ -123,6 +163,7 @@ def array_document(zarray: Any, zattrs: Mapping[str, Any]) -> Conversion:
     """
     if not isinstance(zarray, dict) or zarray.get("zarr_format") != 2:
         raise UnconvertibleError(".zarray is not Zarr v2 array metadata")
+    check_grid(zarray)
     attributes, dimension_names, xarray_notes = xarray_conventions(zarray, zattrs)
     if _string_codec(zarray) is not None:
         document, string_notes = _string_array(zarray)

@@ -88,12 +88,15 @@ class ShardLayout(NamedTuple):
 
 
 def chunk_shape(document: dict[str, Any]) -> list[int] | None:
-    """The chunk shape of a v3 array document with a regular chunk grid; None where it has none."""
+    """The chunk shape of a v3 array document with a regular chunk grid of whole numbers of 1 or
+    more; None where it has none."""
     grid = document.get("chunk_grid")
     shape = grid.get("configuration", {}).get("chunk_shape") if isinstance(grid, dict) else None
     if not isinstance(grid, dict) or grid.get("name") != "regular" or not isinstance(shape, list):
         return None
-    return [int(n) for n in shape]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape):
+        return None  # no grid anything can be computed from
+    return list(shape)
 
 
 def shard_layout(

@@ -998,3 +998,55 @@ def test_random_v2_stores_convert_right_or_stay_v2_through_interruptions_and_rer
         warnings.simplefilter("ignore")
         convert()
     check_read_in_a_fresh_process(roots, reached_before)
+
+
+ODD_NUMBER = st.one_of(
+    st.integers(-2, 3),
+    st.sampled_from([2**63 - 1, 2**63, 2**70]),
+    st.floats(allow_nan=False, min_value=-1, max_value=4),
+    st.text(max_size=2),
+    st.none(),
+    st.booleans(),
+)
+ODD_NUMBERS = st.one_of(st.lists(ODD_NUMBER, max_size=3), ODD_NUMBER)
+
+
+def whole_numbers(values: Any, least: int) -> bool:
+    """The inputs' own verdict: a list of int (not bool) from ``least`` to 2**63-1."""
+    return isinstance(values, list) and all(type(n) is int and least <= n < 2**63 for n in values)
+
+
+@given(
+    shape=ODD_NUMBERS,
+    chunks=ODD_NUMBERS,
+    options=st.sampled_from([[], ["--shard-size", "1KiB", "--no-verify"]]),
+)
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_a_zarray_with_odd_grid_numbers_is_one_reported_line_and_the_rest_converts(
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    shape: Any,
+    chunks: Any,
+    options: list[str],
+) -> None:
+    """A ``.zarray`` whose shape or chunks are no whole numbers of the right range (a chunk of 0,
+    which zarr 3.4 reads as 1 and zarr 3.1 refuses; negative, past int64, strings, floats, one per
+    dimension or not) beside a good array: one line names it, never a traceback (issue 68 met a
+    ZeroDivisionError on zarr 3.4), and the good array converts."""
+    root = tmp_path_factory.mktemp("odd")
+    group = zarr.open_group(str(root), mode="w", zarr_format=2)
+    group.create_array("good", data=np.arange(10), chunks=(5,))
+    group.create_array("bad", data=np.arange(10), chunks=(5,))
+    zarray = json.loads((root / "bad" / ".zarray").read_text())
+    zarray["shape"], zarray["chunks"] = shape, chunks
+    (root / "bad" / ".zarray").write_text(json.dumps(zarray))
+    capsys.readouterr()
+    code = main(["to-v3", str(root), *options])
+    err = capsys.readouterr().err
+    assert (root / "good" / "zarr.json").exists(), err
+    odd = not (whole_numbers(shape, 0) and whole_numbers(chunks, 1) and len(shape) == len(chunks))
+    assert ("failed bad: .zarray's" in err) == odd, err
+    if odd:
+        assert code == 1 and not (root / "bad" / "zarr.json").exists(), err
