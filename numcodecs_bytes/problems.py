@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["NotAStoreError", "Problem", "RunTimeoutError", "StoreBusyError", "reason"]
+__all__ = [
+    "NotAStoreError",
+    "Problem",
+    "RefusedError",
+    "RunTimeoutError",
+    "StoreBusyError",
+    "reason",
+]
 
 
 class Problem(ValueError):
@@ -19,6 +26,11 @@ class Problem(ValueError):
 
 class NotAStoreError(ValueError):
     """The location is not a Zarr store, does not exist, or cannot be reached (a usage error)."""
+
+
+class RefusedError(ValueError):
+    """The run as asked would leave the store in a state its readers cannot use: refused before
+    anything is written (a usage error)."""
 
 
 class StoreBusyError(RuntimeError):

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, Literal, TypeVar, cast
 
 from ..migrate import METADATA_FILES, RENAME, Change, migrate_store
-from ..problems import NotAStoreError, RunTimeoutError, StoreBusyError
+from ..problems import NotAStoreError, RefusedError, RunTimeoutError, StoreBusyError
 from ..store import StoreOptions
 from ..zarr_versions import release
 from .output import shown
@@ -49,7 +49,12 @@ def _run_tool(
 ) -> _Report | int:
     """A store tool's report; or, after one line, the exit code of a usage error (2), of the run's
     time limit (1), or of Ctrl-C (130)."""
-    refused: tuple[type[Exception], ...] = (NotAStoreError, StoreBusyError, *usage_errors)
+    refused: tuple[type[Exception], ...] = (
+        NotAStoreError,
+        RefusedError,
+        StoreBusyError,
+        *usage_errors,
+    )
     try:
         report = run()
     except refused as exc:

@@ -49,6 +49,17 @@ class Store:
         """The path of a file or folder given relative to the store's root."""
         return f"{self.root}/{relative}" if relative else self.root
 
+    def above(self) -> list[str]:
+        """The folders of the Zarr nodes above the root, nearest first, up to `top`."""
+        folders: list[str] = []
+        folder = self.root
+        while folder != self.top:
+            parent = os.path.dirname(folder)
+            if not parent or parent == folder:
+                break
+            folders.append(folder := parent)
+        return folders
+
     @contextmanager
     def locked(self, dry_run: bool) -> Iterator[None]:
         """The store's lock for a run that writes (`Files.lock`); none for a dry run. A lock that

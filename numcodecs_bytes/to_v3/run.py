@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..problems import reason
+from ..problems import RefusedError, reason
 from ..store import Folder, Store, StoreBatch, StoreOptions, Walk, open_store
 from ..store.chunks import Shard
 from ..store.distributed import pack_on_cluster
@@ -116,6 +116,10 @@ def convert_store(
         (before anything is written).
     problems.NotAStoreError
         If ``location`` is not a folder holding Zarr metadata, or cannot be reached.
+    problems.RefusedError
+        With ``remove_v2_metadata``, where ``location`` lies below a Zarr v2
+        group (it would be Zarr v3 inside a v2 hierarchy); before anything is
+        written.
     problems.StoreBusyError
         If another run is working on the same store (given any folder of it),
         or, on S3, this run lost the store's lock (paused longer than its
@@ -136,6 +140,14 @@ def convert_store(
             f"shard_size must be a whole number of bytes, 1 or more, got {shard_size!r}"
         )
     store = open_store(location, store_options)
+    below_v2 = _v2_group_above(store)
+    if below_v2 is not None and remove_v2_metadata:
+        raise RefusedError(
+            f"{os.fspath(location)} lies below the Zarr v2 group {below_v2}: remove_v2_metadata "
+            "would leave it Zarr v3 inside a v2 hierarchy (v2 readers of the store no longer find "
+            "it, v3 readers cannot open the store's root); convert the whole store instead, from "
+            f"{store.top}, with remove_v2_metadata"
+        )
     shapes = _shard_shapes(store, shard_shapes or {})
     options = _Options(
         dry_run, remove_v2_metadata, verify, oldest, on_node, shard_size is not None or bool(shapes)
@@ -143,6 +155,14 @@ def convert_store(
     with store.locked(dry_run):
         walk = store.walk(dry_run=dry_run, on_progress=on_progress)
         run = _Run(store, walk, options)
+        if below_v2 is not None:
+            run.report.notes.append(
+                (
+                    ".",
+                    f"it lies below the Zarr v2 group {below_v2}: Zarr v3 readers open it at its "
+                    f"own path only, until the whole store ({store.top}) is converted",
+                )
+            )
         for batch in walk:
             run.take(batch)
         run.take_nodes_the_walk_missed()
@@ -156,6 +176,22 @@ def convert_store(
         if removing:
             run.remove_v2_metadata()
         return run.report
+
+
+def _v2_group_above(store: Store) -> str | None:
+    """The nearest folder above the store's root that holds Zarr v2 node metadata and no
+    ``zarr.json`` (a v2 group, or a folder an earlier run did not convert); None where there is
+    none."""
+    above = store.above()
+    if not above:
+        return None
+    names = (".zgroup", ".zarray", ".zmetadata", "zarr.json")
+    read = store.files.read(f"{folder}/{name}" for folder in above for name in names)
+    for folder in above:
+        found = {name for name in names if isinstance(read[f"{folder}/{name}"], bytes)}
+        if found and "zarr.json" not in found:
+            return folder
+    return None
 
 
 def _shard_shapes(store: Store, shapes: Mapping[str, Sequence[int]]) -> dict[str, Sequence[int]]:

@@ -234,7 +234,9 @@ def test_to_v3_on_an_object_store_keeps_every_node_through_a_subgroup_first_and_
     s3.put(str(local), f"{BUCKET}/v2", recursive=True)
     s3.invalidate_cache()
     url = f"s3://{BUCKET}/v2"
-    assert main(["to-v3", f"{url}/g", "--remove-v2-metadata"]) == 0
+    assert main(["to-v3", f"{url}/g", "--remove-v2-metadata"]) == 2  # below a v2 group: refused
+    assert "lies below the Zarr v2 group" in capsys.readouterr().err
+    assert main(["to-v3", f"{url}/g"]) == 0
     assert main(["to-v3", url]) == 1
     assert "failed .: left as Zarr v2" in capsys.readouterr().err
     s3.invalidate_cache()

@@ -290,12 +290,26 @@ def test_an_interrupted_run_then_a_rerun_keeps_every_node_consolidated(
     assert not list(root.rglob(".z*"))
 
 
-def test_a_subgroup_converted_first_with_its_v2_files_removed_is_in_the_roots_consolidation(
-    tmp_path: Path,
+def test_a_subgroup_converted_first_is_in_the_roots_consolidation_and_v2_removal_waits_for_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A subgroup converted on its own (as a job per group or variable does): its v2 files cannot go
+    while the store above it is v2 (issue 68: it would be Zarr v3 inside a v2 hierarchy, which
+    neither reader reaches whole), which the run refuses before writing, saying how; converted with
+    its v2 files kept, it is noted, and the whole store's run then removes them with the rest."""
     root = tmp_path / "s.zarr"
     written = consolidated_store(root)
-    assert main(["to-v3", str(root / "g1"), "--remove-v2-metadata"]) == 0
+    before = {str(p) for p in root.rglob("*")}
+    assert main(["to-v3", str(root / "g1"), "--remove-v2-metadata"]) == 2
+    err = capsys.readouterr().err
+    assert f"lies below the Zarr v2 group {root}:" in err and "convert the whole store" in err, err
+    assert {str(p) for p in root.rglob("*")} == before
+    assert main(["to-v3", str(root / "g1")]) == 0
+    assert (
+        f"it lies below the Zarr v2 group {root}: Zarr v3 readers open it at its own path only"
+        in (capsys.readouterr().err)
+    )
+    assert_v2_readers_lose_nothing(root)
     assert main(["to-v3", str(root), "--remove-v2-metadata"]) == 0
     assert_consolidated_with_every_node(root, written)
 
