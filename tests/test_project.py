@@ -33,8 +33,28 @@ def test_install_is_by_the_package_name_then_the_demo() -> None:
     assert commands == [
         "pip install numcodecs-bytes",
         'pip install "numcodecs-bytes[zarr]"',
+        'pip install "numcodecs-bytes[xarray]"',
         "python -m numcodecs_bytes demo",
     ]
+
+
+def test_the_install_line_that_says_every_example_installs_what_each_needs() -> None:
+    """The README's install line that claims "every example" names the extra whose packages its
+    examples import (issue 68: the zarr extra's line claimed it; the to-v3 example needs xarray)."""
+    (line,) = [line for line in bash_block("Install") if "every example" in line]
+    extra = re.search(r"numcodecs-bytes\[(\w+)\]", line)
+    assert extra is not None, line
+    wanted = {
+        name.split(">")[0].split("[")[0].strip()
+        for name in setup_cfg()["options.extras_require"][extra.group(1)].split()
+    }
+    readme = (ROOT / "README.md").read_text()
+    imported = set(re.findall(r"^>>> from (\w+)", readme, re.M))
+    for names in re.findall(r"^>>> import (.*)$", readme, re.M):
+        imported |= {name.split()[0].split(".")[0] for name in names.split(",")}
+    assert "xarray" in imported
+    for module in imported - {"numpy", "numcodecs_bytes", "tempfile", "numcodecs"}:
+        assert module in wanted, (module, line)
 
 
 def test_ci_runs_the_readme_test_command() -> None:

@@ -221,6 +221,10 @@ def run_to_v3(
             )
         say(status, line)
 
+    def on_removed(path: str) -> None:
+        if verbose:
+            say(status, f"{'would remove' if dry_run else 'removed'} {shown(path)}")
+
     client = None if scheduler is None else _client(scheduler)
     run = partial(
         convert_store,
@@ -235,6 +239,7 @@ def run_to_v3(
         shard_size=shard_size,
         client=client,
         on_shards=status.shards,
+        on_removed=on_removed,
     )
     try:
         report = _run_tool(status, run, ImportError)  # ImportError: zarr is not installed
@@ -317,7 +322,8 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
     updated = [node for node in report.converted if node.action == "updated"]
     v3_only = sum(node.action == "kept" and node.v3_only for node in report.converted)
     kept = len(report.converted) - len(written) - len(updated) - v3_only
-    sharding = report.chunks_removed or report.shards_to_write or report.sharded
+    sharding = report.chunks_removed or report.replaced_removed or report.shards_to_write
+    sharding = sharding or report.sharded
     sharding = sharding or report.finished_removals
     if not written and not updated and not report.removed and not report.failures and not sharding:
         if not kept:
@@ -363,8 +369,12 @@ def _conversion_summary(report: Any, dry_run: bool) -> str:
         if report.copied_bytes:
             totals += f", {size(report.copied_bytes)} of it copied inside S3"
         parts.append(f"{' and '.join(arrays)} ({totals})")
+    verb = "to remove" if dry_run else "removed"
     if report.chunks_removed:
-        parts.append(f"{count(report.chunks_removed, 'v2 chunk file')} removed")
+        parts.append(f"{count(report.chunks_removed, 'v2 chunk file')} {verb}")
+    if report.replaced_removed:
+        # what arrays read before their new shards: their old shards, or v3 chunk files
+        parts.append(f"{count(report.replaced_removed, 'replaced file')} {verb}")
     if report.finished_removals:
         parts.append(
             f"the removal of {count(len(report.finished_removals), 'array')}'s v2 files "

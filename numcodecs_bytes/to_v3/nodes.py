@@ -6,7 +6,7 @@ what each consolidated metadata lists, and each node's notes. Reading a node fro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -125,6 +125,8 @@ class RunState:
     store: Store
     index: NodeIndex
     dry_run: bool
+    # told of each data file removed (or, in a dry run, that would be), by its path in the store
+    on_removed: Callable[[str], None] | None = None
 
     @property
     def report(self) -> ConversionReport:

@@ -44,6 +44,7 @@ class Removals:
     def __init__(self, state: RunState) -> None:
         self.store, self.index = state.store, state.index
         self.report, self.dry_run = state.report, state.dry_run
+        self.on_removed = state.on_removed
         self.removed: set[str] = set()  # the nodes whose v2 metadata this run removed
 
     def metadata(self, nodes: Iterable[tuple[str, str, Mapping[str, bytes]]]) -> set[str]:
@@ -95,7 +96,7 @@ class Removals:
                 going.append((array, removals))
         kept = self.metadata((array.path, array.folder, array.digests) for array, _ in going)
         done = [(array, removals) for array, removals in going if array.path not in kept]
-        self._remove([removal for _, removals in done for removal in removals])
+        self._remove([removal for _, removals in done for removal in removals], "chunks")
         self.store.files.tidy(
             folder for array, removals in done for folder in _chunk_folders(array.folder, removals)
         )
@@ -107,9 +108,12 @@ class Removals:
         """What a killed run left of removing an array's chunk files (each as it is now: no v2
         reader sees them), then the v2 metadata it kept aside."""
         if self.dry_run:
+            self.would_remove(finish.chunks, "chunks")
             return
         found = self.store.files.versions(finish.chunks)
-        self._remove([Removal(p, None, v) for p, v in found.items() if isinstance(v, str)])
+        self._remove(
+            [Removal(p, None, v) for p, v in found.items() if isinstance(v, str)], "chunks"
+        )
         self.store.files.tidy(finish.folders)
         self._remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)])
         self.report.finished_removals.append(finish.array.path)
@@ -141,11 +145,9 @@ class Removals:
             paths = {f"{array.folder}/{name}": version for name, version in array.retired.items()}
             removals += [Removal(path, None, version) for path, version in paths.items()]
             folders += _chunk_folders(array.folder, paths)
-        self._remove(removals, counted=False)
+        self._remove(removals, "replaced")
         self.store.files.tidy(folders)
-        self._remove(
-            [Removal(f"{array.folder}/{RETIRED}", None) for array in arrays], counted=False
-        )
+        self._remove([Removal(f"{array.folder}/{RETIRED}", None) for array in arrays])
 
     def consolidations(self, groups: Collection[str]) -> None:
         """The ``.zmetadata`` of these groups (which keep their v2 metadata: a node below them does)
@@ -170,19 +172,31 @@ class Removals:
         for path, problem in self.store.files.replace(replacements).items():
             self.report.failures.append((self.store.relative(path), reason(problem)))
 
-    def _remove(self, removals: list[Removal], counted: bool = True) -> None:
-        """Files removed; the chunk files among them counted (where ``counted``), the failures
-        reported."""
+    def would_remove(self, paths: list[str], counted: str) -> None:
+        """In a dry run: data files the run would remove, told and counted as `_remove` counts
+        them."""
+        self._told(paths, counted)
+
+    def _remove(self, removals: list[Removal], counted: str | None = None) -> None:
+        """Files removed (in a dry run, none), the failures reported; the data files among them
+        (``counted``: "chunks", v2 chunk files; "replaced", what arrays read before their new
+        shards) told and counted."""
         if self.dry_run:
             return
         failures = self.store.files.remove(removals)
-        if counted:
-            self.report.chunks_removed += sum(
-                removal.path not in failures and not removal.path.endswith(REMOVING_V2)
-                for removal in removals
-            )
         for path, exc in failures.items():
             self.report.failures.append((self.store.relative(path), reason(exc)))
+        if counted is not None:
+            self._told([r.path for r in removals if r.path not in failures], counted)
+
+    def _told(self, paths: list[str], counted: str) -> None:
+        if counted == "chunks":
+            self.report.chunks_removed += len(paths)
+        else:
+            self.report.replaced_removed += len(paths)
+        if self.on_removed is not None:
+            for path in paths:
+                self.on_removed(self.store.relative(path))
 
 
 def _chunk_folders(folder: str, removals: Iterable[Removal] | Mapping[str, object]) -> list[str]:

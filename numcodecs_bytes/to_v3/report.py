@@ -50,7 +50,10 @@ class ConversionReport:
     shard_bytes: int = 0  # the bytes of those chunks
     # of those, the bytes of v2 chunk files kept beside their shards (for v2 readers)
     kept_chunk_bytes: int = 0
-    chunks_removed: int = 0  # v2 chunk files removed, their shards holding them
+    chunks_removed: int = 0  # v2 chunk files removed, their shards holding them (or to remove)
+    # files arrays read before their switch to new shards (their old shards, or the chunk files of
+    # arrays without v2 metadata) removed (or to remove)
+    replaced_removed: int = 0
     copied_bytes: int = 0  # of shard_bytes, those the store copied itself (S3's UploadPartCopy)
     # why the store refused to copy shards' parts itself (they were packed through the client)
     server_copy_refused: str | None = None

@@ -52,6 +52,7 @@ def convert_store(
     shard_shapes: Mapping[str, Sequence[int]] | None = None,
     client: Any = None,
     on_shards: Callable[[int, int, int], None] | None = None,
+    on_removed: Callable[[str], None] | None = None,
 ) -> ConversionReport:
     """Write a Zarr v3 ``zarr.json`` for every node of a Zarr v2 store, folding the bytes filter.
 
@@ -100,6 +101,11 @@ def convert_store(
         the store by the same location); the rest of the run stays here.
     on_shards : callable, optional
         Called as shards are packed, with (shards done, shards to do, bytes packed).
+    on_removed : callable, optional
+        Called with the path of each data file removed (in a dry run: each the
+        run would remove): chunk files whose shards hold them, and what arrays
+        read before their new shards (their old shards). The v2 metadata files
+        removed are listed in the report.
 
     Returns
     -------
@@ -150,7 +156,13 @@ def convert_store(
         )
     shapes = _shard_shapes(store, shard_shapes or {})
     options = _Options(
-        dry_run, remove_v2_metadata, verify, oldest, on_node, shard_size is not None or bool(shapes)
+        dry_run,
+        remove_v2_metadata,
+        verify,
+        oldest,
+        on_node,
+        shard_size is not None or bool(shapes),
+        on_removed,
     )
     with store.locked(dry_run):
         walk = store.walk(dry_run=dry_run, on_progress=on_progress)
@@ -237,6 +249,7 @@ class _Options(NamedTuple):
     oldest_zarr: tuple[int, ...] | None
     on_node: Callable[[NodeResult], None] | None
     sharding: bool  # a shard size or shapes asked
+    on_removed: Callable[[str], None] | None
 
 
 class _Run:
@@ -247,7 +260,7 @@ class _Run:
         self.store, self.walk, self.options = store, walk, options
         self.report = ConversionReport()
         self.index = NodeIndex(self.report)
-        self.state = RunState(store, self.index, options.dry_run)
+        self.state = RunState(store, self.index, options.dry_run, options.on_removed)
         self.reader = NodeReader(self.index, options.oldest_zarr)
         self.sampler = Sampler(store.files, self.index)
         self.switch = Switch(self.state, options.on_node)

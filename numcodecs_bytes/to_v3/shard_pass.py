@@ -162,6 +162,7 @@ class ShardPass:
             self.report.shards_to_write += sum(
                 any(shard.sources) for pack in packs for shard in pack.shards
             )
+            self._would_remove(packs, clears)
             return
         clear(self.store, self.index, self.removals, clears)
         self._pack(packs, names)
@@ -216,6 +217,18 @@ class ShardPass:
             folder: [name for name in names[folder] if name not in set(unread[folder])]
             for folder in unread
         }
+
+    def _would_remove(self, packs: list[Pack], clears: list[Clear]) -> None:
+        """In a dry run, the data files the real run would remove once the arrays read their new
+        shards: their v2 chunk files (where it removes v2 files), what they read before (their old
+        shards, the chunk files of arrays without v2 metadata)."""
+        for pack in packs:
+            if pack.old is not None or pack.array.v2 is None:
+                self.removals.would_remove(pack.retired(), "replaced")
+            elif self.removing:
+                self.removals.would_remove(_sources(pack.shards), "chunks")
+        for found in clears:
+            self.removals.would_remove(_sources(found.shards), "chunks")
 
     def _reshards(self, array: ArrayFound) -> ShardLayout | None:
         return reshard_from(array, self.options.size, self.options.shapes.get(array.path))
@@ -350,6 +363,11 @@ def _checked(
         else:
             good.append(pack)
     return good, versions
+
+
+def _sources(shards: list[Shard]) -> list[str]:
+    """The files the shards are made of."""
+    return [source_path(source) for shard in shards for source in shard.sources if source]
 
 
 def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Removal]:

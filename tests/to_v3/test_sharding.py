@@ -370,9 +370,43 @@ def test_a_dry_run_counts_the_shards_and_changes_nothing(
     )
     out = capsys.readouterr().out
     assert out.startswith(
-        "dry run: 1 zarr.json to write, 2 v2 metadata files to remove, 4 shards to write ("
+        "dry run: 1 zarr.json to write, 2 v2 metadata files to remove, 4 shards to write, "
+        "8 v2 chunk files to remove ("
     ), out
     assert {path: path.read_bytes() for path in root.rglob("*") if path.is_file()} == before
+
+
+@pytest.mark.parametrize("command", ["to-v3", "reshard"])
+def test_a_dry_run_names_every_file_the_run_removes_and_the_run_names_the_same(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """With ``-v``, a dry run names each file the real run then removes, chunk files and old shards
+    too, and counts them; the real run's ``-v`` names the same (issue 68: a dry run named the
+    metadata only, and the run removed 100 chunk files neither named)."""
+    root = tmp_path / "s.zarr"
+    zarr.create_array(str(root), shape=(8, 6), chunks=(2, 3), dtype="<f8", zarr_format=2)[...] = 1.0
+    arguments = [str(root), "--shard-size", "96B", "--remove-v2-metadata", "-v"]
+    if command == "reshard":
+        assert main(["to-v3", *arguments]) == 0
+        arguments = [str(root), "--shard-size", "192B", "-v"]
+    capsys.readouterr()
+    files = {str(path.relative_to(root)) for path in root.rglob("*") if path.is_file()}
+    assert main([command, *arguments, "--dry-run"]) == 0
+    dry = capsys.readouterr().out
+    named = {
+        line.removeprefix("would remove ") for line in dry.splitlines() if "would remove" in line
+    }
+    assert main([command, *arguments]) == 0
+    real = capsys.readouterr().out
+    removed = {
+        line.removeprefix("removed ") for line in real.splitlines() if line.startswith("removed ")
+    }
+    gone = files - {str(path.relative_to(root)) for path in root.rglob("*") if path.is_file()}
+    assert named == removed == gone, (dry, real)
+    chunks = {name for name in gone if name not in (".zarray", ".zattrs")}
+    assert len(chunks) == (8 if command == "to-v3" else 4), gone
+    counted = "8 v2 chunk files" if command == "to-v3" else "4 replaced files"
+    assert f"{counted} to remove" in dry and f"{counted} removed" in real, (dry, real)
 
 
 @pytest.mark.parametrize("element", [0, 6], ids=["the chunk the check reads", "another chunk"])
