@@ -24,6 +24,10 @@ from support.zarr_read import read_in_a_fresh_process as zarr_reads
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
 
+# S3's locks, leases and conditional writes around packing: s3fs's, aiobotocore's and moto's, the
+# same versions on the main and newest stacks: run once, on the main stack (.ci/run)
+pytestmark = pytest.mark.same_on_every_stack
+
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 
 BUCKET = "sharding"

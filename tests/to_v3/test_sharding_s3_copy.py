@@ -32,6 +32,10 @@ from support.zarr_read import read_in_a_fresh_process as zarr_reads
 
 from numcodecs_bytes.cli import main
 
+# shards S3 assembles (multipart uploads, UploadPartCopy): botocore's and moto's, the same versions
+# on the main and newest stacks: run once, on the main stack (.ci/run)
+pytestmark = pytest.mark.same_on_every_stack
+
 zarr: Any = pytest.importorskip("zarr")
 numcodecs: Any = pytest.importorskip("numcodecs")
 
@@ -288,7 +292,7 @@ def test_a_chunk_changed_after_its_listing_is_not_copied_and_its_array_stays(
     assert proxy.faults[0].hits == 1
     assert code == 1, (out, err)
     assert "big" in err and "2: changed after it was listed" in err, err
-    assert "1 arrays sharded" in out or "1 array sharded" in out, out
+    assert "1 array sharded (" in out, out
     expected = expected_reads()
     big = values()["big"]
     big[2 * CHUNK : 3 * CHUNK] = changed
