@@ -67,7 +67,8 @@ def shard_parts(
     module; the index goes with the last part, which is uploaded. None where S3 would copy no part,
     or the upload would break S3's limits (more than `MAX_PARTS` parts, a chunk of more than
     `LARGEST_PART` bytes): the shard is better written in one request. With ``copy`` False, every
-    chunk goes up, whole, in parts of ``smallest`` bytes or more (None only where S3's limits say).
+    chunk goes up, in parts of ``smallest`` bytes or more (a chunk whole, but where the part before
+    it would be too small and the part too large with all of it); None only where S3's limits say.
 
     >>> MiB = 2**20
     >>> [(p.copied, [tuple(x) for x in p.pieces]) for p in shard_parts([8 * MiB, None, 8 * MiB])]
@@ -95,7 +96,18 @@ def shard_parts(
         if size > LARGEST_PART:
             return None
         if not copy and waiting and held + size > LARGEST_PART:
-            go_up()  # (a part holds at most S3's largest)
+            # (a part holds at most S3's largest, and all but the last at least the smallest: what
+            # waits is made up to that with the chunk's first bytes where it holds less)
+            if held < smallest:
+                first = smallest - held
+                waiting.append(Piece(chunk, 0, first))
+                go_up()
+                waiting.append(Piece(chunk, first, size))
+                held = size - first
+                if held >= smallest:
+                    go_up()
+                continue
+            go_up()
         if size < smallest or not copy:
             waiting.append(Piece(chunk, 0, size))
             held += size

@@ -64,6 +64,44 @@ def test_a_chunk_of_twice_the_smallest_part_or_more_is_always_copied_in_most_par
         assert copied >= large - SMALLEST * sum(1 for part in parts if not part.copied)
 
 
+@given(sizes_of_chunks, st.integers(SMALLEST, 4 * SMALLEST))
+def test_without_copies_every_chunk_goes_up_whole_in_parts_within_s3s_limits(
+    sizes: list[int | None], largest: int
+) -> None:
+    """``copy=False`` (a large shard S3 copies nothing of, or --no-server-copy): the parts put
+    together are the shard, every chunk in them, none copied; every part but the last
+    holds the smallest part's bytes or more, and none holds more than S3's largest (here
+    ``largest``, at a small scale) unless one chunk alone is that large; none is empty but the last;
+    a chunk past the largest a part may hold makes no upload (None)."""
+    import numcodecs_bytes.store.s3_parts as s3_parts
+
+    chunks = [None if size is None else bytes([i % 251]) * size for i, size in enumerate(sizes)]
+    saved = s3_parts.LARGEST_PART
+    s3_parts.LARGEST_PART = largest
+    try:
+        parts = shard_parts(sizes, SMALLEST, copy=False)
+    finally:
+        s3_parts.LARGEST_PART = saved
+    if any(size is not None and size > largest for size in sizes):
+        assert parts is None
+        return
+    assert parts is not None
+    assert assembled(parts, chunks, b"INDEX") == b"".join(c for c in chunks if c) + b"INDEX"
+    assert not any(part.copied for part in parts)
+    pieces = [piece for part in parts for piece in part.pieces]
+    assert {piece.chunk for piece in pieces} == {i for i, size in enumerate(sizes) if size}
+    split = [
+        chunk
+        for chunk in {piece.chunk for piece in pieces}
+        if len([p for p in pieces if p.chunk == chunk]) > 1
+    ]
+    for chunk in split:  # only where the part before it held less than the smallest
+        assert sum(p.end - p.start for p in pieces if p.chunk == chunk) == sizes[chunk]
+    assert all(part.size >= SMALLEST for part in parts[:-1])
+    assert all(part.size <= largest for part in parts)
+    assert all(part.pieces for part in parts[:-1])
+
+
 def test_the_rule_by_example() -> None:
     MiB = 2**20
     cases = {
