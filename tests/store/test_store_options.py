@@ -8,22 +8,25 @@ from typing import Any
 
 import pytest
 
-from numcodecs_bytes.store import JOBS, REQUEST_TIMEOUT, StoreOptions, open_store
+from numcodecs_bytes.store import StoreOptions, open_store
 
 
-def test_the_defaults() -> None:
+def test_the_defaults_are_the_ones_the_help_states() -> None:
+    """The defaults as users read them (``--help``: 64 requests in flight, 60 s a request, no run
+    limit), not the module's own constants."""
+    import contextlib
+    import io
+
+    from numcodecs_bytes.cli import main
+
     options = StoreOptions()
-    assert (
-        options.jobs,
-        options.storage_options,
-        options.request_timeout,
-        options.run_timeout,
-    ) == (
-        JOBS,
-        None,
-        REQUEST_TIMEOUT,
-        None,
-    )
+    assert (options.jobs, options.storage_options, options.request_timeout) == (64, None, 60.0)
+    assert options.run_timeout is None
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown), pytest.raises(SystemExit):
+        main(["to-v3", "--help"])
+    text = " ".join(shown.getvalue().split())
+    assert "object store (default 64)" in text and "retries included (default 60)" in text, text
 
 
 @pytest.mark.parametrize(
