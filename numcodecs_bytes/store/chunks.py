@@ -33,6 +33,7 @@ __all__ = [
     "Shard",
     "ShardError",
     "gone",
+    "index_size",
     "parsed_index",
     "shard_index",
     "source_path",
@@ -42,6 +43,17 @@ EMPTY = 2**64 - 1
 """Offset and length of an inner chunk that is not stored."""
 INDEX_ENTRY = 16
 """Bytes of one index entry: offset and length, uint64 each."""
+CHECKSUM = 4
+"""Bytes of the index's crc32c, after it."""
+
+
+def index_size(count: int, checksum: bool = True) -> int:
+    """Bytes of the index of a shard of ``count`` inner chunks, its checksum too (where it has one).
+
+    >>> index_size(3), index_size(3, checksum=False)
+    (52, 48)
+    """
+    return count * INDEX_ENTRY + (CHECKSUM if checksum else 0)
 
 
 class ByteRange(NamedTuple):
@@ -132,8 +144,8 @@ def parsed_index(
 ) -> list[tuple[int, int] | None]:
     """The (offset, nbytes) of each of ``count`` inner chunks from the end of ``data`` (a shard's
     last bytes: its index, and the index's crc32c, checked, where ``checksum``)."""
-    size = count * INDEX_ENTRY
-    tail_size = size + (4 if checksum else 0)
+    size = index_size(count, checksum=False)
+    tail_size = index_size(count, checksum)
     if len(data) < tail_size:
         raise ShardError(
             f"shard of {len(data)} bytes is shorter than its index ({tail_size} bytes)"

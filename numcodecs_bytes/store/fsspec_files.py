@@ -22,12 +22,12 @@ from typing import Any, TypeVar, cast
 
 from ..problems import StoreBusyError
 from .chunks import (
-    INDEX_ENTRY,
     Held,
     Packed,
     Shard,
     ShardError,
     gone,
+    index_size,
     parsed_index,
     shard_index,
     source_path,
@@ -466,7 +466,7 @@ class FsspecFiles:
     async def _held(self, shard: Shard) -> Held:
         info = await self.in_time(self._call("info", shard.path))
         size, count = int(info["size"]), len(shard.sources)
-        footer = count * INDEX_ENTRY + 4
+        footer = index_size(count)
         if size < footer:
             raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
         entries = parsed_index(

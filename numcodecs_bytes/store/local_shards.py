@@ -17,13 +17,13 @@ from functools import partial
 from pathlib import Path
 
 from .chunks import (
-    INDEX_ENTRY,
     ByteRange,
     Held,
     Packed,
     Shard,
     ShardError,
     gone,
+    index_size,
     parsed_index,
     shard_index,
     source_path,
@@ -360,7 +360,7 @@ def _held(shard: Shard) -> Held:
 def _index_of(descriptor: int, count: int) -> list[tuple[int, int] | None]:
     """A shard file's index (its last bytes), its checksum checked."""
     size = os.fstat(descriptor).st_size
-    footer = count * INDEX_ENTRY + 4
+    footer = index_size(count)
     if size < footer:
         raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
     return parsed_index(os.pread(descriptor, footer, size - footer), count)

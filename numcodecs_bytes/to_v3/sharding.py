@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from itertools import product
 from typing import Any, NamedTuple
 
+from ..store.chunks import index_size
 from .rules import UnconvertibleError
 
 __all__ = [
@@ -84,7 +85,7 @@ class ShardLayout(NamedTuple):
     @property
     def index_size(self) -> int:
         """Bytes of a shard's index: (offset, nbytes) per inner chunk, and its checksum."""
-        return self.per_shard * 16 + (4 if self.checksum else 0)
+        return index_size(self.per_shard, self.checksum)
 
 
 def chunk_shape(document: dict[str, Any]) -> list[int] | None:

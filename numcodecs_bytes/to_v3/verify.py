@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from ..problems import reason
 from ..store import ByteRange, Store
-from ..store.chunks import INDEX_ENTRY, Packed, Shard, source_path
+from ..store.chunks import Packed, Shard, index_size, source_path
 from .check import Buffer, check_sharded_chunk
 from .plan import Pack
 from .sharding import ShardPlan
@@ -145,7 +145,7 @@ class _Sample(NamedTuple):
 
     @property
     def footer(self) -> int:
-        return INDEX_ENTRY * len(self.packed.sizes) + 4
+        return index_size(len(self.packed.sizes))
 
     @property
     def wanted(self) -> tuple[ByteRange, ByteRange]:
