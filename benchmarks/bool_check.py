@@ -38,14 +38,13 @@ from machine import describe
 
 import numcodecs_bytes
 from numcodecs_bytes import BytesCodec
-from numcodecs_bytes._threads import SAMPLES, split_choice
+from numcodecs_bytes._threads import SPLIT_BYTES
 
 MiB = 1 << 20
 SIZES = [16, 32, 64, 256]
 BLOCK = 1 << 20
 _pool = ThreadPoolExecutor(1)
 T = TypeVar("T")
-_CHOICE = {True: "split", False: "one thread", None: "not chosen"}
 
 
 def _halves(length: int, part: Callable[[int, int], T]) -> list[T]:
@@ -102,8 +101,8 @@ def lines(sizes: list[int]) -> dict[str, float]:
             target[...] = 2
             way()
             assert np.array_equal(target, source), name
-        # warm-up: pages, threads, and ours learning (SAMPLES calls each way)
-        for _ in range(2 * SAMPLES + 1):
+        # warm-up: pages, caches, the helper threads started
+        for _ in range(7):
             for way in ways.values():
                 way()
         # medians of a few rounds swing by 0.1 below 64 MiB
@@ -115,13 +114,11 @@ def lines(sizes: list[int]) -> dict[str, float]:
         }
         for name, ratio in figures.items():
             ratios[f"{mib} MiB {name}"] = ratio
-        chosen = {kind: split_choice(kind, mib * MiB) for kind in ("check", "copy into")}
+        split = mib * MiB >= SPLIT_BYTES  # the thread rule, for the check and the copy alike
         print(
             f"{mib:4d} MiB  memcpy {medians['memcpy'] * 1e3:7.3f} ms  "
             + "  ".join(f"{name} {ratio:.2f}" for name, ratio in figures.items())
-            + "  (ours: "
-            + ", ".join(f"{kind} {_CHOICE[split]}" for kind, split in chosen.items())
-            + ")",
+            + f"  (ours: {'split' if split else 'one thread'})",
             flush=True,
         )
     return ratios

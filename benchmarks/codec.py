@@ -49,7 +49,6 @@ from machine import describe
 
 import numcodecs_bytes
 from numcodecs_bytes import BytesCodec
-from numcodecs_bytes._threads import SAMPLES
 
 KiB, MiB = 1 << 10, 1 << 20
 SIZES = [4 * KiB, 64 * KiB, 1 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 256 * MiB]
@@ -57,8 +56,8 @@ QUICK_SIZES = [4 * KiB, 64 * KiB]
 DTYPES = ["<u2", "<i4", "<f8", "<c16", "|b1"]
 OPS = ["encode", "decode", "decode into out"]
 OURS = "numcodecs-bytes"
-# ours learns, per kind and size, whether a split pays: SAMPLES calls each way
-WARM_UP_CALLS = 2 * SAMPLES + 1
+# pages, caches, the thread rule's helper threads started
+WARM_UP_CALLS = 7
 NOT_COMPARABLE = {("zarr BytesCodec", "decode")}  # a view in stored byte order: no swap happens
 
 
@@ -169,7 +168,7 @@ def measure(size: int, repeats: int) -> list[dict[str, Any]]:
         calls = contenders(dtype, data)
         for op in OPS:
             timings: dict[str, list[float]] = {name: [] for name, ops in calls.items() if op in ops}
-            # warm up: first touch, caches, lazy pools, and ours learning where to split
+            # warm up: first touch, caches, lazy pools
             for name in timings:
                 for _ in range(WARM_UP_CALLS):
                     calls[name][op]()

@@ -6,9 +6,9 @@
 
 The header names the machine: CPU model and caches as Linux reports them
 (benchmarks/machine.py). For each size, ours (the codec as users call it,
-from the main thread, after six warm-up calls: those in which it learns, three
-each way, whether to split work of that kind and size; each line says what
-it chose) is timed interleaved with the two plain ways of the same
+from the main thread, after six warm-up calls of every way; each line says
+what the thread rule does with it: a split from 16 MiB on) is timed
+interleaved with the two plain ways of the same
 copy: numpy on one thread (``astype`` for a fresh output, ``np.copyto`` into an
 existing one) and a plain split into two halves on two threads. Decodes start
 from the stored bytes, as ours does: a plain way makes its ``np.frombuffer``
@@ -24,9 +24,9 @@ test), which shows how far this machine's noise alone moves a line. Then:
   and decode into ``out``) against the plain ways, one call of each way in
   turn, in a new order each round, 37 rounds: a line's ratio is the better
   plain way's time over ours, min .. max over the processes, in the first 20
-  calls (totals: ours learns in them) and in the 31 after 6 warm-up calls
-  (medians), with what ours chose in each and a control (the plain ways
-  timed a second time, as in the full run);
+  calls (totals: fresh pages and cold caches for every way) and in the 31
+  after 6 warm-up calls (medians), with a control (the plain ways timed a
+  second time, as in the full run) beside each line;
 - zarr v3: reading a 256 MiB float64 array of 4 MiB chunks from a MemoryStore
   with zarr's default concurrency, our native codec against zarr-python's own,
   and ours with threads allowed against ``use_threads=False`` (targets: at
@@ -50,16 +50,12 @@ from machine import describe
 
 import numcodecs_bytes
 from numcodecs_bytes import BytesCodec
-from numcodecs_bytes._threads import SAMPLES, Kind, split_choice
+from numcodecs_bytes._threads import SPLIT_BYTES
 
 MiB = 1 << 20
 SIZES = [1, 4, 16, 64, 256]
-# The kind of work each operation is for ours' thread rule.
-KIND: dict[str, Kind] = {
-    "encode": "copy to new",
-    "decode": "copy to new",
-    "decode into out": "copy into",
-}
+WARM_UP_CALLS = 6
+"""Calls of every way before a line is timed: pages, caches, the helper threads started."""
 SWAPPED = np.dtype(">i4")
 _pool = ThreadPoolExecutor(1)
 
@@ -132,11 +128,9 @@ def _cases(mib: int, codec: BytesCodec) -> dict[str, dict[str, Callable[[], obje
     }
 
 
-def _chosen(operation: str, mib: int) -> str:
-    """What ours chose for this line's work in this process: split, one thread, or never split
-    (small)."""
-    chosen = split_choice(KIND[operation], mib * MiB)
-    return "never split" if chosen is None else "split" if chosen else "one thread"
+def _chosen(mib: int) -> str:
+    """What ours does with this line's work (the rule: a split from `SPLIT_BYTES` on)."""
+    return "split" if mib * MiB >= SPLIT_BYTES else "one thread"
 
 
 def copy_lines() -> dict[str, float]:
@@ -147,8 +141,8 @@ def copy_lines() -> dict[str, float]:
         # 15 at least: fresh 64-256 MiB outputs vary with the huge pages given
         rounds = max(15, 240 // mib)
         for operation, ways in _cases(mib, codec).items():
-            # warm-up: pages, the pool's threads, ours learning (SAMPLES each way)
-            for _ in range(2 * SAMPLES):
+            # warm-up: pages, caches, the pool's threads
+            for _ in range(WARM_UP_CALLS):
                 for way in ways.values():
                     way()
             medians = median_times(ways, rounds)
@@ -164,7 +158,7 @@ def copy_lines() -> dict[str, float]:
                 f"{mib:4d} MiB {operation:<16} ours {medians['ours'] * 1e3:8.3f} ms  one thread "
                 f"{medians['one thread'] * 1e3:8.3f}  two threads "
                 f"{medians['two threads'] * 1e3:8.3f}  best/ours {ratio:.2f} (best: {best}; ours: "
-                f"{_chosen(operation, mib)}; control {control:.2f})",
+                f"{_chosen(mib)}; control {control:.2f})",
                 flush=True,
             )
     return ratios
@@ -221,7 +215,7 @@ _FRESH_ALL = """
 import json, sys, time, numpy as np
 from concurrent.futures import ThreadPoolExecutor
 from numcodecs_bytes import BytesCodec
-from numcodecs_bytes._threads import split_choice
+from numcodecs_bytes._threads import SPLIT_BYTES
 MiB = 1 << 20
 sys.path.insert(0, sys.argv[2])  # benchmarks/
 from interleave import balanced_orders
@@ -250,18 +244,18 @@ for mib in (1, 4, 16, 64, 256):
     keep = kept.__setitem__
     from_raw = lambda: np.frombuffer(raw, big)  # noqa: E731 (one of the ways: a view of raw)
     cases = {
-        "encode": ("copy to new", {
+        "encode": {
             "ours": lambda: keep("ours", codec.encode(data)),
             **{way: lambda way=way: keep(way, data.astype(big)) for way in ways[1::2]},
             **{way: lambda way=way: keep(way, split_new(data, big)) for way in ways[2::2]},
-        }),
-        "decode into out": ("copy into", {
+        },
+        "decode into out": {
             "ours": lambda: codec.decode(raw, out=outs["ours"]),
             **{way: lambda way=way: np.copyto(outs[way], from_raw()) for way in ways[1::2]},
             **{way: lambda way=way: split_into(outs[way], from_raw()) for way in ways[2::2]},
-        }),
+        },
     }
-    for operation, (kind, ways) in cases.items():
+    for operation, ways in cases.items():
         times = {name: [] for name in ways}
         # each way in turn, in a new order each round
         for names in balanced_orders(list(ways), 6 + 31, seed):
@@ -269,8 +263,7 @@ for mib in (1, 4, 16, 64, 256):
                 start = time.perf_counter()
                 ways[name]()
                 times[name].append(time.perf_counter() - start)
-        chosen = split_choice(kind, mib * MiB)
-        way = "never split" if chosen is None else "split" if chosen else "one thread"
+        way = "split" if mib * MiB >= SPLIT_BYTES else "one thread"
         first = {name: sum(values[:20]) for name, values in times.items()}
         after = {name: sorted(values[6:])[15] for name, values in times.items()}  # medians of 31
         lines[f"{mib} MiB {operation}"] = [first, after, way]
@@ -280,7 +273,7 @@ print(json.dumps(lines))
 
 def fresh_lines(processes: int) -> None:
     """Each size in ``processes`` new processes: the better plain way over ours, in the first 20
-    calls (ours learning in them) and in the 31 calls after 6 warm-up calls (medians)."""
+    calls and in the 31 calls after 6 warm-up calls (medians), with the control."""
     import json
 
     ratios: dict[str, dict[str, list[float]]] = {

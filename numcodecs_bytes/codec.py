@@ -11,7 +11,7 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from . import swap
-from ._threads import MIN_SPLIT_BYTES, copied_as, copy_flat_into
+from ._threads import SPLIT_BYTES, copied_as, copy_flat_into
 from .data_types import dtype_to_json, parse_dtype, same_type, unit_dtype
 from .names import CODEC_ID, CODEC_IDS, LEGACY_CODEC_ID, parse_v3_entry, v3_entry
 from .swap import ENDIANS, Endian, Layout
@@ -256,14 +256,13 @@ class BytesCodec(Codec):
         if plain is not None and type(buf) is _ndarray and buf.dtype is plain.dtype:
             # The common case: one copy, numpy's own or split over threads, called here. Where a
             # copy has pushed the codec out of the caches, each Python step more costs about 1% of a
-            # 1 MiB copy, and of a 4 MiB one split over threads (benchmarks/README.md). As below: a
-            # 1-D array of any strides in element order; others in memory order where C- or
-            # F-contiguous (order "A"), else in C order.
+            # 1 MiB copy (benchmarks/README.md). As below: a 1-D array of any strides in element
+            # order; others in memory order where C- or F-contiguous (order "A"), else in C order.
             if buf.ndim == 1:
-                if buf.nbytes < MIN_SPLIT_BYTES:
+                if buf.nbytes < SPLIT_BYTES:
                     return buf.astype(plain.stored_dtype)
                 return copied_as(buf, plain.stored_dtype)
-            if buf.nbytes < MIN_SPLIT_BYTES:
+            if buf.nbytes < SPLIT_BYTES:
                 return buf.astype(plain.stored_dtype, "A").ravel("K")
         if type(buf) is _ndarray:
             array = buf
@@ -340,7 +339,7 @@ class BytesCodec(Codec):
             if out is None:
                 if len(buf) % plain.dtype.itemsize == 0:
                     stored = np.frombuffer(buf, plain.stored_dtype)
-                    if len(buf) < MIN_SPLIT_BYTES:
+                    if len(buf) < SPLIT_BYTES:
                         return stored.astype(plain.dtype)
                     return copied_as(stored, plain.dtype)
             elif type(out) is _ndarray and out.dtype is plain.dtype and out.nbytes == len(buf):
@@ -348,7 +347,7 @@ class BytesCodec(Codec):
                 if flags.c_contiguous and flags.writeable:
                     target = out if out.ndim == 1 else out.reshape(-1)
                     stored = np.frombuffer(buf, plain.stored_dtype)
-                    if len(buf) < MIN_SPLIT_BYTES:
+                    if len(buf) < SPLIT_BYTES:
                         target[...] = stored
                     else:
                         # (a writable array never shares the memory of bytes, which are immutable)

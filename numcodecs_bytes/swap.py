@@ -14,7 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from ._threads import Kind, copied_as, copy_into, in_parts
+from ._threads import copied_as, copy_into, in_parts
 from .data_types import data_type_of, leaves, needs_endian, unit_dtype
 
 __all__ = [
@@ -196,10 +196,7 @@ def _invalid_bool(data: np.ndarray[Any, Any], checks: Checks) -> tuple[int, int]
     for offset, count in checks.bools:
         # one row per element, or flat: parts by the first axis
         values = _runs(data, checks, offset, count)
-        if (
-            values.size
-            and max(in_parts("check", data.nbytes, len(values), partial(_largest, values))) > 1
-        ):
+        if values.size and max(in_parts(data.nbytes, len(values), partial(_largest, values))) > 1:
             flat = values.reshape(-1)  # (the error path: a copy of a strided run is fine)
             first = int(np.argmax(flat > 1))
             element, position = divmod(first, count)
@@ -235,7 +232,7 @@ def _mask(target: np.ndarray[Any, Any], checks: Checks) -> None:
 
 
 def _copy_masked(
-    target: np.ndarray[Any, Any], stored: np.ndarray[Any, Any], checks: Checks, kind: Kind
+    target: np.ndarray[Any, Any], stored: np.ndarray[Any, Any], checks: Checks
 ) -> None:
     """``target[...] = stored`` with the upper bits of int2/int4 bytes cleared; both flat, of the
     same bytes."""
@@ -244,7 +241,6 @@ def _copy_masked(
         # Every byte is masked (int2/int4 and their subarrays): masked as it is copied, one pass.
         source, destination = stored.view(np.uint8), target.view(np.uint8)
         in_parts(
-            kind,
             stored.nbytes,
             len(source),
             lambda start, stop: np.bitwise_and(
@@ -283,7 +279,7 @@ def decode(stored: np.ndarray[Any, Any], resolved: Layout) -> np.ndarray[Any, An
         if checks.masks:
             # a copy: the masks must not write to the input
             decoded = np.empty(len(stored), resolved.memory_dtype)
-            _copy_masked(decoded, stored, checks, "masked copy to new")
+            _copy_masked(decoded, stored, checks)
             return decoded
     if resolved.stored_dtype is resolved.memory_dtype:
         return stored
@@ -309,6 +305,6 @@ def decode_into(
     # (That is why bool bytes are read twice, checked and then copied, where they outgrow the
     # caches.)
     if checks is not None and checks.masks:
-        _copy_masked(target, stored, checks, "masked copy into")
+        _copy_masked(target, stored, checks)
     else:
         copy_into(target, stored)

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from support.samples import expected_bytes
-from support.split_parts import callers_part_larger
+from support.split_parts import split_from_small_sizes
 from support.stack import needs_ml_dtypes
 
 import numcodecs_bytes._threads
@@ -317,18 +317,10 @@ def test_bool_fields_of_structs_are_checked_on_decode_and_normalised_on_encode()
 # -- overlap, subclasses, threads ------------------------------------------------------------------
 
 
-@pytest.fixture(params=["equal parts", "caller's part larger"])
-def split_copies(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Any:
-    """Work from MIN_SPLIT_BYTES on is split over threads wherever it can be (as if that had been
-    found to pay).
-
-    In equal parts, or with the caller's part the larger (as when helpers were found to start late).
-    """
-    monkeypatch.setattr(
-        numcodecs_bytes._threads._Learning, "next_way", lambda self: (True, self.add)
-    )
-    if request.param == "caller's part larger":
-        callers_part_larger(monkeypatch)
+@pytest.fixture
+def split_copies(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Work of a few MiB is split over threads wherever it can be, as the rule splits 16 MiB."""
+    split_from_small_sizes(monkeypatch)
     monkeypatch.setattr(numcodecs_bytes, "use_threads", True)
     previous = set_nthreads(2)
     yield
