@@ -1,15 +1,14 @@
 """Sphinx configuration for the numcodecs-bytes documentation site.
 
-``pip install ".[docs]"`` then ``sphinx-build -W --keep-going docs docs/_build/html``. The
-command-line reference and the data type table are generated from the code at build time
-(``_generated/``), so they say what the installed package does.
+``pip install ".[docs]"`` then ``sphinx-build -W --keep-going docs docs/_build/html``. The data
+type table and the exit codes are generated from the code at build time (``_generated/``), so they
+say what the installed package does; the command line's ``--help`` texts are in
+``reference/cli.md`` itself, held to the code by a test (tests/test_docs_site.py).
 """
 
 from __future__ import annotations
 
-import io
 import sys
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import numcodecs_bytes
@@ -54,19 +53,10 @@ nitpicky = False
 
 
 def _generate(folder: Path) -> None:
-    """The command line's --help of each command, its exit codes, and the data type table, from the
-    package."""
-    from numcodecs_bytes.__main__ import EXIT_CODES, data_type_table, main
+    """The command line's exit codes and the data type table, from the package."""
+    from numcodecs_bytes.__main__ import EXIT_CODES, data_type_table
 
     folder.mkdir(exist_ok=True)
-    for command in ("migrate", "to-v3", "reshard"):
-        text = io.StringIO()
-        with redirect_stdout(text):
-            try:
-                main([command, "--help"])
-            except SystemExit:
-                pass
-        (folder / f"{command}-help.txt").write_text(text.getvalue())
     (folder / "dtypes.txt").write_text(data_type_table() + "\n")
     rows = "".join(f"| {code} | {meaning} |\n" for code, meaning in EXIT_CODES.items())
     (folder / "exit-codes.md").write_text(f"| code | meaning |\n| --- | --- |\n{rows}")

@@ -115,3 +115,22 @@ def test_the_architecture_page_names_every_module_of_the_package() -> None:
         if parts[-1] not in ("__init__", "__main__") and parts[0] != "cli" and name not in named:
             missing.append(name)
     assert missing == []
+
+
+@pytest.mark.parametrize("command", ["migrate", "to-v3", "reshard"])
+def test_the_command_line_page_holds_each_commands_help_as_it_is(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/reference/cli.md shows each command's ``--help`` in its Markdown (readable where the
+    site is not built), as the command prints it at 100 columns. Where it differs, the failure
+    prints the text to put there."""
+    from numcodecs_bytes.cli import main
+
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    printed = capsys.readouterr().out.rstrip("\n")
+    page = (DOCS / "reference" / "cli.md").read_text()
+    section = page.split(f"## `{command}`\n", 1)[1]
+    shown = section.split("```text\n", 1)[1].split("\n```", 1)[0]
+    assert shown == printed, f"docs/reference/cli.md, ## `{command}`, should hold:\n{printed}"
