@@ -130,24 +130,34 @@ class Removals:
         }
         failed = self.store.files.create(marks)
         for path, problem in failed.items():
-            self.index.fail(
-                self.store.relative(path.removesuffix(f"/{RETIRED}")),
-                f"{RETIRED}: {reason(problem)}",
+            why = (
+                f"{RETIRED} is there still: a file it names was changed by another writer after "
+                "an earlier switch, and stays (see that file's line); remove that file, then run "
+                "again to shard the array anew"
+                if isinstance(problem, FileExistsError)
+                else f"{RETIRED}: {reason(problem)}"
             )
+            self.index.fail(self.store.relative(path.removesuffix(f"/{RETIRED}")), why)
         return {path.removesuffix(f"/{RETIRED}") for path in marks if path not in failed}
 
     def retire(self, arrays: list[ArrayFound]) -> None:
         """What each array was switched away from (`ArrayFound.retired`, by a killed run, or just
         now), removed, each file only while it is the version written down; then what wrote it
-        down."""
+        down, where every such file went. A file another writer changed since stays, reported, and
+        so does the list naming it: no later run takes it for a killed run's leftover."""
         removals, folders = [], []
         for array in arrays:
             paths = {f"{array.folder}/{name}": version for name, version in array.retired.items()}
             removals += [Removal(path, None, version) for path, version in paths.items()]
             folders += _chunk_folders(array.folder, paths)
-        self._remove(removals, "replaced")
+        failed = self._remove(removals, "replaced")
         self.store.files.tidy(folders)
-        self._remove([Removal(f"{array.folder}/{RETIRED}", None) for array in arrays])
+        done = [
+            array
+            for array in arrays
+            if not any(f"{array.folder}/{name}" in failed for name in array.retired)
+        ]
+        self._remove([Removal(f"{array.folder}/{RETIRED}", None) for array in done])
 
     def consolidations(self, groups: Collection[str]) -> None:
         """The ``.zmetadata`` of these groups (which keep their v2 metadata: a node below them does)
@@ -177,17 +187,18 @@ class Removals:
         them."""
         self._told(paths, counted)
 
-    def _remove(self, removals: list[Removal], counted: str | None = None) -> None:
+    def _remove(self, removals: list[Removal], counted: str | None = None) -> set[str]:
         """Files removed (in a dry run, none), the failures reported; the data files among them
         (``counted``: "chunks", v2 chunk files; "replaced", what arrays read before their new
-        shards) told and counted."""
+        shards) told and counted. The paths that were not removed."""
         if self.dry_run:
-            return
+            return set()
         failures = self.store.files.remove(removals)
         for path, exc in failures.items():
             self.report.failures.append((self.store.relative(path), reason(exc)))
         if counted is not None:
             self._told([r.path for r in removals if r.path not in failures], counted)
+        return set(failures)
 
     def _told(self, paths: list[str], counted: str) -> None:
         if counted == "chunks":

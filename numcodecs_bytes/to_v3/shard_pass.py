@@ -193,8 +193,13 @@ class ShardPass:
         (`plan.unread_shards`: keys this tool writes, of any grid) removed, each while it is the
         version listed (in a dry run, only told); the files below each array's folder without
         them."""
+        # (not the files a list of a killed run's names: that list decides what becomes of them)
         unread = {
-            array.folder: unread_shards(array.document, names[array.folder])
+            array.folder: [
+                name
+                for name in unread_shards(array.document, names[array.folder])
+                if name not in array.retired
+            ]
             for array in arrays
             if array.folder in names
         }

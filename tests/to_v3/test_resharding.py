@@ -348,6 +348,42 @@ def test_a_rerun_without_a_shard_size_removes_the_shards_a_stopped_run_placed(
     readers_read(root, expected())
 
 
+def test_an_old_shard_another_writer_changes_after_the_switch_stays_on_every_rerun(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A writer rewrites an old shard between the switch and its removal (through the document it
+    had open): the shard stays, reported, and so does the list naming it; a rerun, with a shard
+    size or without, does not take it for a killed run's leftover, and says why the array is not
+    sharded anew while it is there. Removed by hand, the next run finishes."""
+    from numcodecs_bytes.to_v3 import removal
+
+    root = tmp_path / "a"
+    zarr_sharded(root, (2, 5))
+    retire = removal.Removals.retire
+
+    def writer_first(self: Any, arrays: list[Any]) -> None:
+        if any(array.retired for array in arrays):
+            (root / "c" / "3" / "1").write_bytes(b"another writer's bytes")
+        retire(self, arrays)
+
+    monkeypatch.setattr(removal.Removals, "retire", writer_first)
+    size = ["--shard-size", f"{12 * 10 * 4}B"]
+    assert main(["reshard", str(root), *size]) == 1
+    err = capsys.readouterr().err
+    assert "c/3/1: changed by someone else since it was read" in err, err
+    monkeypatch.setattr(removal.Removals, "retire", retire)
+    for arguments in (["to-v3", str(root)], ["reshard", str(root), *size]):
+        assert main(arguments) == 1
+        err = capsys.readouterr().err
+        assert (root / "c" / "3" / "1").read_bytes() == b"another writer's bytes", arguments
+        assert "c/3/1: changed by someone else since it was read" in err, err
+    assert ".numcodecs-bytes-retired is there still" not in err  # nothing to shard anew: the same
+    (root / "c" / "3" / "1").unlink()
+    assert main(["to-v3", str(root)]) == 0
+    assert sorted(p.name for p in root.iterdir()) == ["c.0.0", "c.1.0", "zarr.json"]
+    readers_read(root, expected())
+
+
 @st.composite
 def documents_and_names(draw: st.DrawFn) -> tuple[dict[str, Any], list[str]]:
     """A v3 array document (any rank to 3, default or v2 keys, either separator) and names below
