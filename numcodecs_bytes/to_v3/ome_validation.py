@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from ._zarr_api import zarr_api
@@ -39,7 +40,12 @@ def rejected(
     """Of ``groups`` (path -> kind), those ome-zarr-models rejects, with its reason in one line,
     given every node's document as the run is about to write it (``documents``, by path; "" the
     root); a warning of its counts (a departure from the specification). None where
-    ome-zarr-models is not installed."""
+    ome-zarr-models is not installed.
+
+    Shallow groups first: a group that passes has every group it read on the way passed too (a
+    plate reads and checks its wells, their images, their labels), which are not checked again;
+    below one that fails, each is checked on its own, so that the deepest that fail are known.
+    """
     try:
         classes = {
             kind: getattr(importlib.import_module(f"ome_zarr_models.v05.{module}"), name)
@@ -48,28 +54,50 @@ def rejected(
     except ImportError:
         return None
     api = zarr_api()
-    store = api.memory_store(
+    read: set[str] = set()  # the documents the validator read, since it was last cleared
+
+    class Recording(api.memory_store):  # type: ignore[name-defined]
+        async def get(self, key: str, *args: Any, **kwargs: Any) -> Any:
+            read.add(key)
+            return await super().get(key, *args, **kwargs)
+
+    store = Recording(
         {
-            f"{path}/zarr.json".lstrip("/"): api.prototype.buffer.from_bytes(encoded(document))
+            _key(path): api.prototype.buffer.from_bytes(encoded(document))
             for path, document in documents.items()
         }
     )
-    found = {}
-    for path, kind in groups.items():
-        if kind not in classes:
+    found: dict[str, str] = {}
+    passed: set[str] = set()  # the documents read by validations that passed
+    for path in sorted(groups, key=lambda path: (path.count("/") + bool(path), path)):
+        kind = groups[path]
+        if kind not in classes or _key(path) in passed:
             continue
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                group = api.open_group(store, path=path, mode="r", zarr_format=3)
-                classes[kind].from_zarr(group)
-            except Exception as exc:  # pydantic's ValidationError, zarr's, a KeyError: all say no
-                found[path] = _one_line(f"{type(exc).__name__}: {exc}")
-                continue
-        own = [w for w in caught if "ome_zarr_models" in (w.filename or "")]
-        if own:
-            found[path] = _one_line(f"{own[0].category.__name__}: {own[0].message}")
+        read.clear()
+        opened = partial(api.open_group, store, path=path, mode="r", zarr_format=3)
+        why = _verdict(opened, classes[kind])
+        if why is None:
+            passed |= read
+        else:
+            found[path] = why
     return found
+
+
+def _key(path: str) -> str:
+    return f"{path}/zarr.json".lstrip("/")
+
+
+def _verdict(opened: Callable[[], Any], model: Any) -> str | None:
+    """ome-zarr-models' verdict on one group (``opened`` opens it): None where it takes it; else
+    why not, in a line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model.from_zarr(opened())
+        except Exception as exc:  # pydantic's ValidationError, zarr's, a KeyError: all say no
+            return _one_line(f"{type(exc).__name__}: {exc}")
+    own = [w for w in caught if "ome_zarr_models" in (w.filename or "")]
+    return _one_line(f"{own[0].category.__name__}: {own[0].message}") if own else None
 
 
 def _one_line(text: str) -> str:

@@ -526,6 +526,32 @@ def test_an_image_ome_zarr_models_rejects_is_not_made_0_5_and_its_reason_is_said
     assert all_valid(verdicts), verdicts
 
 
+def test_in_a_plate_the_deepest_group_ome_zarr_models_rejects_is_named_and_the_rest_converts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plate whose one label image ome-zarr-models rejects (a color without ``rgba``, which it
+    requires): that label image is named with the validator's reason; its labels group, its
+    image, its well and the plate stay plain by the rules; the other well, image and label image
+    are made 0.5 and validate (the plate, checked first, fails; then each group below it)."""
+    pytest.importorskip("ome_zarr_models", reason="the validator (interop extra)")
+    store = STORES["plate"](tmp_path / "s.zarr")
+    cells = store / "A/2/0/labels/cells/.zattrs"
+    attributes = json.loads(cells.read_text())
+    attributes["image-label"]["colors"] = [{"label-value": 1}]
+    cells.write_text(json.dumps(attributes))
+    assert main(["to-v3", str(store), "-v"]) == 0
+    out, err = capsys.readouterr()
+    assert "OME-Zarr 0.4 made 0.5: 1 image, 1 label image" in out, out
+    assert "A/2/0/labels/cells: OME-Zarr 0.4 not made 0.5: ome-zarr-models rejects it" in err, err
+    assert "rgba" in err
+    for path in ("", "A/2", "A/2/0", "A/2/0/labels", "A/2/0/labels/cells"):
+        assert kind_of(document(store, path)) is None, path
+    verdicts = ome_verdicts(
+        store, "0.5", {"A/1": "well", "A/1/0": "image", "A/1/0/labels/cells": "label image"}
+    )
+    assert all_valid(verdicts), verdicts
+
+
 def test_without_ome_zarr_models_the_run_says_once_that_it_did_not_validate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
