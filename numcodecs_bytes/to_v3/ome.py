@@ -25,7 +25,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from .documents import depth
+from .documents import depth, parents
 
 __all__ = [
     "OME_KEYS",
@@ -298,23 +298,24 @@ def ome_05(
         and document.get("node_type") == "group"
         and is_ome_04(document.get("attributes") or {})
     ]
-    # every group left with 0.4's keys (here, or by an earlier run): no group holding one is 0.5
-    still_04 = [
-        path
-        for path, document in documents.items()
-        if document.get("node_type") == "group" and is_ome_04(document.get("attributes") or {})
-    ]
+    # below each folder, the first 0.4 group not made 0.5 (here, or left by an earlier run): no
+    # group holding one is made 0.5. Deepest first, every group below one is decided before it.
+    unmade_below: dict[str, str] = {}
+
+    def left(path: str) -> None:
+        for parent in parents(path):
+            if parent not in unmade_below or path < unmade_below[parent]:
+                unmade_below[parent] = path
+
+    deciding = set(groups)
+    for path, document in documents.items():
+        if path not in deciding and document.get("node_type") == "group":
+            if is_ome_04(document.get("attributes") or {}):
+                left(path)
     for path in sorted(groups, key=lambda path: (-depth(path), path)):
         document = documents[path]
         problem = _problem(path, document["attributes"], documents, made)
-        held = next(
-            (
-                below
-                for below in sorted(still_04)
-                if below not in made and below != path and below.startswith(f"{path}/" * bool(path))
-            ),
-            None,
-        )
+        held = unmade_below.get(path)
         if problem is None and held is not None:
             problem = f"the OME group {held!r} it holds is not made OME-Zarr 0.5 (see there)"
         if problem is None:
@@ -324,4 +325,5 @@ def ome_05(
                 f"OME-Zarr 0.4 not made 0.5: {problem}; converted as plain Zarr v3, its 0.4 "
                 "attributes kept as they are"
             )
+            left(path)
     return made, problems

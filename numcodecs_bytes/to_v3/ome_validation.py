@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from ._zarr_api import zarr_api
-from .documents import encoded
+from .documents import depth, encoded
 
 __all__ = ["CLASSES", "rejected"]
 
@@ -69,7 +69,7 @@ def rejected(
     )
     found: dict[str, str] = {}
     passed: set[str] = set()  # the documents read by validations that passed
-    for path in sorted(groups, key=lambda path: (path.count("/") + bool(path), path)):
+    for path in sorted(groups, key=lambda path: (depth(path), path)):
         kind = groups[path]
         if kind not in classes or _key(path) in passed:
             continue

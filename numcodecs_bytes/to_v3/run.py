@@ -481,13 +481,8 @@ def make_ome_05(index: NodeIndex) -> dict[str, str]:
         if not verdicts:
             break
         # the deepest first: a group holding one rejected is left by the rules, with their reason
-        deepest = {
-            path: why
-            for path, why in verdicts.items()
-            if not any(
-                other.startswith(f"{path}/" * bool(path)) for other in set(verdicts) - {path}
-            )
-        }
+        holding = {parent for path in verdicts for parent in parents(path)}
+        deepest = {path: why for path, why in verdicts.items() if path not in holding}
         convertible -= set(deepest)
         made, more = ome_05(documents, convertible)
         problems |= more | {
