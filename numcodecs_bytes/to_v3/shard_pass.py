@@ -218,10 +218,12 @@ class ShardPass:
                 self.report.failures.append((self.store.relative(path), reason(failed[path])))
             else:
                 self.report.leftovers_removed.append(self.store.relative(path))
-        return {
-            folder: [name for name in names[folder] if name not in set(unread[folder])]
-            for folder in unread
-        }
+        kept = dict(names)
+        for folder, found in unread.items():
+            if found:
+                removed = set(found)
+                kept[folder] = [name for name in names[folder] if name not in removed]
+        return kept
 
     def _would_remove(self, packs: list[Pack], clears: list[Clear]) -> None:
         """In a dry run, the data files the real run would remove once the arrays read their new
