@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-from ..problems import StoreBusyError
 from .chunks import (
     Held,
     Packed,
@@ -34,7 +32,6 @@ from .chunks import (
 )
 from .files import (
     BACKUP_SUFFIX,
-    BATCH,
     ByteRange,
     Folder,
     Listed,
@@ -46,6 +43,7 @@ from .files import (
     failures,
 )
 from .options import StoreOptions
+from .requests import Requests
 
 __all__ = ["FsspecFiles"]
 
@@ -66,18 +64,16 @@ class Listing:
         return Folder(path, tuple(sorted(self.subfolders)), tuple(sorted(self.versions)))
 
 
-class FsspecFiles:
+class FsspecFiles(Requests):
     """Any fsspec file system; an async one (s3fs, gcsfs, adlfs, http) with up to ``jobs`` requests
     in flight."""
 
     def __init__(self, fs: Any, root: str, options: StoreOptions, deadline: float | None) -> None:
         import fsspec.asyn
 
-        self.fs, self.root, self.deadline = fs, root.rstrip("/"), deadline
-        self.jobs = self.concurrency = options.jobs
-        self.request_timeout = options.request_timeout
-        self._loop = fs.loop if fs.async_impl else fsspec.asyn.get_loop()
-        self._sync = fsspec.asyn.sync
+        loop = fs.loop if fs.async_impl else fsspec.asyn.get_loop()
+        super().__init__(options, deadline, loop, fsspec.asyn.sync)
+        self.fs, self.root = fs, root.rstrip("/")
         # s3fs 2026.9 (not 2024.6) asks an object's size, one more request, before reading it whole
         # (to read a large one in parts) unless told to read it in one.
         reader = getattr(fs, "_cat_file" if fs.async_impl else "cat_file")
@@ -96,22 +92,6 @@ class FsspecFiles:
             return await getattr(self.fs, f"_{method}")(*args, **kwargs)
         return getattr(self.fs, method)(*args, **kwargs)
 
-    def _timeout(self) -> float:
-        """The seconds the next request may take: its own limit, or what is left of the run's."""
-        if self.deadline is None:
-            return self.request_timeout
-        return max(0.0, min(self.request_timeout, self.deadline - time.monotonic()))
-
-    async def in_time(self, job: Awaitable[_T]) -> _T:
-        """``job``, within the time its request may take."""
-        timeout = self._timeout()
-        try:
-            return await asyncio.wait_for(job, timeout)
-        except TimeoutError:
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                raise TimeoutError("no answer before the run's time limit (run_timeout)") from None
-            raise TimeoutError(f"no answer within {timeout:g} s (request_timeout)") from None
-
     def call(self, method: str, *args: Any, **kwargs: Any) -> Awaitable[Any]:
         """The file system's ``method`` as a request not made yet, for `run` to make with
         others."""
@@ -128,51 +108,6 @@ class FsspecFiles:
         if isinstance(answer, Exception):
             raise answer
         return answer
-
-    def run(self, work: Mapping[_K, Awaitable[_T]], limit: bool = True) -> dict[_K, _T | Exception]:
-        """Each path's work (a coroutine not started yet), at most ``jobs`` at a time, each in its
-        time, on fsspec's event loop; what each returned or raised. ``limit=False``: the work bounds
-        its own requests, each in its time."""
-
-        async def run_all() -> dict[_K, _T | Exception]:
-            jobs = asyncio.Semaphore(self.jobs if limit else len(work) or 1)
-
-            async def one(path: _K, job: Awaitable[_T]) -> tuple[_K, _T | Exception]:
-                async with jobs:
-                    try:
-                        return path, await (self.in_time(job) if limit else job)
-                    except StoreBusyError:  # the run lost the store's lock: it stops, not one path
-                        raise
-                    # each file system fails in its own words: reported per path
-                    except Exception as exc:
-                        return path, exc
-
-            return dict(await asyncio.gather(*(one(path, job) for path, job in work.items())))
-
-        result: dict[_K, _T | Exception] = self._sync(self._loop, run_all)
-        return result
-
-    def each_of(
-        self,
-        items: Iterable[_I],
-        job: Callable[[_I], Awaitable[_T]],
-        key: Callable[[_I], _K] | None = None,
-    ) -> dict[_K, _T | Exception]:
-        """``job`` of each item, `BATCH` items at a time (each batch's requests made together, at
-        most ``jobs`` in flight): what each returned or raised, by ``key`` of its item (the item
-        itself by default). The caller may hand any number of items: only a batch's requests are
-        held at once."""
-        results: dict[_K, _T | Exception] = {}
-        batch: list[_I] = []
-        for item in [*items, None]:
-            if item is not None:
-                batch.append(item)
-            if batch and (item is None or len(batch) >= BATCH):
-                results |= self.run(
-                    {(key(one) if key else cast(_K, one)): job(one) for one in batch}
-                )
-                batch = []
-        return results
 
     # -- the walk ----------------------------------------------------------------------------------
 
