@@ -22,21 +22,17 @@ import asyncio
 import base64
 import errno
 import hashlib
-import json
 import os
-import socket
-import threading
-import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import aclosing, contextmanager, suppress
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from ..problems import StoreBusyError
 from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index, source_path
 from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
 from .fsspec_files import FsspecFiles, Listing, child_path
 from .layout import METADATA_NAMES, NODE_FILES
+from .lease import LOCK_NAME, Lease, LockHeld, LockLost, LockRead
 from .options import StoreOptions
 from .s3_parts import (
     MAX_PARTS,
@@ -50,13 +46,10 @@ from .s3_parts import (
 from .s3_timestamps import read_timestamps_fast
 
 __all__ = [
-    "LEASE",
     "LISTING_LIMIT",
     "LIST_PAGE",
-    "LOCK_NAME",
     "UPLOADED_PARTS_AT_ONCE",
     "WHOLE_SHARD_BYTES",
-    "Lease",
     "S3Files",
 ]
 
@@ -771,7 +764,8 @@ class S3Files(FsspecFiles):
         """One run at a time on the store whose topmost node is ``top``: a lock object there
         (`LOCK_NAME`), created only where none exists, held by renewing it (see `Lease`) and removed
         at the end. Every write of the run checks first that it still holds it."""
-        lease = Lease(self, f"{top}/{LOCK_NAME}")
+        path = f"{top}/{LOCK_NAME}"
+        lease = Lease(_LockObject(self, path), path)
         lease.acquire()
         self._lease = lease
         try:
@@ -843,187 +837,48 @@ def _add_key(
     return int(file in NODE_FILES)
 
 
-LOCK_NAME = ".numcodecs-bytes-lock"
-"""The lock object of an S3 store, beside its topmost node's metadata, while a run works on it."""
-LEASE = 60.0
-"""Seconds of a run's lease on an S3 store's lock: it renews the lock every quarter of that, and
-stops writing once half of it has passed since its last renewal (a run paused that long may have
-lost it); another run takes over a lock not renewed for 60% of it (or at once, where its run was a
-process of the same machine that ended)."""
-
-
-def _clock() -> float:
-    """Seconds on a clock that counts a suspended machine's time too (where the system has one)."""
-    return time.clock_gettime(getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC))
-
-
-class Lease:
-    """A run's hold on an S3 store's lock object: created where none exists (``If-None-Match``),
-    renewed and finally removed only while it is the version this run wrote (``If-Match``). One left
-    by a killed run is taken over at once where that run was a process of this machine (it is gone),
-    else once the server's clock says 60% of the lease passed since it was last written.
-
-    A run paused longer than half the lease (a stopped process, a frozen machine) stops at its next
-    write (`problems.StoreBusyError`): another run may hold the lock by then. What remains is the
-    window of one request (a pause between the check and the request it allows), where the writes'
-    own conditions hold.
-    """
+class _LockObject:
+    """The lock object through S3's own conditional requests; its age by the server's clock (the
+    ``Date`` of the answer that read it)."""
 
     def __init__(self, files: S3Files, path: str) -> None:
-        self.files, self.path = files, path
+        self.files = files
         self.bucket, self.key, _ = files.fs.split_path(path)
-        self.tag: str | None = None
-        self.renewed = 0.0
-        self.lost: str | None = None
-        self._stop = threading.Event()
-        self._renewing: threading.Thread | None = None
 
-    def _put(self, **condition: str) -> str:
-        body = json.dumps(
-            {"tool": "numcodecs-bytes", "lease_seconds": LEASE, **_this_process()}
-        ).encode()
+    def _put(self, body: bytes, **condition: str) -> str:
         answer = self.files.ask_s3(
             "put_object", Bucket=self.bucket, Key=self.key, Body=body, **condition
         )
         return str(answer["ETag"])
 
-    def acquire(self) -> None:
-        """The lock taken, or `problems.StoreBusyError` where another run holds it."""
-        started = _clock()
+    def create(self, body: bytes) -> str:
         try:
-            self.tag = self._put(IfNoneMatch="*")
+            return self._put(body, IfNoneMatch="*")
         except OSError as exc:
-            if not (isinstance(exc, FileExistsError) or refused_condition(exc)):
-                raise
-            self.tag = self._take_over()
-        self.renewed = started
-        self._renewing = threading.Thread(
-            target=self._renew, name="numcodecs-bytes-lease", daemon=True
-        )
-        self._renewing.start()
+            if isinstance(exc, FileExistsError) or refused_condition(exc):
+                raise LockHeld from None
+            raise
 
-    def _take_over(self) -> str:
-        """The lock object of a run that ended without removing it, made this run's: where that run
-        was a process of this machine that has ended, or where 60% of the lease has passed since it
-        was last renewed (its run, if it still runs, writes nothing more after half: see
-        `check`)."""
+    def replace(self, body: bytes, tag: str) -> str:
+        try:
+            return self._put(body, IfMatch=tag)
+        except OSError as exc:
+            if isinstance(exc, FileNotFoundError) or refused_condition(exc):
+                raise LockLost from None
+            raise
+
+    def read(self) -> LockRead:
         answer = self.files.ask_s3("get_object", Bucket=self.bucket, Key=self.key)
         try:
-            body = answer["Body"]
-            holder = _parsed(self.files.run({"": body.read()})[""])
+            body = self.files.run({"": answer["Body"].read()})[""]
         finally:
             answer["Body"].close()
         now = parsedate_to_datetime(answer["ResponseMetadata"]["HTTPHeaders"]["date"])
         age = (now - answer["LastModified"]).total_seconds()
-        # later than its run stops writing (half the lease): a margin for clocks' rates
-        lapses = 0.6 * LEASE
-        if age <= lapses and not _ended_here(holder):
-            where = (
-                f" (pid {holder['pid']} on {holder['host']})"
-                if {"pid", "host"} <= set(holder)
-                else ""
-            )
-            raise StoreBusyError(
-                f"{self.path}: another numcodecs-bytes run is working on this store{where}: its "
-                f"lock was renewed {max(age, 0):.0f} s ago; where that run has stopped, the lock "
-                f"lapses {lapses - age:.0f} s from now"
-            )
-        try:
-            return self._put(IfMatch=str(answer["ETag"]))
-        except OSError as exc:
-            if refused_condition(exc):
-                raise StoreBusyError(
-                    f"{self.path}: another numcodecs-bytes run took this store's lock"
-                ) from None
-            raise
+        return LockRead(body if isinstance(body, bytes) else b"", str(answer["ETag"]), age)
 
-    def _renew(self) -> None:
-        while not self._stop.wait(LEASE / 4):
-            started = _clock()
-            try:
-                assert self.tag is not None
-                self.tag = self._put(IfMatch=self.tag)
-                self.renewed = started
-            except OSError as exc:
-                if refused_condition(exc) or isinstance(exc, FileNotFoundError):
-                    self.lost = "another run took this store's lock"
-                    return
-                # a request that failed (the server busy, the network): the next renewal tries again
-
-    def check(self) -> None:
-        """Raise `problems.StoreBusyError` where this run may no longer hold the lock."""
-        if self.lost is None and _clock() - self.renewed > LEASE / 2:
-            self.lost = (
-                f"this run's lock was not renewed for {_clock() - self.renewed:.0f} s (the run was "
-                "paused?)"
-            )
-        if self.lost is not None:
-            raise StoreBusyError(
-                f"{self.path}: {self.lost}: stopped, nothing more written; run again to finish"
-            )
-
-    def release(self) -> None:
-        """The renewals stopped and the lock object removed, where it is still this run's."""
-        self._stop.set()
-        if self._renewing is not None:
-            self._renewing.join()
-        if self.tag is not None and self.lost is None:
-            # taken over meanwhile, or the server unreachable: it lapses on its own
-            with suppress(OSError):
-                self.files.ask_s3(
-                    "delete_object", Bucket=self.bucket, Key=self.key, IfMatch=self.tag
-                )
-
-
-def _this_process() -> dict[str, Any]:
-    """What tells this process apart from every other: its machine, that machine's boot, its pid and
-    when it started (a pid is used again by later processes)."""
-    return {
-        "host": socket.gethostname(),
-        "boot": _boot_id(),
-        "pid": os.getpid(),
-        "started": _started(os.getpid()),
-    }
-
-
-def _ended_here(holder: Mapping[str, Any]) -> bool:
-    """Whether the process that wrote a lock object was one of this machine, since its last boot,
-    that has ended (where this cannot be told: False)."""
-    me = _this_process()
-    if not all(holder.get(key) == me[key] and me[key] is not None for key in ("host", "boot")):
-        return False
-    pid = holder.get("pid")
-    return (
-        isinstance(pid, int)
-        and pid != me["pid"]
-        and (_started(pid) is None or _started(pid) != holder.get("started"))
-    )
-
-
-def _boot_id() -> str | None:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
-
-
-def _started(pid: int) -> int | None:
-    """When a process of this machine started, in clock ticks since boot; None where there is no
-    such process (or the system does not say)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return int(handle.read().rpartition(")")[2].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _parsed(data: Any) -> dict[str, Any]:
-    try:
-        found = json.loads(data)
-    except (TypeError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
+    def remove(self, tag: str) -> None:
+        self.files.ask_s3("delete_object", Bucket=self.bucket, Key=self.key, IfMatch=tag)
 
 
 def _folders_above(path: str) -> Iterator[str]:

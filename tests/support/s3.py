@@ -340,10 +340,10 @@ def tool_code(lock: bool = True, lease: float | None = None) -> str:
     """Code for ``python -c`` that runs ``numcodecs-bytes`` (its arguments follow the code) with no
     lock on S3 (``lock=False``: as where no lock can be had), or with a lease of ``lease`` seconds
     on the lock."""
-    lines = ["import contextlib, sys", "from numcodecs_bytes.store import s3"]
+    lines = ["import contextlib, sys", "from numcodecs_bytes.store import lease, s3"]
     if not lock:
         lines.append("s3.S3Files.lock = lambda self, top: contextlib.nullcontext()")
     if lease is not None:
-        lines.append(f"s3.LEASE = {lease!r}")
+        lines.append(f"lease.LEASE = {lease!r}")
     lines += ["from numcodecs_bytes.cli import main", "sys.exit(main(sys.argv[1:]))"]
     return "\n".join(lines)
