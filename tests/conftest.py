@@ -66,6 +66,17 @@ def endpoint() -> Iterator[str]:
     yield from moto_endpoint()
 
 
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[str]:
+    """Azurite's blob service (`support.azure`); skipped, with the reason, where obstore or
+    azure-storage-blob (the interop extra) or Azurite itself is missing."""
+    pytest.importorskip("obstore", reason="Azure needs obstore (the cloud extra)")
+    pytest.importorskip("azure.storage.blob", reason="the Azure tests make containers with it")
+    from support.azure import azurite_endpoint
+
+    yield from azurite_endpoint()
+
+
 @pytest.fixture
 def proxy(endpoint: str) -> Iterator[Any]:
     """A fault-injecting proxy in front of moto's server (`support.s3.FaultProxy`): the tools talk

@@ -202,8 +202,10 @@ def _store_arguments(command: argparse.ArgumentParser, listed: str) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="passed to fsspec with a URL, e.g. endpoint_url=http://localhost:9000, profile=name, "
-        "anon=true (a VALUE that is JSON is parsed: true, 3, {...}); repeat for more",
+        help="how a URL's store is reached, as zarr and xarray take it: fsspec's options, e.g. "
+        "endpoint_url=http://localhost:9000, profile=name, anon=true; for Azure adlfs's names "
+        "(account_name, connection_string, ...) (a VALUE that is JSON is parsed: true, 3, {...}); "
+        "repeat for more",
     )
     command.add_argument(
         "--request-timeout",

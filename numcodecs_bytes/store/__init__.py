@@ -23,6 +23,7 @@ What holds:
   a replace or removal holds only while the object is the version the walk
   listed (``If-Match``), and a new file is written only where none exists
   (``If-None-Match``), where the server honours these (AWS S3, MinIO, moto);
+  on Azure (through obstore) likewise, but a removal is checked just before;
   on other file systems the file is checked just before (a window of one
   request to a second writer).
 - A write whose answer was lost (the server acted, then the retry was
@@ -33,13 +34,17 @@ What holds:
   is not a regular file (a FIFO, a device) is refused, never read.
 - One run at a time on a store (`Files.lock`), whatever folder of it each run
   was given: locally an advisory lock on the folder of its topmost Zarr node,
-  on S3 a lock object there, held by a lease a run renews (`s3.Lease`).
+  on S3 and Azure a lock object there, held by a lease a run renews
+  (`lease.Lease`).
 - Bounded resources: packing a shard holds one source file open at a time and
   compares a block at a time, whatever the shard's size.
 
 The modules, each with one job: `options` (`StoreOptions`), `files` (the
 `Files` protocol and its values), `layout` (the Zarr layout facts),
-`local`, `fsspec_files` and `s3` (the backends), `remote` (opening a URL),
+`requests` (a network store's batches of requests), `lease` (the lock of an
+object store), `local`, `fsspec_files`, `s3` and `object_files` (the
+backends; `cloud_options`: Azure's options as obstore takes them), `remote`
+(opening a URL),
 `engine` (opening, locking and walking a store); the chunk mover: `chunks`
 (the shard format, what packing is asked and answers), `local_shards` and
 `disk` (a local disk's packing and durability), `distributed` (packing as

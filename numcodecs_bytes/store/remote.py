@@ -1,5 +1,5 @@
-"""Opening an fsspec URL: the file system fsspec gives for it, as `Files` (S3's own where it is
-S3)."""
+"""Opening a URL: Azure's through obstore (`object_files`), any other through the file system fsspec
+gives for it, as `Files` (S3's own where it is S3)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from .fsspec_files import FsspecFiles
 from .options import StoreOptions
 from .s3 import S3Files
 
-__all__ = ["open_remote"]
+__all__ = ["AZURE_SCHEMES", "open_remote"]
+
+AZURE_SCHEMES = ("az", "abfs", "abfss", "azure")
+"""The URLs of Azure Blob Storage, opened through obstore (adlfs's and obstore's spellings)."""
 
 
 def open_remote(
@@ -23,6 +26,10 @@ def open_remote(
     Raises `problems.NotAStoreError` where fsspec cannot open it (a package not installed, a URL it
     refuses).
     """
+    if urlsplit(url).scheme in AZURE_SCHEMES:
+        from .object_files import open_azure
+
+        return open_azure(url, options, deadline)
     fsspec_options = dict(options.storage_options or {})
     if urlsplit(url).scheme in ("s3", "s3a") and "config_kwargs" not in fsspec_options:
         # botocore's default pool holds 10

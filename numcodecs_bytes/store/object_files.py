@@ -1,0 +1,622 @@
+"""An object store through obstore (the Rust ``object_store`` client; Azure Blob Storage here) as
+`Files`.
+
+Paths are ``container/key``. A new object is written only where none exists
+(``If-None-Match: *``), and a metadata object is replaced only while it is the
+version the walk listed or the run read (``If-Match`` on its ETag): the
+server holds both conditions. A write whose answer was lost (the server
+acted, then obstore's retry was refused) is read back before it is called a
+conflict. obstore has no conditional delete: an object is checked just
+before it is removed (a window of one request to a second writer), and a
+shard is read back after it is written. The walk lists one folder a request,
+the folders of a level at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
+
+from ..problems import NotAStoreError
+from .chunks import (
+    ByteRange,
+    Held,
+    Packed,
+    Shard,
+    ShardError,
+    gone,
+    index_size,
+    parsed_index,
+    shard_index,
+    source_path,
+)
+from .cloud_options import azure_location
+from .files import (
+    BACKUP_SUFFIX,
+    Folder,
+    Listed,
+    Probe,
+    Removal,
+    Replacement,
+    breadth_first,
+    changed,
+    digest,
+    failures,
+)
+from .fsspec_files import child_path
+from .layout import METADATA_NAMES
+from .lease import LOCK_NAME, Lease, LockHeld, LockLost, LockRead
+from .options import StoreOptions
+from .requests import Requests, loop_thread
+
+__all__ = ["ObjectFiles", "open_azure"]
+
+_T = TypeVar("_T")
+
+
+def open_azure(
+    url: str, options: StoreOptions, deadline: float | None
+) -> tuple[ObjectFiles, str, Probe]:
+    """The files at an Azure URL, its root (``container/path``), and how to ask whether it is a
+    store.
+
+    Raises `problems.NotAStoreError` where obstore is not installed or an option is not one Azure
+    takes.
+    """
+    try:
+        from obstore.store import AzureStore
+    except ImportError:
+        raise NotAStoreError(
+            f"{url}: Azure URLs need obstore: pip install 'numcodecs-bytes[cloud]'"
+        ) from None
+    try:
+        location = azure_location(url, options)
+        store = AzureStore(
+            location.container,
+            config=location.config,  # type: ignore[arg-type]
+            client_options={  # type: ignore[arg-type]
+                "timeout": f"{options.request_timeout}s",
+                **location.client_options,
+            },
+        )
+    except ValueError as exc:
+        raise NotAStoreError(str(exc)) from None
+    # obstore's own errors (a configuration it cannot use)
+    except Exception as exc:
+        raise NotAStoreError(f"{url}: {_first_line(exc)}") from None
+    root = "/".join(filter(None, (location.container, location.path)))
+    files = ObjectFiles(store, location.container, root, options, deadline)
+    return files, root, files.probe()
+
+
+class ObjectFiles(Requests):
+    """An obstore store (its container's objects by ``container/key``): requests batched, ``jobs``
+    in flight."""
+
+    def __init__(
+        self, store: Any, container: str, root: str, options: StoreOptions, deadline: float | None
+    ) -> None:
+        super().__init__(options, deadline, loop_thread())
+        self.store, self.container, self.root = store, container, root
+        # the version (ETag) of each metadata object as the walk listed it, or as read where not
+        # listed: what a replacement holds on
+        self._versions: dict[str, str] = {}
+        self._lease: Lease | None = None  # while this run holds the store's lock
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    def key(self, path: str) -> str:
+        """The object key of a path (``container/key``)."""
+        return path[len(self.container) + 1 :]
+
+    def run(
+        self, work: Mapping[Any, Awaitable[_T]], limit: bool = True
+    ) -> dict[Any, _T | Exception]:
+        """As `Requests.run`, obstore's errors in one line each (what a report prints)."""
+        return {
+            path: _plain(result) if isinstance(result, Exception) else result
+            for path, result in super().run(work, limit).items()
+        }
+
+    def ask(self, job: Awaitable[_T], plain: bool = True) -> _T:
+        """One request in its time: what it returned; what it raised, raised (obstore's own error
+        where not ``plain``, for the caller to tell its kind)."""
+        answers = self.run({"": job}) if plain else Requests.run(self, {"": job})
+        answer = answers[""]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def probe(self) -> Probe:
+        """What opening a store asks: a folder is a key prefix some object has."""
+
+        async def is_dir(path: str) -> bool:
+            listing = await self._listing(path)
+            return bool(listing["objects"] or listing["common_prefixes"]) or path == self.container
+
+        async def names_in(folder: str) -> set[str]:
+            listing = await self._listing(folder)
+            return {entry["path"].rsplit("/", 1)[-1] for entry in listing["objects"]}
+
+        def any_exists(paths: list[str]) -> bool:
+            found = self.run({path: self._head(path) for path in paths})
+            if any(isinstance(answer, dict) for answer in found.values()):
+                return True
+            for answer in found.values():
+                if isinstance(answer, Exception):
+                    raise answer
+            return False
+
+        return Probe(
+            is_dir=lambda path: self.ask(is_dir(path)),
+            any_exists=any_exists,
+            names_in=lambda folder: self.ask(names_in(folder)),
+        )
+
+    async def _listing(self, folder: str) -> Any:
+        import obstore
+
+        return await obstore.list_with_delimiter_async(self.store, self.key(folder) or None)
+
+    async def _head(self, path: str) -> dict[str, Any] | None:
+        import obstore
+
+        try:
+            return dict(await obstore.head_async(self.store, self.key(path)))
+        except FileNotFoundError:
+            return None
+
+    async def _get(self, path: str, if_match: str | None = None) -> tuple[bytes, str]:
+        """An object's bytes and ETag, from one GET (held on ``if_match`` where given)."""
+        import obstore
+
+        options: dict[str, Any] = {} if if_match is None else {"if_match": if_match}
+        answer = await obstore.get_async(self.store, self.key(path), options=options)  # type: ignore[arg-type]
+        return bytes(await answer.bytes_async()), _tag(answer.meta["e_tag"])
+
+    async def bytes_of(self, path: str) -> bytes:
+        return (await self._get(path))[0]
+
+    async def range_of(self, path: str, start: int, end: int) -> bytes:
+        import obstore
+
+        data = bytes(
+            await obstore.get_range_async(self.store, self.key(path), start=start, end=end)
+        )
+        if len(data) != end - start:
+            raise OSError(f"{path}: {start + len(data):,} bytes, not {end:,}")
+        return data
+
+    async def _put(self, path: str, data: bytes, mode: Any, checked: bool = True) -> str:
+        """``data`` put at ``path`` in ``mode`` (obstore's put modes); where ``checked``, only while
+        this run holds the store's lock."""
+        import obstore
+
+        if checked:
+            self.before_write()
+        answer = await obstore.put_async(self.store, self.key(path), data, mode=mode)
+        return _tag(answer["e_tag"])
+
+    async def _delete(self, path: str) -> None:
+        import obstore
+
+        self.before_write()
+        try:
+            await obstore.delete_async(self.store, self.key(path))
+        except FileNotFoundError:
+            pass
+
+    # -- the walk ----------------------------------------------------------------------------------
+
+    def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
+        return breadth_first(self.root, self._listed_batch, child_path, left_out)
+
+    def _listed_batch(self, paths: list[str]) -> Listed:
+        listings = self.run({path: self._listing(path) for path in paths})
+        folders: list[Folder] = []
+        unvisited: list[tuple[str, str]] = []
+        for path in paths:
+            listing = listings[path]
+            if isinstance(listing, Exception):
+                unvisited.append((path, f"folder not read: {listing}"))
+                continue
+            files = {}
+            for entry in listing["objects"]:
+                name = entry["path"].rsplit("/", 1)[-1]
+                files[name] = _tag(entry["e_tag"]) if entry.get("e_tag") else None
+                if name in METADATA_NAMES and files[name]:
+                    self._versions[f"{path}/{name}"] = str(files[name])
+            subfolders = {
+                prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in listing["common_prefixes"]
+            }
+            folders.append(Folder(path, tuple(sorted(subfolders)), tuple(sorted(files))))
+        return Listed(folders, unvisited)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
+        async def read(path: str) -> bytes:
+            data, tag = await self._get(path)
+            self._versions.setdefault(path, tag)
+            return data
+
+        return self.each_of(paths, read)
+
+    def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
+        async def read(path: str) -> bytes | None:
+            try:
+                return await self.bytes_of(path)
+            except FileNotFoundError:
+                return None
+
+        return self.each_of(paths, read)
+
+    def read_ranges(self, ranges: Iterable[ByteRange]) -> dict[ByteRange, bytes | Exception]:
+        return self.each_of(ranges, lambda wanted: self.range_of(*wanted))
+
+    def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
+        async def tail(path: str, size: int) -> tuple[int, bytes]:
+            # Azure takes no suffix range: the size first
+            head = await self._head(path)
+            if head is None:
+                raise FileNotFoundError(path)
+            total = int(head["size"])
+            if total < size:
+                raise OSError(f"{path}: {total:,} bytes, fewer than {size:,}")
+            return total, await self.range_of(path, total - size, total)
+
+        return self.each_of(wanted.items(), lambda item: tail(*item), key=lambda item: item[0])
+
+    def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
+        async def modified(path: str) -> float:
+            head = await self._head(path)
+            if head is None:
+                raise FileNotFoundError(path)
+            return float(head["last_modified"].timestamp())
+
+        return self.each_of(paths, modified)
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
+        return failures(
+            self.each_of(replacements, lambda r: self._replace_one(*r), key=lambda r: r.path)
+        )
+
+    async def _replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
+        """One PUT that holds only while the object is the version read."""
+        from obstore.exceptions import PreconditionError
+
+        version = self._versions.get(path)
+        if version is None:  # not read through this object: its version now, if it holds that
+            data_now, version = await self._get(path)
+            if data_now != expected:
+                raise changed()
+        if backup:
+            await self._create_one(path + BACKUP_SUFFIX, expected)
+        try:
+            self._versions[path] = await self._put(path, data, {"e_tag": version})
+        except (PreconditionError, FileNotFoundError):
+            # a retry refused after the server acted: ours is there
+            if await self._bytes_or_none(path) != data:
+                raise changed() from None
+
+    def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
+        return failures(
+            self.each_of(
+                files.items(), lambda item: self._create_one(*item), key=lambda item: item[0]
+            )
+        )
+
+    async def _create_one(self, path: str, data: bytes) -> None:
+        """One PUT that holds only where no object exists; one that holds ``data`` already is no
+        failure."""
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        try:
+            await self._put(path, data, "create")
+        except (AlreadyExistsError, PreconditionError):
+            if await self._bytes_or_none(path) != data:
+                raise FileExistsError(
+                    f"{path.rsplit('/', 1)[-1]} exists already: not overwritten"
+                ) from None
+
+    async def _bytes_or_none(self, path: str) -> bytes | None:
+        try:
+            return await self.bytes_of(path)
+        except FileNotFoundError:
+            return None
+
+    def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
+        return failures(
+            self.each_of(removals, lambda r: self._remove_one(*r), key=lambda r: r.path)
+        )
+
+    async def _remove_one(self, path: str, read: bytes | None, version: str | None) -> None:
+        """Checked just before (obstore has no conditional delete: a window of one request):
+        removed only while it is the version read, or holds what was read."""
+        if version is not None:
+            head = await self._head(path)
+            if head is None:
+                return
+            if _tag(head["e_tag"]) != version:
+                raise changed(": not removed")
+        if read is not None:
+            now = await self._bytes_or_none(path)
+            if now is None:
+                return
+            if digest(now) != read:
+                raise changed(": not removed")
+        await self._delete(path)
+
+    # -- shards ------------------------------------------------------------------------------------
+
+    def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
+        async def version(path: str) -> str | None:
+            head = await self._head(path)
+            return None if head is None else _tag(head["e_tag"])
+
+        return self.each_of(paths, version)
+
+    def version_holds(self, version: str, data: bytes) -> bool | None:
+        """An Azure ETag is no digest of the bytes: it does not tell."""
+        return None
+
+    def pack(
+        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Packed | Exception]:
+        """Each shard's sources read (each chunk object with its ETag from the same GET, a byte
+        range of an old shard held on that shard's ETag), the shard written in one PUT and read
+        back; in memory a shard at a time per ``jobs`` requests (two at least)."""
+        shards = list(shards)
+        if not shards:
+            return {}
+        at_once = max(2, self.jobs // max(1, max(len(shard.sources) for shard in shards)))
+        limits: list[asyncio.Semaphore] = []
+        versions: dict[str, asyncio.Task[str | None]] = {}
+
+        async def pack_one(shard: Shard) -> Packed:
+            if not limits:  # made on the loop the work runs on
+                limits.extend((asyncio.Semaphore(self.jobs), asyncio.Semaphore(at_once)))
+            async with limits[1]:
+                try:
+                    packed = await self._pack_one(shard, limits[0], versions)
+                finally:
+                    if on_progress is not None:
+                        on_progress(1, 0)
+            if on_progress is not None:
+                on_progress(0, sum(size or 0 for size in packed.sizes))
+            return packed
+
+        return self.run({shard.path: pack_one(shard) for shard in shards}, limit=False)
+
+    async def _pack_one(
+        self,
+        shard: Shard,
+        requests: asyncio.Semaphore,
+        versions: dict[str, asyncio.Task[str | None]],
+    ) -> Packed:
+        async def version_of(path: str) -> str | None:
+            head = await self._head(path)
+            return None if head is None else _tag(head["e_tag"])
+
+        async def source(read: str | ByteRange | None) -> tuple[bytes | None, str | None]:
+            if read is None:
+                return None, None
+            async with requests:
+                try:
+                    if isinstance(read, str):
+                        return await self.in_time(self._get(read))
+                    if read.path not in versions:
+                        versions[read.path] = asyncio.ensure_future(
+                            self.in_time(version_of(read.path))
+                        )
+                    data = await self.in_time(self.range_of(*read))
+                except FileNotFoundError:
+                    raise gone(source_path(read).rsplit("/", 1)[-1]) from None
+            version = await versions[read.path]
+            if version is None:
+                raise gone(read.path.rsplit("/", 1)[-1])
+            return data, version
+
+        read = await asyncio.gather(*(source(path) for path in shard.sources))
+        sizes = tuple(None if data is None else len(data) for data, _ in read)
+        present = [data for data, _ in read if data is not None]
+        async with requests:
+            if not present:  # no chunk: no shard (an interrupted run's object there goes)
+                await self.in_time(self._delete(shard.path))
+                written = False
+            else:
+                written = await self.in_time(
+                    self._write_shard(shard, b"".join(present) + shard_index(sizes))
+                )
+        return Packed(sizes, tuple(version for _, version in read), written)
+
+    async def _write_shard(self, shard: Shard, body: bytes) -> bool:
+        """The shard's object holding ``body``, read back: False where it held it already. An object
+        there is an interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
+        if await self._bytes_or_none(shard.path) == body:
+            return False
+        await self._put(shard.path, body, "overwrite")
+        if await self._bytes_or_none(shard.path) != body:
+            raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
+        return True
+
+    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+        """What each shard holds of its sources: its index read by range, then each source and its
+        range of the shard."""
+        return self.run({shard.path: self._held(shard) for shard in shards}, limit=False)
+
+    async def _held(self, shard: Shard) -> Held:
+        head = await self.in_time(self._head(shard.path))
+        if head is None:
+            raise FileNotFoundError(shard.path)
+        size, count = int(head["size"]), len(shard.sources)
+        footer = index_size(count)
+        if size < footer:
+            raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
+        entries = parsed_index(
+            await self.in_time(self.range_of(shard.path, size - footer, size)), count
+        )
+
+        async def compared(
+            held: str | ByteRange | None, entry: tuple[int, int] | None
+        ) -> tuple[bool | None, str | None, float | None]:
+            if held is None:
+                return None, None, None
+            path = source_path(held)
+            source = await self.in_time(self._head(path))
+            if source is None:
+                return None, None, None
+            version, written = _tag(source["e_tag"]), source["last_modified"].timestamp()
+            if entry is None or entry[1] != int(source["size"]):
+                return False, version, written
+            data = await self.in_time(self.bytes_of(path))
+            inner = await self.in_time(self.range_of(shard.path, entry[0], entry[0] + entry[1]))
+            return data == inner, version, written
+
+        found = await asyncio.gather(
+            *(compared(path, entry) for path, entry in zip(shard.sources, entries, strict=True))
+        )
+        return Held(
+            tuple(f[0] for f in found),
+            tuple(f[1] for f in found),
+            tuple(f[2] for f in found),
+            head["last_modified"].timestamp(),
+        )
+
+    def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
+        return self.files_and_versions(folders, ())[0]
+
+    def files_and_versions(
+        self, folders: Iterable[str], paths: Iterable[str]
+    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
+        """One listing of each folder gives both: its keys, each with its ETag (the versions of
+        paths below none of the folders from HEADs)."""
+        import obstore
+
+        async def below(folder: str) -> dict[str, str]:
+            prefix = self.key(folder)
+            found: dict[str, str] = {}
+            async for page in obstore.list(self.store, f"{prefix}/" if prefix else None):
+                for entry in page:
+                    name = entry["path"][len(prefix) + 1 if prefix else 0 :]
+                    found[name] = _tag(entry["e_tag"] or "")
+            return found
+
+        listed: dict[str, dict[str, str] | Exception] = self.each_of(folders, below)
+        names: dict[str, list[str] | Exception] = {
+            folder: keys if isinstance(keys, Exception) else sorted(keys)
+            for folder, keys in listed.items()
+        }
+        versions: dict[str, str | Exception | None] = {}
+        elsewhere = []
+        for path in paths:
+            folder = next((f for f in listed if path.startswith(f"{f}/")), None)
+            if folder is None:
+                elsewhere.append(path)
+                continue
+            keys = listed[folder]
+            versions[path] = (
+                keys if isinstance(keys, Exception) else keys.get(path[len(folder) + 1 :])
+            )
+        return names, versions | (self.versions(elsewhere) if elsewhere else {})
+
+    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
+        """Nothing: an object is written whole in one request (no temporary), and there are no
+        folders."""
+        return {}
+
+    # -- the lock ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self, top: str) -> Iterator[None]:
+        path = f"{top}/{LOCK_NAME}"
+        lease = Lease(_LockObject(self, path), path)
+        lease.acquire()
+        self._lease = lease
+        try:
+            yield
+        finally:
+            self._lease = None
+            lease.release()
+
+    def lock(self, top: str) -> AbstractContextManager[None]:
+        """One run at a time on the store whose topmost node is ``top``: a lock object there, held
+        by a lease (`lease.Lease`)."""
+        return self._locked(top)
+
+    def before_write(self) -> None:
+        if self._lease is not None:
+            self._lease.check()
+
+
+class _LockObject:
+    """The lock object through obstore: its age from the time the server says it was written, by
+    this machine's clock (obstore does not give the server's own)."""
+
+    def __init__(self, files: ObjectFiles, path: str) -> None:
+        self.files, self.path = files, path
+
+    def create(self, body: bytes) -> str:
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        try:
+            return self.files.ask(
+                self.files._put(self.path, body, "create", checked=False), plain=False
+            )
+        except (AlreadyExistsError, PreconditionError):
+            raise LockHeld from None
+
+    def replace(self, body: bytes, tag: str) -> str:
+        from obstore.exceptions import PreconditionError
+
+        try:
+            return self.files.ask(
+                self.files._put(self.path, body, {"e_tag": tag}, checked=False), plain=False
+            )
+        except (PreconditionError, FileNotFoundError):
+            raise LockLost from None
+
+    def read(self) -> LockRead:
+        import obstore
+
+        async def get() -> LockRead:
+            answer = await obstore.get_async(self.files.store, self.files.key(self.path))
+            body = bytes(await answer.bytes_async())
+            now = datetime.datetime.now(datetime.UTC)
+            age = (now - answer.meta["last_modified"]).total_seconds()
+            return LockRead(body, _tag(answer.meta["e_tag"]), age)
+
+        return self.files.ask(get())
+
+    def remove(self, tag: str) -> None:
+        async def remove() -> None:
+            head = await self.files._head(self.path)
+            if head is not None and _tag(head["e_tag"]) == tag:
+                await self.files._delete(self.path)
+
+        self.files.ask(remove())
+
+
+def _tag(tag: str | None) -> str:
+    """An ETag as listings and answers both give it (Azure's listings leave out the quotes); an
+    answer without one is an OSError (a version is what every condition holds on)."""
+    if not tag:
+        raise OSError("the store's answer gave no ETag")
+    return tag.strip('"')
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _plain(exc: Exception) -> Exception:
+    """obstore's error (several lines, a debug dump) as an OSError of its first line; others as
+    they are."""
+    if type(exc).__module__.startswith("obstore") and not isinstance(exc, FileNotFoundError):
+        return OSError(_first_line(exc))
+    return exc

@@ -1,0 +1,309 @@
+"""The store tools on Azure Blob Storage through obstore, against Azurite (Microsoft's emulator,
+started by the tests), with the credentials in the environment as Azure users have them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("zarr", minversion="3.1", reason="these stores are read with zarr 3")
+pytest.importorskip("obstore", reason="Azure needs obstore (the cloud extra)")
+import obstore
+import zarr
+from support.azure import ACCOUNT, KEY, connection_string, objects, upload, zarr_store
+from support.s3 import Fault, fault_proxy
+from support.slowed_tool import stopped_tool
+
+from numcodecs_bytes.cli import main
+from numcodecs_bytes.store import StoreOptions, open_store
+from numcodecs_bytes.store.object_files import ObjectFiles
+
+pytestmark = pytest.mark.same_on_every_stack
+
+CONTAINER = "stores"
+VALUES = {
+    "a": np.arange(24, dtype="<i2").reshape(4, 6),
+    "g/b": np.linspace(0, 1, 16, dtype="<f8"),
+}
+
+
+@pytest.fixture
+def azure(azurite: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from support.azure import empty_container
+
+    return empty_container(azurite, CONTAINER, monkeypatch)
+
+
+def upload_v2_store(store: Any, local: Path, prefix: str = "data") -> None:
+    """A Zarr v2 group of two arrays of several chunks each (one in a subgroup), at ``prefix``."""
+    group = zarr.open_group(str(local), mode="w", zarr_format=2)
+    group.create_array("a", data=VALUES["a"], chunks=(2, 3), compressors=None)
+    group.create_group("g").create_array("b", data=VALUES["g/b"], chunks=(4,), compressors=None)
+    upload(store, local, prefix)
+
+
+def read_values(endpoint: str, prefix: str = "data") -> dict[str, Any]:
+    group = zarr.open_group(zarr_store(endpoint, CONTAINER, prefix), mode="r", zarr_format=3)
+    return {name: group[name][...] for name in VALUES}  # type: ignore[index]
+
+
+def test_to_v3_converts_a_store_on_azure(
+    azure: Any, azurite: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    upload_v2_store(azure, tmp_path / "v2")
+    before = objects(azure)
+    assert main(["to-v3", f"az://{CONTAINER}/data", "--dry-run"]) == 0
+    assert objects(azure) == before, "a dry run changed an object"
+
+    assert main(["to-v3", f"az://{CONTAINER}/data", "--remove-v2-metadata"]) == 0, (
+        capsys.readouterr()
+    )
+    after = objects(azure)
+    assert not [key for key in after if key.rsplit("/", 1)[-1].startswith(".z")]
+    assert {"data/zarr.json", "data/a/zarr.json", "data/g/zarr.json", "data/g/b/zarr.json"} <= set(
+        after
+    )
+    assert ".numcodecs-bytes-lock" not in "".join(after), "the run's lock object was left"
+    found = read_values(azurite)
+    for name, expected in VALUES.items():
+        np.testing.assert_array_equal(found[name], expected)
+
+
+def test_to_v3_packs_shards_on_azure_and_a_rerun_has_nothing_to_do(
+    azure: Any, azurite: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    upload_v2_store(azure, tmp_path / "v2")
+    url = f"az://{CONTAINER}/data"
+    assert main(["to-v3", url, "--shard-size", "1MiB", "--remove-v2-metadata"]) == 0
+    capsys.readouterr()
+    after = objects(azure)
+    # each array in one shard; the v2 chunk objects gone
+    assert sorted(key for key in after if "/c/" in key) == ["data/a/c/0/0", "data/g/b/c/0"]
+    assert not [key for key in after if key.rsplit("/", 1)[-1][0].isdigit() and "/c/" not in key]
+    found = read_values(azurite)
+    for name, expected in VALUES.items():
+        np.testing.assert_array_equal(found[name], expected)
+    assert main(["to-v3", url, "--shard-size", "1MiB", "--remove-v2-metadata"]) == 0
+    assert objects(azure) == after
+
+
+def test_a_killed_sharding_run_is_finished_by_a_rerun(
+    azure: Any, azurite: str, tmp_path: Path
+) -> None:
+    """Stopped dead right after its shards were packed (before any zarr.json reads them), with its
+    lock object left: the rerun takes the lock over (its process ended on this machine) and
+    finishes."""
+    upload_v2_store(azure, tmp_path / "v2")
+    arguments = [f"az://{CONTAINER}/data", "--shard-size", "1MiB", "--remove-v2-metadata"]
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            stopped_tool("numcodecs_bytes.store.object_files:ObjectFiles.pack"),
+            "to-v3",
+            *arguments,
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
+    assert killed.returncode == 137, killed.stderr
+    assert "data/.numcodecs-bytes-lock" in objects(azure)
+    rerun = subprocess.run(
+        [sys.executable, "-m", "numcodecs_bytes", "to-v3", *arguments],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    after = objects(azure)
+    assert "data/.numcodecs-bytes-lock" not in after
+    assert sorted(key for key in after if "/c/" in key) == ["data/a/c/0/0", "data/g/b/c/0"]
+    found = read_values(azurite)
+    for name, expected in VALUES.items():
+        np.testing.assert_array_equal(found[name], expected)
+
+
+def test_a_run_is_refused_while_another_holds_the_lock(
+    azure: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    upload_v2_store(azure, tmp_path / "v2")
+    holder = {"tool": "numcodecs-bytes", "lease_seconds": 60.0, "host": "elsewhere", "pid": 7}
+    obstore.put(azure, "data/.numcodecs-bytes-lock", json.dumps(holder).encode())
+    before = objects(azure)
+    assert main(["to-v3", f"az://{CONTAINER}/data"]) == 2
+    err = capsys.readouterr().err
+    assert "another numcodecs-bytes run is working on this store (pid 7 on elsewhere)" in err
+    assert objects(azure) == before
+
+
+def test_a_writer_between_the_read_and_the_write_is_never_overwritten(
+    azure: Any, azurite: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another writer makes an array's zarr.json just before the tool's own PUT of it: the server
+    refuses the tool's (it is written only where none exists); the rest converts."""
+    upload_v2_store(azure, tmp_path / "v2")
+    theirs = b'{"zarr_format": 3, "node_type": "group"}'
+    with fault_proxy(azurite) as proxy:
+        proxy.add(
+            Fault(
+                "before",
+                method="PUT",
+                key=r"data/a/zarr\.json$",
+                hook=lambda: obstore.put(azure, "data/a/zarr.json", theirs) and None,
+            )
+        )
+        options = [
+            "--storage-option",
+            f"account_name={ACCOUNT}",
+            "--storage-option",
+            f"account_key={KEY}",
+            "--storage-option",
+            f"endpoint={proxy.endpoint}/{ACCOUNT}",
+        ]
+        code = main(["to-v3", f"az://{CONTAINER}/data", *options])
+    out = capsys.readouterr()
+    assert code == 1, out
+    assert "a: zarr.json exists already: not overwritten" in out.err
+    after = objects(azure)
+    assert after["data/a/zarr.json"] == theirs
+    assert json.loads(after["data/g/b/zarr.json"])["shape"] == [16]
+
+
+def test_a_busy_server_is_retried_and_a_lost_answer_is_read_back(
+    azure: Any, azurite: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """503s on reads and a PUT whose answer is lost after the server acted: the run converts all
+    (obstore retries; the retry of the conditional create is refused, and the object holds what
+    was written)."""
+    upload_v2_store(azure, tmp_path / "v2")
+    with fault_proxy(azurite) as proxy:
+        proxy.add(
+            Fault("error", method="GET", key=r"\.zarray$", times=3),
+            Fault("lost", method="PUT", key=r"data/g/b/zarr\.json$"),
+        )
+        endpoint = f"endpoint={proxy.endpoint}/{ACCOUNT}"
+        code = main(["to-v3", f"az://{CONTAINER}/data", "--storage-option", endpoint])
+        assert [fault.hits for fault in proxy.faults] == [3, 1]
+    assert code == 0, capsys.readouterr()
+    found = read_values(azurite)
+    for name, expected in VALUES.items():
+        np.testing.assert_array_equal(found[name], expected)
+
+
+def test_an_option_azure_does_not_take_is_one_line_before_any_request(
+    azure: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["to-v3", f"az://{CONTAINER}/data", "--storage-option", "endpoint_url=http://x"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (
+        err.count("\n") == 1 and "storage option endpoint_url is not one an Azure URL takes" in err
+    )
+
+
+def test_the_store_is_opened_through_obstore_with_the_connection_string_of_the_environment(
+    azure: Any, tmp_path: Path
+) -> None:
+    upload_v2_store(azure, tmp_path / "v2")
+    store = open_store(f"abfs://{CONTAINER}/data/g", StoreOptions(jobs=4))
+    assert isinstance(store.files, ObjectFiles)
+    assert (store.root, store.top) == (f"{CONTAINER}/data/g", f"{CONTAINER}/data")
+
+
+def test_a_connection_string_given_as_an_option(
+    azure: Any, azurite: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upload_v2_store(azure, tmp_path / "v2")
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    with pytest.raises(Exception, match="data"):  # no credentials at all: not reached
+        open_store(f"az://{CONTAINER}/data", StoreOptions(request_timeout=5))
+    options = StoreOptions(storage_options={"connection_string": connection_string(azurite)})
+    assert isinstance(open_store(f"az://{CONTAINER}/data", options).files, ObjectFiles)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "config"),
+    [
+        ("account_name", "acc", {"account_name": "acc"}),
+        ("account_key", "a2V5", {"account_key": "a2V5"}),
+        ("sas_token", "sv=1&sig=x", {"sas_key": "sv=1&sig=x"}),
+        ("tenant_id", "t", {"tenant_id": "t"}),
+        ("client_id", "c", {"client_id": "c"}),
+        ("client_secret", "s", {"client_secret": "s"}),
+        ("anon", True, {"skip_signature": True}),
+        ("anon", "false", {"skip_signature": False}),
+        ("endpoint", "https://x.example", {"endpoint": "https://x.example"}),
+        ("use_emulator", "true", {"use_emulator": True}),
+        ("use_azure_cli", True, {"use_azure_cli": True}),
+        (
+            "connection_string",
+            "AccountName=acc;AccountKey=a2V5;SharedAccessSignature=sv=1",
+            {"account_name": "acc", "account_key": "a2V5", "sas_key": "sv=1"},
+        ),
+    ],
+)
+def test_each_storage_option_azure_takes(option: str, value: Any, config: dict[str, Any]) -> None:
+    from numcodecs_bytes.store.cloud_options import AZURE_OPTIONS, azure_location
+
+    assert (
+        azure_location(
+            "az://box/p", StoreOptions(storage_options={option: value}), environ={}
+        ).config
+        == config
+    )
+    assert option in AZURE_OPTIONS
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "environ", "problem"),
+    [
+        ("az://box", {"anon": "maybe"}, {}, "anon must be true or false, got 'maybe'"),
+        ("az://box", {"account_key": ""}, {}, "account_key must be a non-empty string"),
+        ("az:///p", {}, {}, "an Azure URL names a container"),
+        ("az://box", {"connection_string": "junk"}, {}, "needs AccountName"),
+        ("az://box", {}, {"AZURE_STORAGE_CONNECTION_STRING": "x=1"}, "needs AccountName"),
+    ],
+)
+def test_a_wrong_azure_option_is_a_value_error_naming_it(
+    url: str, options: dict[str, Any], environ: dict[str, str], problem: str
+) -> None:
+    from numcodecs_bytes.store.cloud_options import azure_location
+
+    with pytest.raises(ValueError, match=problem):
+        azure_location(url, StoreOptions(storage_options=options), environ=environ)
+
+
+def test_the_account_of_an_abfs_url_and_the_environment_connection_string() -> None:
+    from numcodecs_bytes.store.cloud_options import azure_location
+
+    found = azure_location("abfss://box@acc.dfs.core.windows.net/a/b", StoreOptions(), environ={})
+    assert (found.container, found.path, found.config) == ("box", "a/b", {"account_name": "acc"})
+    text = "AccountName=acc;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:1/acc"
+    found = azure_location(
+        "az://box", StoreOptions(), environ={"AZURE_STORAGE_CONNECTION_STRING": text}
+    )
+    assert found.config["endpoint"] == "http://127.0.0.1:1/acc"
+    assert found.client_options == {"allow_http": True}
+    # an account named by the caller: the environment's connection string is not read
+    found = azure_location(
+        "az://box",
+        StoreOptions(storage_options={"account_name": "mine"}),
+        environ={"AZURE_STORAGE_CONNECTION_STRING": text},
+    )
+    assert found.config == {"account_name": "mine"}
+    found = azure_location(
+        "az://box",
+        StoreOptions(storage_options={"endpoint": "http://proxy"}),
+        environ={"AZURE_STORAGE_CONNECTION_STRING": text},
+    )
+    assert found.config["endpoint"] == "http://proxy", "the environment won over an option given"
