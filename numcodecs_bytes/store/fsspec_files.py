@@ -293,30 +293,7 @@ class FsspecFiles(Requests):
         """Each shard's sources read (``jobs`` requests in flight), the shard written in one
         request, and read back; in memory a shard at a time per ``jobs`` requests: memory grows with
         ``jobs`` and the shard size."""
-        shards = list(shards)
-        if not shards:
-            return {}
-        # Shards in memory at once: enough to keep ``jobs`` requests busy (two at least: one is
-        # written while the next one's chunks are read).
-        at_once = max(2, self.jobs // max(1, max(len(shard.sources) for shard in shards)))
-        limits: list[asyncio.Semaphore] = []
-        # the files byte ranges are read from: a version each
-        versions: dict[str, asyncio.Task[str | None]] = {}
-
-        async def pack_one(shard: Shard) -> Packed:
-            if not limits:  # made on fsspec's loop, where the work runs
-                limits.extend((asyncio.Semaphore(self.jobs), asyncio.Semaphore(at_once)))
-            async with limits[1]:
-                try:
-                    packed = await self._pack_one(shard, limits[0], versions)
-                finally:
-                    if on_progress is not None:
-                        on_progress(1, 0)
-            if on_progress is not None:
-                on_progress(0, sum(size or 0 for size in packed.sizes))
-            return packed
-
-        return self.run({shard.path: pack_one(shard) for shard in shards}, limit=False)
+        return self.pack_each(shards, self._pack_one, on_progress)
 
     async def _pack_one(
         self,

@@ -14,13 +14,22 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping
-from contextlib import suppress
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from typing import Any, NamedTuple, Protocol
 
 from ..problems import StoreBusyError
 
-__all__ = ["LEASE", "LOCK_NAME", "Lease", "LockHeld", "LockLost", "LockObject", "LockRead"]
+__all__ = [
+    "LEASE",
+    "LOCK_NAME",
+    "Lease",
+    "LockHeld",
+    "LockLost",
+    "LockObject",
+    "LockRead",
+    "leased",
+]
 
 LOCK_NAME = ".numcodecs-bytes-lock"
 """The lock object of an object store, beside its topmost node's metadata, while a run works on
@@ -171,6 +180,17 @@ class Lease:
             # taken over meanwhile, or the server unreachable: it lapses on its own
             with suppress(OSError):
                 self.lock.remove(self.tag)
+
+
+@contextmanager
+def leased(lock: LockObject, path: str) -> Iterator[Lease]:
+    """The lock at ``path`` held for the block (`Lease`), released at its end however it ends."""
+    lease = Lease(lock, path)
+    lease.acquire()
+    try:
+        yield lease
+    finally:
+        lease.release()
 
 
 def _this_process() -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..problems import NotAStoreError
@@ -48,7 +48,7 @@ from .files import (
 )
 from .fsspec_files import child_path
 from .layout import METADATA_NAMES
-from .lease import LOCK_NAME, Lease, LockHeld, LockLost, LockRead
+from .lease import LOCK_NAME, Lease, LockHeld, LockLost, LockRead, leased
 from .options import StoreOptions
 from .requests import Requests, loop_thread
 
@@ -371,27 +371,7 @@ class ObjectFiles(Requests):
         """Each shard's sources read (each chunk object with its ETag from the same GET, a byte
         range of an old shard held on that shard's ETag), the shard written in one PUT and read
         back; in memory a shard at a time per ``jobs`` requests (two at least)."""
-        shards = list(shards)
-        if not shards:
-            return {}
-        at_once = max(2, self.jobs // max(1, max(len(shard.sources) for shard in shards)))
-        limits: list[asyncio.Semaphore] = []
-        versions: dict[str, asyncio.Task[str | None]] = {}
-
-        async def pack_one(shard: Shard) -> Packed:
-            if not limits:  # made on the loop the work runs on
-                limits.extend((asyncio.Semaphore(self.jobs), asyncio.Semaphore(at_once)))
-            async with limits[1]:
-                try:
-                    packed = await self._pack_one(shard, limits[0], versions)
-                finally:
-                    if on_progress is not None:
-                        on_progress(1, 0)
-            if on_progress is not None:
-                on_progress(0, sum(size or 0 for size in packed.sizes))
-            return packed
-
-        return self.run({shard.path: pack_one(shard) for shard in shards}, limit=False)
+        return self.pack_each(shards, self._pack_one, on_progress)
 
     async def _pack_one(
         self,
@@ -533,21 +513,16 @@ class ObjectFiles(Requests):
     # -- the lock ----------------------------------------------------------------------------------
 
     @contextmanager
-    def _locked(self, top: str) -> Iterator[None]:
-        path = f"{top}/{LOCK_NAME}"
-        lease = Lease(_LockObject(self, path), path)
-        lease.acquire()
-        self._lease = lease
-        try:
-            yield
-        finally:
-            self._lease = None
-            lease.release()
-
-    def lock(self, top: str) -> AbstractContextManager[None]:
+    def lock(self, top: str) -> Iterator[None]:
         """One run at a time on the store whose topmost node is ``top``: a lock object there, held
-        by a lease (`lease.Lease`)."""
-        return self._locked(top)
+        by a lease (`lease.leased`); every write of the run checks first that it still holds it."""
+        path = f"{top}/{LOCK_NAME}"
+        with leased(_LockObject(self, path), path) as lease:
+            self._lease = lease
+            try:
+                yield
+            finally:
+                self._lease = None
 
     def before_write(self) -> None:
         if self._lease is not None:

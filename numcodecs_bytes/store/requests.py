@@ -14,10 +14,11 @@ from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable, 
 from typing import Any, TypeVar, cast
 
 from ..problems import StoreBusyError
+from .chunks import Packed, Shard
 from .files import BATCH
 from .options import StoreOptions
 
-__all__ = ["Requests", "loop_thread"]
+__all__ = ["PackOne", "Requests", "loop_thread"]
 
 _T = TypeVar("_T")
 _K = TypeVar("_K", bound=Hashable)
@@ -43,6 +44,13 @@ def loop_thread() -> asyncio.AbstractEventLoop:
 
 def _on_loop(loop: asyncio.AbstractEventLoop, work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
     return asyncio.run_coroutine_threadsafe(work(), loop).result()
+
+
+PackOne = Callable[
+    [Shard, asyncio.Semaphore, dict[str, "asyncio.Task[str | None]"]], Awaitable[Packed]
+]
+"""How a backend packs one shard through its client: the shard, the semaphore of the requests in
+flight, and the versions of the files byte ranges are read from (asked once per pack)."""
 
 
 class Requests:
@@ -126,3 +134,37 @@ class Requests:
                 )
                 batch = []
         return results
+
+    def pack_each(
+        self,
+        shards: Iterable[Shard],
+        pack_one: PackOne,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Packed | Exception]:
+        """Each shard packed by ``pack_one`` (``jobs`` requests in flight); in memory a shard at a
+        time per ``jobs`` requests: memory grows with ``jobs`` and the shard size.
+        ``on_progress`` hears of (shards done, bytes packed) as they go."""
+        shards = list(shards)
+        if not shards:
+            return {}
+        # Shards in memory at once: enough to keep ``jobs`` requests busy (two at least: one is
+        # written while the next one's chunks are read).
+        at_once = max(2, self.jobs // max(1, max(len(shard.sources) for shard in shards)))
+        limits: list[asyncio.Semaphore] = []
+        # the files byte ranges are read from: a version each
+        versions: dict[str, asyncio.Task[str | None]] = {}
+
+        async def one(shard: Shard) -> Packed:
+            if not limits:  # made on the client's loop, where the work runs
+                limits.extend((asyncio.Semaphore(self.jobs), asyncio.Semaphore(at_once)))
+            async with limits[1]:
+                try:
+                    packed = await pack_one(shard, limits[0], versions)
+                finally:
+                    if on_progress is not None:
+                        on_progress(1, 0)
+            if on_progress is not None:
+                on_progress(0, sum(size or 0 for size in packed.sizes))
+            return packed
+
+        return self.run({shard.path: one(shard) for shard in shards}, limit=False)

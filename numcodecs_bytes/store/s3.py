@@ -32,7 +32,7 @@ from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index, sou
 from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
 from .fsspec_files import FsspecFiles, Listing, child_path
 from .layout import METADATA_NAMES, NODE_FILES
-from .lease import LOCK_NAME, Lease, LockHeld, LockLost, LockRead
+from .lease import LOCK_NAME, Lease, LockHeld, LockLost, LockRead, leased
 from .options import StoreOptions
 from .s3_parts import (
     MAX_PARTS,
@@ -762,17 +762,15 @@ class S3Files(FsspecFiles):
     @contextmanager
     def lock(self, top: str) -> Iterator[None]:
         """One run at a time on the store whose topmost node is ``top``: a lock object there
-        (`LOCK_NAME`), created only where none exists, held by renewing it (see `Lease`) and removed
-        at the end. Every write of the run checks first that it still holds it."""
+        (`LOCK_NAME`), held by a lease (`lease.leased`); every write of the run checks first that
+        it still holds it."""
         path = f"{top}/{LOCK_NAME}"
-        lease = Lease(_LockObject(self, path), path)
-        lease.acquire()
-        self._lease = lease
-        try:
-            yield
-        finally:
-            self._lease = None
-            lease.release()
+        with leased(_LockObject(self, path), path) as lease:
+            self._lease = lease
+            try:
+                yield
+            finally:
+                self._lease = None
 
     def before_write(self) -> None:
         if self._lease is not None:
