@@ -14,9 +14,8 @@ the folders of a level at once.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -26,12 +25,6 @@ from .chunks import (
     Held,
     Packed,
     Shard,
-    ShardError,
-    gone,
-    index_size,
-    parsed_index,
-    shard_index,
-    source_path,
 )
 from .cloud_options import azure_location
 from .files import (
@@ -142,7 +135,7 @@ class ObjectFiles(Requests):
             return {entry["path"].rsplit("/", 1)[-1] for entry in listing["objects"]}
 
         def any_exists(paths: list[str]) -> bool:
-            found = self.run({path: self._head(path) for path in paths})
+            found = self.run({path: self.head(path) for path in paths})
             if any(isinstance(answer, dict) for answer in found.values()):
                 return True
             for answer in found.values():
@@ -161,7 +154,7 @@ class ObjectFiles(Requests):
 
         return await obstore.list_with_delimiter_async(self.store, self.key(folder) or None)
 
-    async def _head(self, path: str) -> dict[str, Any] | None:
+    async def head(self, path: str) -> dict[str, Any] | None:
         import obstore
 
         try:
@@ -169,7 +162,7 @@ class ObjectFiles(Requests):
         except FileNotFoundError:
             return None
 
-    async def _get(self, path: str, if_match: str | None = None) -> tuple[bytes, str]:
+    async def get(self, path: str, if_match: str | None = None) -> tuple[bytes, str]:
         """An object's bytes and ETag, from one GET (held on ``if_match`` where given)."""
         import obstore
 
@@ -178,7 +171,7 @@ class ObjectFiles(Requests):
         return bytes(await answer.bytes_async()), _tag(answer.meta["e_tag"])
 
     async def bytes_of(self, path: str) -> bytes:
-        return (await self._get(path))[0]
+        return (await self.get(path))[0]
 
     async def range_of(self, path: str, start: int, end: int) -> bytes:
         import obstore
@@ -190,7 +183,7 @@ class ObjectFiles(Requests):
             raise OSError(f"{path}: {start + len(data):,} bytes, not {end:,}")
         return data
 
-    async def _put(self, path: str, data: bytes, mode: Any, checked: bool = True) -> str:
+    async def put(self, path: str, data: bytes, mode: Any, checked: bool = True) -> str:
         """``data`` put at ``path`` in ``mode`` (obstore's put modes); where ``checked``, only while
         this run holds the store's lock."""
         import obstore
@@ -200,7 +193,33 @@ class ObjectFiles(Requests):
         answer = await obstore.put_async(self.store, self.key(path), data, mode=mode)
         return _tag(answer["e_tag"])
 
-    async def _delete(self, path: str) -> None:
+    async def put_in_parts(
+        self, path: str, pieces: AsyncIterator[bytes], part_bytes: int, parts_at_once: int
+    ) -> str:
+        """``pieces`` put at ``path`` as one object, a multipart upload of parts of ``part_bytes``
+        (``parts_at_once`` going up at once): whole or not at all (an object there replaced)."""
+        import obstore
+
+        self.before_write()
+        answer = await obstore.put_async(
+            self.store,
+            self.key(path),
+            pieces,
+            mode="overwrite",
+            chunk_size=part_bytes,
+            max_concurrency=parts_at_once,
+        )
+        return _tag(answer["e_tag"])
+
+    async def stream(self, path: str, piece_bytes: int) -> AsyncIterator[bytes]:
+        """An object's bytes, ``piece_bytes`` or so at a time."""
+        import obstore
+
+        answer = await obstore.get_async(self.store, self.key(path))
+        async for piece in answer.stream(min_chunk_size=piece_bytes):
+            yield bytes(piece)
+
+    async def delete(self, path: str) -> None:
         import obstore
 
         self.before_write()
@@ -239,7 +258,7 @@ class ObjectFiles(Requests):
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
         async def read(path: str) -> bytes:
-            data, tag = await self._get(path)
+            data, tag = await self.get(path)
             self._versions.setdefault(path, tag)
             return data
 
@@ -260,7 +279,7 @@ class ObjectFiles(Requests):
     def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
         async def tail(path: str, size: int) -> tuple[int, bytes]:
             # Azure takes no suffix range: the size first
-            head = await self._head(path)
+            head = await self.head(path)
             if head is None:
                 raise FileNotFoundError(path)
             total = int(head["size"])
@@ -272,7 +291,7 @@ class ObjectFiles(Requests):
 
     def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
         async def modified(path: str) -> float:
-            head = await self._head(path)
+            head = await self.head(path)
             if head is None:
                 raise FileNotFoundError(path)
             return float(head["last_modified"].timestamp())
@@ -292,16 +311,16 @@ class ObjectFiles(Requests):
 
         version = self._versions.get(path)
         if version is None:  # not read through this object: its version now, if it holds that
-            data_now, version = await self._get(path)
+            data_now, version = await self.get(path)
             if data_now != expected:
                 raise changed()
         if backup:
             await self._create_one(path + BACKUP_SUFFIX, expected)
         try:
-            self._versions[path] = await self._put(path, data, {"e_tag": version})
+            self._versions[path] = await self.put(path, data, {"e_tag": version})
         except (PreconditionError, FileNotFoundError):
             # a retry refused after the server acted: ours is there
-            if await self._bytes_or_none(path) != data:
+            if await self.bytes_or_none(path) != data:
                 raise changed() from None
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
@@ -317,14 +336,14 @@ class ObjectFiles(Requests):
         from obstore.exceptions import AlreadyExistsError, PreconditionError
 
         try:
-            await self._put(path, data, "create")
+            await self.put(path, data, "create")
         except (AlreadyExistsError, PreconditionError):
-            if await self._bytes_or_none(path) != data:
+            if await self.bytes_or_none(path) != data:
                 raise FileExistsError(
                     f"{path.rsplit('/', 1)[-1]} exists already: not overwritten"
                 ) from None
 
-    async def _bytes_or_none(self, path: str) -> bytes | None:
+    async def bytes_or_none(self, path: str) -> bytes | None:
         try:
             return await self.bytes_of(path)
         except FileNotFoundError:
@@ -339,24 +358,24 @@ class ObjectFiles(Requests):
         """Checked just before (obstore has no conditional delete: a window of one request):
         removed only while it is the version read, or holds what was read."""
         if version is not None:
-            head = await self._head(path)
+            head = await self.head(path)
             if head is None:
                 return
             if _tag(head["e_tag"]) != version:
                 raise changed(": not removed")
         if read is not None:
-            now = await self._bytes_or_none(path)
+            now = await self.bytes_or_none(path)
             if now is None:
                 return
             if digest(now) != read:
                 raise changed(": not removed")
-        await self._delete(path)
+        await self.delete(path)
 
     # -- shards ------------------------------------------------------------------------------------
 
     def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
         async def version(path: str) -> str | None:
-            head = await self._head(path)
+            head = await self.head(path)
             return None if head is None else _tag(head["e_tag"])
 
         return self.each_of(paths, version)
@@ -371,102 +390,20 @@ class ObjectFiles(Requests):
         """Each shard's sources read (each chunk object with its ETag from the same GET, a byte
         range of an old shard held on that shard's ETag), the shard written in one PUT and read
         back; in memory a shard at a time per ``jobs`` requests (two at least)."""
-        return self.pack_each(shards, self._pack_one, on_progress)
+        from .object_packing import pack_one
 
-    async def _pack_one(
-        self,
-        shard: Shard,
-        requests: asyncio.Semaphore,
-        versions: dict[str, asyncio.Task[str | None]],
-    ) -> Packed:
-        async def version_of(path: str) -> str | None:
-            head = await self._head(path)
-            return None if head is None else _tag(head["e_tag"])
-
-        async def source(read: str | ByteRange | None) -> tuple[bytes | None, str | None]:
-            if read is None:
-                return None, None
-            async with requests:
-                try:
-                    if isinstance(read, str):
-                        return await self.in_time(self._get(read))
-                    if read.path not in versions:
-                        versions[read.path] = asyncio.ensure_future(
-                            self.in_time(version_of(read.path))
-                        )
-                    data = await self.in_time(self.range_of(*read))
-                except FileNotFoundError:
-                    raise gone(source_path(read).rsplit("/", 1)[-1]) from None
-            version = await versions[read.path]
-            if version is None:
-                raise gone(read.path.rsplit("/", 1)[-1])
-            return data, version
-
-        read = await asyncio.gather(*(source(path) for path in shard.sources))
-        sizes = tuple(None if data is None else len(data) for data, _ in read)
-        present = [data for data, _ in read if data is not None]
-        async with requests:
-            if not present:  # no chunk: no shard (an interrupted run's object there goes)
-                await self.in_time(self._delete(shard.path))
-                written = False
-            else:
-                written = await self.in_time(
-                    self._write_shard(shard, b"".join(present) + shard_index(sizes))
-                )
-        return Packed(sizes, tuple(version for _, version in read), written)
-
-    async def _write_shard(self, shard: Shard, body: bytes) -> bool:
-        """The shard's object holding ``body``, read back: False where it held it already. An object
-        there is an interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
-        if await self._bytes_or_none(shard.path) == body:
-            return False
-        await self._put(shard.path, body, "overwrite")
-        if await self._bytes_or_none(shard.path) != body:
-            raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
-        return True
+        return self.pack_each(
+            shards,
+            lambda shard, requests, versions: pack_one(self, shard, requests, versions),
+            on_progress,
+        )
 
     def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
         """What each shard holds of its sources: its index read by range, then each source and its
         range of the shard."""
-        return self.run({shard.path: self._held(shard) for shard in shards}, limit=False)
+        from .object_packing import held
 
-    async def _held(self, shard: Shard) -> Held:
-        head = await self.in_time(self._head(shard.path))
-        if head is None:
-            raise FileNotFoundError(shard.path)
-        size, count = int(head["size"]), len(shard.sources)
-        footer = index_size(count)
-        if size < footer:
-            raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
-        entries = parsed_index(
-            await self.in_time(self.range_of(shard.path, size - footer, size)), count
-        )
-
-        async def compared(
-            held: str | ByteRange | None, entry: tuple[int, int] | None
-        ) -> tuple[bool | None, str | None, float | None]:
-            if held is None:
-                return None, None, None
-            path = source_path(held)
-            source = await self.in_time(self._head(path))
-            if source is None:
-                return None, None, None
-            version, written = _tag(source["e_tag"]), source["last_modified"].timestamp()
-            if entry is None or entry[1] != int(source["size"]):
-                return False, version, written
-            data = await self.in_time(self.bytes_of(path))
-            inner = await self.in_time(self.range_of(shard.path, entry[0], entry[0] + entry[1]))
-            return data == inner, version, written
-
-        found = await asyncio.gather(
-            *(compared(path, entry) for path, entry in zip(shard.sources, entries, strict=True))
-        )
-        return Held(
-            tuple(f[0] for f in found),
-            tuple(f[1] for f in found),
-            tuple(f[2] for f in found),
-            head["last_modified"].timestamp(),
-        )
+        return self.run({shard.path: held(self, shard) for shard in shards}, limit=False)
 
     def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
         return self.files_and_versions(folders, ())[0]
@@ -541,7 +478,7 @@ class _LockObject:
 
         try:
             return self.files.ask(
-                self.files._put(self.path, body, "create", checked=False), plain=False
+                self.files.put(self.path, body, "create", checked=False), plain=False
             )
         except (AlreadyExistsError, PreconditionError):
             raise LockHeld from None
@@ -551,7 +488,7 @@ class _LockObject:
 
         try:
             return self.files.ask(
-                self.files._put(self.path, body, {"e_tag": tag}, checked=False), plain=False
+                self.files.put(self.path, body, {"e_tag": tag}, checked=False), plain=False
             )
         except (PreconditionError, FileNotFoundError):
             raise LockLost from None
@@ -570,9 +507,9 @@ class _LockObject:
 
     def remove(self, tag: str) -> None:
         async def remove() -> None:
-            head = await self.files._head(self.path)
+            head = await self.files.head(self.path)
             if head is not None and _tag(head["e_tag"]) == tag:
-                await self.files._delete(self.path)
+                await self.files.delete(self.path)
 
         self.files.ask(remove())
 

@@ -307,3 +307,73 @@ def test_the_account_of_an_abfs_url_and_the_environment_connection_string() -> N
         environ={"AZURE_STORAGE_CONNECTION_STRING": text},
     )
     assert found.config["endpoint"] == "http://proxy", "the environment won over an option given"
+
+
+def upload_large_array(store: Any, local: Path) -> Any:
+    """A v2 array of 64 chunks of 256 bytes (16 KiB), at ``data/big``."""
+    values = np.arange(64 * 64, dtype="<i4").reshape(64, 64)
+    group = zarr.open_group(str(local), mode="w", zarr_format=2)
+    group.create_array("big", data=values, chunks=(8, 8), compressors=None)
+    upload(store, local, "data")
+    return values
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shards of more than 1,000 bytes go up in parts of 4 KiB, reading 1 KiB ahead: the multipart
+    path on shards a test can hold."""
+    from numcodecs_bytes.store import object_packing
+
+    monkeypatch.setattr(object_packing, "WHOLE_SHARD_BYTES", 1000)
+    monkeypatch.setattr(object_packing, "PART_BYTES", 4096)
+    monkeypatch.setattr(object_packing, "READ_AHEAD_BYTES", 1024)
+
+
+def test_a_large_shard_goes_up_in_parts_as_its_chunks_are_read(
+    azure: Any, azurite: str, tmp_path: Path, small_parts: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = upload_large_array(azure, tmp_path / "v2")
+    with fault_proxy(azurite) as proxy:
+        endpoint = f"endpoint={proxy.endpoint}/{ACCOUNT}"
+        arguments = ["--shard-size", "1MiB", "--remove-v2-metadata", "--storage-option", endpoint]
+        code = main(["to-v3", f"az://{CONTAINER}/data", *arguments])
+        blocks = [key for method, key in proxy.requests if method == "PUT" and "comp=block" in key]
+    assert code == 0, capsys.readouterr()
+    # 16 KiB of chunks and a 1 KiB index: five parts of 4 KiB, and the list that makes them one blob
+    assert len(blocks) == 6, blocks
+    after = objects(azure)
+    assert sorted(key for key in after if "/c/" in key) == ["data/big/c/0/0"]
+    assert len(after["data/big/c/0/0"]) == 64 * 256 + 64 * 16 + 4
+    group = zarr.open_group(zarr_store(azurite, CONTAINER, "data"), mode="r", zarr_format=3)
+    np.testing.assert_array_equal(group["big"][...], values)  # type: ignore[index]
+
+
+def test_a_chunk_gone_while_its_shard_goes_up_leaves_no_shard_and_the_v2_array_whole(
+    azure: Any, azurite: str, tmp_path: Path, small_parts: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another writer removes a chunk object after the listing, while the shard's parts go up: the
+    upload is abandoned (no blob appears), the array stays as it was, and the run says so."""
+    values = upload_large_array(azure, tmp_path / "v2")
+    with fault_proxy(azurite) as proxy:
+        proxy.add(
+            Fault(
+                "before",
+                method="GET",
+                key=r"data/big/5\.5$",
+                hook=lambda: obstore.delete(azure, "data/big/7.7"),
+            )
+        )
+        endpoint = f"endpoint={proxy.endpoint}/{ACCOUNT}"
+        arguments = ["--shard-size", "1MiB", "--remove-v2-metadata", "--storage-option", endpoint]
+        code = main(["to-v3", f"az://{CONTAINER}/data", *arguments])
+        assert proxy.faults[0].hits == 1
+    out = capsys.readouterr()
+    assert code == 1, out
+    assert "7.7" in out.err and "gone" in out.err
+    after = objects(azure)
+    assert not [key for key in after if "/c/" in key]
+    assert "data/big/.zarray" in after and "data/big/0.0" in after
+    group = zarr.open_group(zarr_store(azurite, CONTAINER, "data"), mode="r", zarr_format=2)
+    expected = values.copy()
+    expected[56:, 56:] = 0  # the chunk the other writer removed reads as the fill value
+    np.testing.assert_array_equal(group["big"][...], expected)  # type: ignore[index]

@@ -1,0 +1,233 @@
+"""Shards packed through an obstore client (`object_files`): each inner chunk read from its object,
+the shard written, then read back and compared.
+
+A shard of up to `WHOLE_SHARD_BYTES` goes up in one PUT: its chunks are read
+at once. A larger one goes up as a multipart upload while its chunks are read
+in order: the client holds `READ_AHEAD_BYTES` of chunks being read and
+`PARTS_AT_ONCE` parts of `PART_BYTES` going up, not the shard, and reads it
+back as a stream, compared by its SHA-256. So a run's memory is bounded by
+bytes, whatever the shard's size (`Requests.pack_each` packs two shards at
+once at least).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
+
+from .chunks import (
+    ByteRange,
+    Held,
+    Packed,
+    Shard,
+    ShardError,
+    gone,
+    index_size,
+    parsed_index,
+    shard_index,
+    source_path,
+)
+
+if TYPE_CHECKING:
+    from .object_files import ObjectFiles
+
+__all__ = [
+    "PARTS_AT_ONCE",
+    "PART_BYTES",
+    "READ_AHEAD_BYTES",
+    "WHOLE_SHARD_BYTES",
+    "held",
+    "pack_one",
+]
+
+WHOLE_SHARD_BYTES = 32 * 2**20
+"""A shard of more bytes goes up in parts while its chunks are read; one of fewer in one PUT."""
+PART_BYTES = 8 * 2**20
+"""The bytes of each part of a shard that goes up in parts."""
+PARTS_AT_ONCE = 4
+"""The parts of one shard going up at once."""
+READ_AHEAD_BYTES = 32 * 2**20
+"""The bytes of chunks a shard that goes up in parts reads ahead of its upload (one chunk at least;
+as many as fit, by the largest read so far)."""
+
+Read = tuple[bytes | None, str | None]  # a source's bytes and version (None, None: no source)
+
+
+async def pack_one(
+    files: ObjectFiles,
+    shard: Shard,
+    requests: asyncio.Semaphore,
+    versions: dict[str, asyncio.Task[str | None]],
+) -> Packed:
+    """``shard`` made of its sources (each chunk object with its ETag from the same GET; a byte
+    range of an old shard held on that shard's ETag, asked once per pack in ``versions``), at most
+    the requests ``requests`` lets in flight."""
+
+    async def version_of(path: str) -> str | None:
+        found = await files.head(path)
+        return None if found is None else str(found["e_tag"]).strip('"')
+
+    async def source(read: str | ByteRange | None) -> Read:
+        if read is None:
+            return None, None
+        async with requests:
+            try:
+                if isinstance(read, str):
+                    return await files.in_time(files.get(read))
+                if read.path not in versions:
+                    versions[read.path] = asyncio.ensure_future(
+                        files.in_time(version_of(read.path))
+                    )
+                data = await files.in_time(files.range_of(*read))
+            except FileNotFoundError:
+                raise gone(source_path(read).rsplit("/", 1)[-1]) from None
+        version = await versions[read.path]
+        if version is None:
+            raise gone(read.path.rsplit("/", 1)[-1])
+        return data, version
+
+    reads = _in_order(shard.sources, source, files.jobs)
+    first: list[Read] = []
+    held_bytes = 0
+    try:
+        async for found in reads:
+            first.append(found)
+            held_bytes += len(found[0] or b"")
+            if held_bytes > WHOLE_SHARD_BYTES:
+                return await _in_parts(files, shard, first, reads)
+    finally:
+        await reads.aclose()
+    sizes = tuple(None if data is None else len(data) for data, _ in first)
+    present = [data for data, _ in first if data is not None]
+    async with requests:
+        if not present:  # no chunk: no shard (an interrupted run's object there goes)
+            await files.in_time(files.delete(shard.path))
+            written = False
+        else:
+            written = await files.in_time(
+                _write_whole(files, shard, b"".join(present) + shard_index(sizes))
+            )
+    return Packed(sizes, tuple(version for _, version in first), written)
+
+
+async def _in_order(
+    sources: Sequence[str | ByteRange | None],
+    read: Callable[[str | ByteRange | None], Awaitable[Read]],
+    most: int,
+) -> AsyncGenerator[Read, None]:
+    """Each source read, in order, up to `READ_AHEAD_BYTES` (by the largest read so far; one at
+    first) and ``most`` reads ahead; those not taken cancelled where the caller stops."""
+    pending: deque[asyncio.Task[Read]] = deque()
+    started = largest = 0
+    try:
+        while started < len(sources) or pending:
+            ahead = 1 if largest == 0 else max(1, min(most, READ_AHEAD_BYTES // largest))
+            while started < len(sources) and len(pending) < ahead:
+                pending.append(asyncio.ensure_future(read(sources[started])))
+                started += 1
+            found = await pending.popleft()
+            largest = max(largest, len(found[0] or b""))
+            yield found
+    finally:
+        for task in pending:
+            task.cancel()
+
+
+async def _in_parts(
+    files: ObjectFiles, shard: Shard, first: list[Read], rest: AsyncIterator[Read]
+) -> Packed:
+    """A shard larger than `WHOLE_SHARD_BYTES` written as a multipart upload while the rest of its
+    sources are read, then read back as a stream and compared by SHA-256 and size."""
+    sizes: list[int | None] = []
+    versions: list[str | None] = []
+    written = hashlib.sha256()
+    total = 0
+
+    def taken(found: Read) -> bytes | None:
+        nonlocal total
+        data, version = found
+        sizes.append(None if data is None else len(data))
+        versions.append(version)
+        if data is not None:
+            written.update(data)
+            total += len(data)
+        return data
+
+    async def body() -> AsyncIterator[bytes]:
+        nonlocal total
+        for found in first:
+            if (data := taken(found)) is not None:
+                yield data
+        first.clear()  # not held past their upload
+        async for found in rest:
+            if (data := taken(found)) is not None:
+                yield data
+        index = shard_index(sizes)
+        written.update(index)
+        total += len(index)
+        yield index
+
+    await files.put_in_parts(shard.path, body(), PART_BYTES, PARTS_AT_ONCE)
+    read_back = hashlib.sha256()
+    size = 0
+    async for piece in files.stream(shard.path, PART_BYTES):
+        read_back.update(piece)
+        size += len(piece)
+    if (size, read_back.digest()) != (total, written.digest()):
+        raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
+    return Packed(tuple(sizes), tuple(versions), True)
+
+
+async def _write_whole(files: ObjectFiles, shard: Shard, body: bytes) -> bool:
+    """The shard's object holding ``body``, read back: False where it held it already. An object
+    there is an interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
+    if await files.bytes_or_none(shard.path) == body:
+        return False
+    await files.put(shard.path, body, "overwrite")
+    if await files.bytes_or_none(shard.path) != body:
+        raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
+    return True
+
+
+async def held(files: ObjectFiles, shard: Shard) -> Held:
+    """What ``shard`` in the store holds of its sources: its index read by range, then each source
+    and its range of the shard, compared byte for byte."""
+    found = await files.in_time(files.head(shard.path))
+    if found is None:
+        raise FileNotFoundError(shard.path)
+    size, count = int(found["size"]), len(shard.sources)
+    footer = index_size(count)
+    if size < footer:
+        raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
+    entries = parsed_index(
+        await files.in_time(files.range_of(shard.path, size - footer, size)), count
+    )
+
+    async def compared(
+        source: str | ByteRange | None, entry: tuple[int, int] | None
+    ) -> tuple[bool | None, str | None, float | None]:
+        if source is None:
+            return None, None, None
+        path = source_path(source)
+        head = await files.in_time(files.head(path))
+        if head is None:
+            return None, None, None
+        version, when = str(head["e_tag"]).strip('"'), head["last_modified"].timestamp()
+        if entry is None or entry[1] != int(head["size"]):
+            return False, version, when
+        data = await files.in_time(files.bytes_of(path))
+        inner = await files.in_time(files.range_of(shard.path, entry[0], entry[0] + entry[1]))
+        return data == inner, version, when
+
+    each = await asyncio.gather(
+        *(compared(source, entry) for source, entry in zip(shard.sources, entries, strict=True))
+    )
+    return Held(
+        tuple(e[0] for e in each),
+        tuple(e[1] for e in each),
+        tuple(e[2] for e in each),
+        found["last_modified"].timestamp(),
+    )
