@@ -190,7 +190,7 @@ def run_process(command: Sequence[str], env: dict[str, str] | None = None) -> tu
         check=False,
     )
     if result.returncode:
-        raise RuntimeError(f"{command[:4]} failed: {result.stderr[-2000:]}")
+        raise RuntimeError(f"{command[:4]} failed ({result.returncode}): {result.stderr[-2000:]}")
     seconds, peak = result.stderr.splitlines()[-1].split()
     return float(seconds), int(peak) / 1024
 

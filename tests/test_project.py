@@ -144,6 +144,22 @@ def test_the_shard_benchmark_profiles_a_run_on_s3(capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.runs_a_benchmark
+@pytest.mark.same_on_every_stack
+def test_the_azure_benchmark_runs(azurite: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/azure_store.py keeps working: 4 MiB on Azurite (which it starts itself), one
+    round, each contender and the memory by shard size."""
+    pytest.importorskip("zarr", minversion="3", reason="the benchmark shards with zarr 3")
+    out = run_benchmark("azure_store", capsys, "--mib", "4", "--rounds", "1", "--rtt", "0.002")
+    for contender in (
+        "to-v3 --shard-size 64MiB",
+        "to-v3, metadata only",
+        "floor: chunk objects copied",
+    ):
+        assert re.search(rf"^{contender} +\d+\.\d\d", out, re.M), out
+    assert re.search(r"^ +64 MiB +\d+\.\d\d +\d+$", out, re.M), out
+
+
+@pytest.mark.runs_a_benchmark
 def test_the_ome_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/ome.py keeps working: one plane (about 50 MiB raw), one round, every contender's
     result compared with the source (the benchmark checks it)."""

@@ -47,7 +47,8 @@ backends; `cloud_options`: Azure's options as obstore takes them), `remote`
 (opening a URL),
 `engine` (opening, locking and walking a store); the chunk mover: `chunks`
 (the shard format, what packing is asked and answers), `local_shards` and
-`disk` (a local disk's packing and durability), `distributed` (packing as
+`disk` (a local disk's packing and durability), `object_packing` (packing
+through obstore), `distributed` (packing as
 dask tasks).
 """
 

@@ -157,6 +157,13 @@ use_emulator, use_azure_cli
                 + ", ".join(AZURE_OPTIONS)
             )
         config |= entry(name, value)
-    endpoint = config.get("endpoint", "")
-    client_options = {"allow_http": True} if endpoint.startswith("http://") else {}
+    # plain HTTP only to an endpoint named http:// (an emulator), here or in obstore's environment
+    endpoint = str(
+        config.get("endpoint")
+        or environ.get("AZURE_STORAGE_ENDPOINT")
+        or environ.get("AZURE_ENDPOINT")
+        or ""
+    )
+    plain = endpoint.startswith("http://") or environ.get("AZURE_ALLOW_HTTP", "") in ("true", "1")
+    client_options = {"allow_http": True} if plain else {}
     return AzureLocation(container, parts.path.strip("/"), config, client_options)

@@ -388,14 +388,17 @@ class ObjectFiles(Requests):
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:
         """Each shard's sources read (each chunk object with its ETag from the same GET, a byte
-        range of an old shard held on that shard's ETag), the shard written in one PUT and read
-        back; in memory a shard at a time per ``jobs`` requests (two at least)."""
-        from .object_packing import pack_one
+        range of an old shard held on that shard's ETag), the shard written and read back
+        (`object_packing`): as many shards at once as `object_packing.MEMORY_BYTES` holds."""
+        from .object_packing import MEMORY_BYTES, ShardMemory, pack_one
 
+        shards = list(shards)
+        memory = ShardMemory(MEMORY_BYTES)
         return self.pack_each(
             shards,
-            lambda shard, requests, versions: pack_one(self, shard, requests, versions),
+            lambda shard, requests, versions: pack_one(self, shard, requests, versions, memory),
             on_progress,
+            shards_at_once=len(shards) or 1,
         )
 
     def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:

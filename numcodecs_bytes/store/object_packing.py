@@ -1,13 +1,14 @@
 """Shards packed through an obstore client (`object_files`): each inner chunk read from its object,
-the shard written, then read back and compared.
+the shard written, then read back and compared, in memory bounded by bytes.
 
 A shard of up to `WHOLE_SHARD_BYTES` goes up in one PUT: its chunks are read
 at once. A larger one goes up as a multipart upload while its chunks are read
 in order: the client holds `READ_AHEAD_BYTES` of chunks being read and
-`PARTS_AT_ONCE` parts of `PART_BYTES` going up, not the shard, and reads it
-back as a stream, compared by its SHA-256. So a run's memory is bounded by
-bytes, whatever the shard's size (`Requests.pack_each` packs two shards at
-once at least).
+`PARTS_AT_ONCE` parts of `PART_BYTES` going up, not the shard. Either is read
+back as a stream and compared by its SHA-256. A pack's shards at once are as
+many as `MEMORY_BYTES` holds (`ShardMemory`: each shard reserves what it may
+hold, estimated from the largest chunk read so far), whatever ``jobs`` and
+the shard size.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import asyncio
 import hashlib
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from .chunks import (
@@ -35,25 +37,66 @@ if TYPE_CHECKING:
     from .object_files import ObjectFiles
 
 __all__ = [
+    "MEMORY_BYTES",
     "PARTS_AT_ONCE",
     "PART_BYTES",
     "READ_AHEAD_BYTES",
     "WHOLE_SHARD_BYTES",
+    "ShardMemory",
     "held",
     "pack_one",
 ]
 
-WHOLE_SHARD_BYTES = 32 * 2**20
+MEMORY_BYTES = 128 * 2**20
+"""The bytes of chunks and shards one pack holds at once, all its shards together (about; a shard
+whose chunks are larger than those read before it may hold more than its reservation)."""
+WHOLE_SHARD_BYTES = 16 * 2**20
 """A shard of more bytes goes up in parts while its chunks are read; one of fewer in one PUT."""
 PART_BYTES = 8 * 2**20
 """The bytes of each part of a shard that goes up in parts."""
 PARTS_AT_ONCE = 4
 """The parts of one shard going up at once."""
-READ_AHEAD_BYTES = 32 * 2**20
+READ_AHEAD_BYTES = 16 * 2**20
 """The bytes of chunks a shard that goes up in parts reads ahead of its upload (one chunk at least;
 as many as fit, by the largest read so far)."""
 
 Read = tuple[bytes | None, str | None]  # a source's bytes and version (None, None: no source)
+
+
+class ShardMemory:
+    """The bytes one pack's shards may hold at once: each shard reserves, before it reads, what it
+    may hold (twice its chunks, by the largest read so far, up to what a shard going up in parts
+    holds; that ceiling before any chunk is read), and waits while the rest is reserved."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.free, self.largest = total, total, 0
+        self._changed = asyncio.Condition()
+
+    def saw(self, size: int) -> None:
+        """A chunk of ``size`` bytes read."""
+        self.largest = max(self.largest, size)
+
+    def estimate(self, sources: int) -> int:
+        """What a shard of ``sources`` chunks may hold."""
+        ceiling = max(2 * WHOLE_SHARD_BYTES, READ_AHEAD_BYTES + PARTS_AT_ONCE * PART_BYTES)
+        ceiling += 2 * self.largest
+        if self.largest:
+            ceiling = min(ceiling, 2 * sources * self.largest)
+        return min(self.total, ceiling)
+
+    @asynccontextmanager
+    async def reserved(self, sources: int) -> AsyncIterator[None]:
+        """The block run with a shard's reservation held."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.free >= self.estimate(sources))
+            taken = self.estimate(sources)
+            self.free -= taken
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self.free += taken
+                self._changed.notify_all()
 
 
 async def pack_one(
@@ -61,10 +104,22 @@ async def pack_one(
     shard: Shard,
     requests: asyncio.Semaphore,
     versions: dict[str, asyncio.Task[str | None]],
+    memory: ShardMemory,
 ) -> Packed:
     """``shard`` made of its sources (each chunk object with its ETag from the same GET; a byte
     range of an old shard held on that shard's ETag, asked once per pack in ``versions``), at most
-    the requests ``requests`` lets in flight."""
+    the requests ``requests`` lets in flight, within its reservation of ``memory``."""
+    async with memory.reserved(len(shard.sources)):
+        return await _packed(files, shard, requests, versions, memory)
+
+
+async def _packed(
+    files: ObjectFiles,
+    shard: Shard,
+    requests: asyncio.Semaphore,
+    versions: dict[str, asyncio.Task[str | None]],
+    memory: ShardMemory,
+) -> Packed:
 
     async def version_of(path: str) -> str | None:
         found = await files.head(path)
@@ -76,12 +131,15 @@ async def pack_one(
         async with requests:
             try:
                 if isinstance(read, str):
-                    return await files.in_time(files.get(read))
+                    found = await files.in_time(files.get(read))
+                    memory.saw(len(found[0]))
+                    return found
                 if read.path not in versions:
                     versions[read.path] = asyncio.ensure_future(
                         files.in_time(version_of(read.path))
                     )
                 data = await files.in_time(files.range_of(*read))
+                memory.saw(len(data))
             except FileNotFoundError:
                 raise gone(source_path(read).rsplit("/", 1)[-1]) from None
         version = await versions[read.path]
@@ -101,16 +159,15 @@ async def pack_one(
     finally:
         await reads.aclose()
     sizes = tuple(None if data is None else len(data) for data, _ in first)
-    present = [data for data, _ in first if data is not None]
+    versions_read = tuple(version for _, version in first)
+    body = b"".join(data for data, _ in first if data is not None)
+    first.clear()  # the chunks' bytes are the body's now
     async with requests:
-        if not present:  # no chunk: no shard (an interrupted run's object there goes)
+        if not body:  # no chunk: no shard (an interrupted run's object there goes)
             await files.in_time(files.delete(shard.path))
-            written = False
-        else:
-            written = await files.in_time(
-                _write_whole(files, shard, b"".join(present) + shard_index(sizes))
-            )
-    return Packed(sizes, tuple(version for _, version in first), written)
+            return Packed(sizes, versions_read, False)
+        written = await files.in_time(_write_whole(files, shard, body + shard_index(sizes)))
+    return Packed(sizes, versions_read, written)
 
 
 async def _in_order(
@@ -171,12 +228,7 @@ async def _in_parts(
         yield index
 
     await files.put_in_parts(shard.path, body(), PART_BYTES, PARTS_AT_ONCE)
-    read_back = hashlib.sha256()
-    size = 0
-    async for piece in files.stream(shard.path, PART_BYTES):
-        read_back.update(piece)
-        size += len(piece)
-    if (size, read_back.digest()) != (total, written.digest()):
+    if await _read_back(files, shard.path, total) != (total, written.digest()):
         raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
     return Packed(tuple(sizes), tuple(versions), True)
 
@@ -184,12 +236,25 @@ async def _in_parts(
 async def _write_whole(files: ObjectFiles, shard: Shard, body: bytes) -> bool:
     """The shard's object holding ``body``, read back: False where it held it already. An object
     there is an interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
-    if await files.bytes_or_none(shard.path) == body:
+    expected = (len(body), hashlib.sha256(body).digest())
+    if await _read_back(files, shard.path, expected[0]) == expected:
         return False
     await files.put(shard.path, body, "overwrite")
-    if await files.bytes_or_none(shard.path) != body:
+    if await _read_back(files, shard.path, expected[0]) != expected:
         raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
     return True
+
+
+async def _read_back(files: ObjectFiles, path: str, size: int) -> tuple[int, bytes] | None:
+    """The size and SHA-256 of the object at ``path``, read as a stream (None where there is none,
+    or where its size is not ``size``: one HEAD, not its bytes)."""
+    found = await files.head(path)
+    if found is None or int(found["size"]) != size:
+        return None
+    digest = hashlib.sha256()
+    async for piece in files.stream(path, PART_BYTES):
+        digest.update(piece)
+    return size, digest.digest()
 
 
 async def held(files: ObjectFiles, shard: Shard) -> Held:

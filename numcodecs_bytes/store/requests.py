@@ -140,16 +140,20 @@ class Requests:
         shards: Iterable[Shard],
         pack_one: PackOne,
         on_progress: Callable[[int, int], None] | None = None,
+        shards_at_once: int | None = None,
     ) -> dict[str, Packed | Exception]:
         """Each shard packed by ``pack_one`` (``jobs`` requests in flight); in memory a shard at a
-        time per ``jobs`` requests: memory grows with ``jobs`` and the shard size.
+        time per ``jobs`` requests: memory grows with ``jobs`` and the shard size (unless
+        ``shards_at_once`` says how many, ``pack_one`` bounding its memory itself).
         ``on_progress`` hears of (shards done, bytes packed) as they go."""
         shards = list(shards)
         if not shards:
             return {}
         # Shards in memory at once: enough to keep ``jobs`` requests busy (two at least: one is
         # written while the next one's chunks are read).
-        at_once = max(2, self.jobs // max(1, max(len(shard.sources) for shard in shards)))
+        at_once = shards_at_once or max(
+            2, self.jobs // max(1, max(len(shard.sources) for shard in shards))
+        )
         limits: list[asyncio.Semaphore] = []
         # the files byte ranges are read from: a version each
         versions: dict[str, asyncio.Task[str | None]] = {}

@@ -307,6 +307,10 @@ def test_the_account_of_an_abfs_url_and_the_environment_connection_string() -> N
         environ={"AZURE_STORAGE_CONNECTION_STRING": text},
     )
     assert found.config["endpoint"] == "http://proxy", "the environment won over an option given"
+    # an emulator's endpoint named in obstore's environment: plain HTTP to it, not elsewhere
+    environ = {"AZURE_STORAGE_ENDPOINT": "http://127.0.0.1:1/acc"}
+    assert azure_location("az://box", StoreOptions(), environ=environ).client_options
+    assert not azure_location("az://box", StoreOptions(), environ={}).client_options
 
 
 def upload_large_array(store: Any, local: Path) -> Any:
