@@ -99,3 +99,41 @@ def test_the_command_line_packs_on_a_scheduler_for_an_object_store(
     assert code == 0, err
     assert "3 arrays sharded (15 shards, 90 chunks" in out, out
     assert zarr_reads(url, 3, endpoint) == before
+
+
+@pytest.mark.same_on_every_stack
+def test_the_command_line_packs_on_a_scheduler_for_azure(
+    cluster: Any,
+    azurite: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Azure through obstore on the cluster: each worker opens the store from the URL and the
+    options given (the connection string travels with them: the workers' environment has none)."""
+    from support.azure import connection_string, empty_container, upload, zarr_store
+
+    container = empty_container(azurite, "dask", monkeypatch)
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    local = tmp_path / "s.zarr"
+    expected = write_store(local)
+    upload(container, local, "s")
+    code = main(
+        [
+            "to-v3",
+            "az://dask/s",
+            "--storage-option",
+            f"connection_string={connection_string(azurite)}",
+            "--shard-size",
+            "1KiB",
+            "--remove-v2-metadata",
+            "--scheduler",
+            cluster.scheduler_address,
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "3 arrays sharded (15 shards, 90 chunks" in out, out
+    group = zarr.open_group(zarr_store(azurite, "dask", "s"), mode="r", zarr_format=3)
+    for name, data in expected.items():
+        assert group[name][...].tolist() == data.tolist()
