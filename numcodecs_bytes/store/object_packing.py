@@ -109,17 +109,39 @@ async def pack_one(
     """``shard`` made of its sources (each chunk object with its ETag from the same GET; a byte
     range of an old shard held on that shard's ETag, asked once per pack in ``versions``), at most
     the requests ``requests`` lets in flight, within its reservation of ``memory``."""
+    source = _reader(files, requests, versions, memory)
     async with memory.reserved(len(shard.sources)):
-        return await _packed(files, shard, requests, versions, memory)
+        reads = _in_order(shard.sources, source, files.jobs)
+        first: list[Read] = []
+        held_bytes = 0
+        try:
+            async for found in reads:
+                first.append(found)
+                held_bytes += len(found[0] or b"")
+                if held_bytes > WHOLE_SHARD_BYTES:
+                    return await _in_parts(files, shard, first, reads)
+        finally:
+            await reads.aclose()
+        sizes = tuple(None if data is None else len(data) for data, _ in first)
+        versions_read = tuple(version for _, version in first)
+        body = b"".join(data for data, _ in first if data is not None)
+        first.clear()  # the chunks' bytes are the body's now
+        async with requests:
+            if not body:  # no chunk: no shard (an interrupted run's object there goes)
+                await files.in_time(files.delete(shard.path))
+                return Packed(sizes, versions_read, False)
+            written = await files.in_time(_write_whole(files, shard, body + shard_index(sizes)))
+        return Packed(sizes, versions_read, written)
 
 
-async def _packed(
+def _reader(
     files: ObjectFiles,
-    shard: Shard,
     requests: asyncio.Semaphore,
     versions: dict[str, asyncio.Task[str | None]],
     memory: ShardMemory,
-) -> Packed:
+) -> Callable[[str | ByteRange | None], Awaitable[Read]]:
+    """How a pack reads one source: its bytes and its version (a chunk object's ETag from the
+    GET that read it; an old shard's, asked once), each read's size told to ``memory``."""
 
     async def version_of(path: str) -> str | None:
         found = await files.head(path)
@@ -147,27 +169,7 @@ async def _packed(
             raise gone(read.path.rsplit("/", 1)[-1])
         return data, version
 
-    reads = _in_order(shard.sources, source, files.jobs)
-    first: list[Read] = []
-    held_bytes = 0
-    try:
-        async for found in reads:
-            first.append(found)
-            held_bytes += len(found[0] or b"")
-            if held_bytes > WHOLE_SHARD_BYTES:
-                return await _in_parts(files, shard, first, reads)
-    finally:
-        await reads.aclose()
-    sizes = tuple(None if data is None else len(data) for data, _ in first)
-    versions_read = tuple(version for _, version in first)
-    body = b"".join(data for data, _ in first if data is not None)
-    first.clear()  # the chunks' bytes are the body's now
-    async with requests:
-        if not body:  # no chunk: no shard (an interrupted run's object there goes)
-            await files.in_time(files.delete(shard.path))
-            return Packed(sizes, versions_read, False)
-        written = await files.in_time(_write_whole(files, shard, body + shard_index(sizes)))
-    return Packed(sizes, versions_read, written)
+    return source
 
 
 async def _in_order(
