@@ -14,7 +14,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any, NamedTuple, Protocol
 
@@ -191,6 +191,32 @@ def leased(lock: LockObject, path: str) -> Iterator[Lease]:
         yield lease
     finally:
         lease.release()
+
+
+class LeaseHold:
+    """A backend's hold on its store's lock: `during` a run it holds the lease on the lock object
+    ``lock_object`` makes for a path; `check`, before each write, raises where it was lost."""
+
+    def __init__(self, lock_object: Callable[[str], LockObject]) -> None:
+        self._lock_object = lock_object
+        self.lease: Lease | None = None  # while a run holds it
+
+    @contextmanager
+    def during(self, top: str) -> Iterator[None]:
+        """The lock of the store whose topmost node is ``top`` (`LOCK_NAME` there) held for the
+        block."""
+        path = f"{top}/{LOCK_NAME}"
+        with leased(self._lock_object(path), path) as lease:
+            self.lease = lease
+            try:
+                yield
+            finally:
+                self.lease = None
+
+    def check(self) -> None:
+        """`problems.StoreBusyError` where the run may no longer hold the lock (`Lease.check`)."""
+        if self.lease is not None:
+            self.lease.check()
 
 
 def _this_process() -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from ..problems import NotAStoreError
@@ -41,7 +41,7 @@ from .files import (
 )
 from .fsspec_files import child_path
 from .layout import METADATA_NAMES
-from .lease import LOCK_NAME, Lease, LockHeld, LockLost, LockRead, leased
+from .lease import LeaseHold, LockHeld, LockLost, LockRead
 from .options import StoreOptions
 from .requests import Requests, loop_thread
 
@@ -97,7 +97,8 @@ class ObjectFiles(Requests):
         # the version (ETag) of each metadata object as the walk listed it, or as read where not
         # listed: what a replacement holds on
         self._versions: dict[str, str] = {}
-        self._lease: Lease | None = None  # while this run holds the store's lock
+        # the store's lock while a run holds it: every write checks it first
+        self.hold = LeaseHold(lambda path: _LockObject(self, path))
 
     # -- requests ----------------------------------------------------------------------------------
 
@@ -452,21 +453,13 @@ class ObjectFiles(Requests):
 
     # -- the lock ----------------------------------------------------------------------------------
 
-    @contextmanager
-    def lock(self, top: str) -> Iterator[None]:
-        """One run at a time on the store whose topmost node is ``top``: a lock object there, held
-        by a lease (`lease.leased`); every write of the run checks first that it still holds it."""
-        path = f"{top}/{LOCK_NAME}"
-        with leased(_LockObject(self, path), path) as lease:
-            self._lease = lease
-            try:
-                yield
-            finally:
-                self._lease = None
+    def lock(self, top: str) -> AbstractContextManager[None]:
+        """One run at a time on the store whose topmost node is ``top``: a lock object there
+        (`lease.LOCK_NAME`), held by a lease (`lease.LeaseHold`)."""
+        return self.hold.during(top)
 
     def before_write(self) -> None:
-        if self._lease is not None:
-            self._lease.check()
+        self.hold.check()
 
 
 class _LockObject:

@@ -24,7 +24,7 @@ import errno
 import hashlib
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
-from contextlib import aclosing, contextmanager, suppress
+from contextlib import AbstractContextManager, aclosing, suppress
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -32,7 +32,7 @@ from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index, sou
 from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
 from .fsspec_files import FsspecFiles, Listing, child_path
 from .layout import METADATA_NAMES, NODE_FILES
-from .lease import LOCK_NAME, Lease, LockHeld, LockLost, LockRead, leased
+from .lease import LeaseHold, LockHeld, LockLost, LockRead
 from .options import StoreOptions
 from .s3_parts import (
     MAX_PARTS,
@@ -72,7 +72,8 @@ class S3Files(FsspecFiles):
         # The version (ETag) of each metadata file as the walk listed it, or as read where not
         # listed: what a replacement or removal holds on.
         self._versions: dict[str, str] = {}
-        self._lease: Lease | None = None  # while this run holds the store's lock
+        # the store's lock while a run holds it: every write checks it first
+        self.hold = LeaseHold(lambda path: _LockObject(self, path))
         self.server_copy = options.server_copy
         self.in_parts = True  # large shards go up in parts (False: the server refused them)
         # each whole chunk object of the shards being packed: its ETag and size as listed (what the
@@ -759,22 +760,13 @@ class S3Files(FsspecFiles):
 
     # -- the lock ----------------------------------------------------------------------------------
 
-    @contextmanager
-    def lock(self, top: str) -> Iterator[None]:
+    def lock(self, top: str) -> AbstractContextManager[None]:
         """One run at a time on the store whose topmost node is ``top``: a lock object there
-        (`LOCK_NAME`), held by a lease (`lease.leased`); every write of the run checks first that
-        it still holds it."""
-        path = f"{top}/{LOCK_NAME}"
-        with leased(_LockObject(self, path), path) as lease:
-            self._lease = lease
-            try:
-                yield
-            finally:
-                self._lease = None
+        (`lease.LOCK_NAME`), held by a lease (`lease.LeaseHold`)."""
+        return self.hold.during(top)
 
     def before_write(self) -> None:
-        if self._lease is not None:
-            self._lease.check()
+        self.hold.check()
 
 
 _LARGEST_PUT = 5 * 2**30
