@@ -15,7 +15,6 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext, suppress
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -42,6 +41,7 @@ from .files import (
     digest,
     failures,
 )
+from .listing import Listing
 from .options import StoreOptions
 from .requests import Requests
 
@@ -50,18 +50,6 @@ __all__ = ["FsspecFiles"]
 _T = TypeVar("_T")
 _K = TypeVar("_K", bound=Hashable)
 _I = TypeVar("_I")
-
-
-@dataclass
-class Listing:
-    """One folder as a listing finds it: its subfolders, and its files with their versions (ETags;
-    None where not kept)."""
-
-    subfolders: set[str] = field(default_factory=set)
-    versions: dict[str, str | None] = field(default_factory=dict)
-
-    def folder(self, path: str) -> Folder:
-        return Folder(path, tuple(sorted(self.subfolders)), tuple(sorted(self.versions)))
 
 
 class FsspecFiles(Requests):

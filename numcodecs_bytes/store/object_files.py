@@ -29,6 +29,7 @@ from .chunks import (
 from .cloud_options import azure_location
 from .files import (
     BACKUP_SUFFIX,
+    BATCH,
     Folder,
     Listed,
     Probe,
@@ -42,6 +43,7 @@ from .files import (
 from .fsspec_files import child_path
 from .layout import METADATA_NAMES
 from .lease import LeaseHold, LockHeld, LockLost, LockRead
+from .listing import Listing, WholeStore
 from .options import StoreOptions
 from .requests import Requests, loop_thread
 
@@ -232,28 +234,68 @@ class ObjectFiles(Requests):
     # -- the walk ----------------------------------------------------------------------------------
 
     def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
-        return breadth_first(self.root, self._listed_batch, child_path, left_out)
+        """The whole store from one listing of all its keys where that pays (`listing.WholeStore`),
+        else one folder a request, the folders of a level at once."""
+        whole = self._whole_store()
+        if whole is None:
+            return breadth_first(self.root, self._listed_batch, child_path, left_out)
+
+        def listed(paths: list[str]) -> Listed:
+            return Listed(self._found({path: whole.folders.pop(path) for path in paths}), [])
+
+        return breadth_first(self.root, listed, child_path, left_out, whole.problems)
+
+    def _whole_store(self) -> WholeStore | None:
+        import obstore
+
+        whole = WholeStore(self.root, self.jobs)
+        prefix = self.key(self.root)
+
+        async def listing() -> bool:
+            pages = obstore.list(self.store, f"{prefix}/" if prefix else None, chunk_size=BATCH)
+            while True:
+                try:
+                    page = await self.in_time(anext(pages))
+                except StopAsyncIteration:
+                    return True
+                for entry in page:
+                    tag = _tag(entry["e_tag"]) if entry.get("e_tag") else None
+                    if not whole.add(f"{self.container}/{entry['path']}", tag):
+                        return False
+
+        # each page in its time, not the whole listing; whatever stops it, listing folder by
+        # folder reports per folder
+        pays = Requests.run(self, {"": listing()}, limit=False)[""]
+        return whole if pays is True else None
 
     def _listed_batch(self, paths: list[str]) -> Listed:
         listings = self.run({path: self._listing(path) for path in paths})
-        folders: list[Folder] = []
+        found: dict[str, Listing] = {}
         unvisited: list[tuple[str, str]] = []
         for path in paths:
-            listing = listings[path]
-            if isinstance(listing, Exception):
-                unvisited.append((path, f"folder not read: {listing}"))
+            answer = listings[path]
+            if isinstance(answer, Exception):
+                unvisited.append((path, f"folder not read: {answer}"))
                 continue
-            files = {}
-            for entry in listing["objects"]:
+            found[path] = listing = Listing()
+            for entry in answer["objects"]:
                 name = entry["path"].rsplit("/", 1)[-1]
-                files[name] = _tag(entry["e_tag"]) if entry.get("e_tag") else None
-                if name in METADATA_NAMES and files[name]:
-                    self._versions[f"{path}/{name}"] = str(files[name])
-            subfolders = {
-                prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in listing["common_prefixes"]
-            }
-            folders.append(Folder(path, tuple(sorted(subfolders)), tuple(sorted(files))))
-        return Listed(folders, unvisited)
+                listing.versions[name] = _tag(entry["e_tag"]) if entry.get("e_tag") else None
+            listing.subfolders.update(
+                prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in answer["common_prefixes"]
+            )
+        return Listed(self._found(found), unvisited)
+
+    def _found(self, listings: dict[str, Listing]) -> list[Folder]:
+        """The folders of one batch of the walk; the versions of their metadata files kept (what
+        their replacements hold on)."""
+        for path, listing in listings.items():
+            self._versions.update(
+                (f"{path}/{name}", tag)
+                for name, tag in listing.versions.items()
+                if tag and name in METADATA_NAMES
+            )
+        return [listing.folder(path) for path, listing in listings.items()]
 
     # -- reads -------------------------------------------------------------------------------------
 

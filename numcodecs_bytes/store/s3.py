@@ -13,7 +13,7 @@ cannot tell.
 The walk first lists the whole store, a thousand keys a request, as long as
 that pays (each thousand keys name at least ``jobs`` nodes; else one folder at
 a time, ``jobs`` at once, is quicker: arrays of many chunks), and
-`LISTING_LIMIT` keys bound it.
+`listing.LISTING_LIMIT` keys bound it.
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index, source_path
-from .files import BACKUP_SUFFIX, BATCH, Folder, Listed, breadth_first, changed
-from .fsspec_files import FsspecFiles, Listing, child_path
-from .layout import METADATA_NAMES, NODE_FILES
+from .files import BACKUP_SUFFIX, Folder, Listed, breadth_first, changed
+from .fsspec_files import FsspecFiles, child_path
+from .layout import METADATA_NAMES
 from .lease import LeaseHold, LockHeld, LockLost, LockRead
+from .listing import Listing, WholeStore
 from .options import StoreOptions
 from .s3_parts import (
     MAX_PARTS,
@@ -46,16 +47,11 @@ from .s3_parts import (
 from .s3_timestamps import read_timestamps_fast
 
 __all__ = [
-    "LISTING_LIMIT",
     "LIST_PAGE",
     "UPLOADED_PARTS_AT_ONCE",
     "WHOLE_SHARD_BYTES",
     "S3Files",
 ]
-
-LISTING_LIMIT = 100 * BATCH
-"""Keys a listing of a whole object store holds at most: what bounds the memory of that listing."""
-
 
 LIST_PAGE = 1000
 """Keys S3 lists in one request at most: a folder's known names are cut into ranges of as many, each
@@ -108,36 +104,28 @@ class S3Files(FsspecFiles):
         return super().found(listings)
 
     def _whole_store(self) -> tuple[dict[str, Listing] | None, list[tuple[str, str]]]:
-        """Every folder of the store from one listing of all its keys, a page after another, and the
-        paths no key reaches. None where that does not pay, and the walk lists folder by folder: a
-        thousand keys (a page) that name fewer nodes than ``jobs`` (one request each, at once), or
-        more than `LISTING_LIMIT` keys."""
+        """Every folder of the store from one listing of all its keys (`listing.WholeStore`), and
+        the paths no key reaches; None where that does not pay."""
         bucket, _, key = self.root.partition("/")
         prefix = f"{key}/" if key else ""
-        problems: list[tuple[str, str]] = []
+        whole = WholeStore(self.root, self.jobs)
 
         async def listing() -> dict[str, Listing] | None:
-            folders = {self.root: Listing()}
-            keys = nodes = 0
             async with aclosing(self.fs._iterdir(bucket, delimiter="", prefix=prefix)) as entries:
                 while True:
                     try:
                         entry = await self.in_time(anext(entries))
                     except StopAsyncIteration:
-                        return folders
-                    keys += 1
-                    nodes += _add_key(folders, self.root, entry, problems)
-                    if keys % BATCH == 0:
-                        if nodes < self.jobs or keys >= LISTING_LIMIT:
-                            return None
-                        nodes = 0
+                        return whole.folders
+                    if not whole.add(entry["name"], entry.get("ETag")):
+                        return None
 
         try:
             result: dict[str, Listing] | None = self._sync(self._loop, listing)
         # whatever stops the whole listing, listing folder by folder reports per folder
         except Exception:
             return None, []
-        return result, problems
+        return result, whole.problems
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -799,32 +787,6 @@ def _changed_source(path: str) -> ShardError:
     return ShardError(
         f"{path.rsplit('/', 1)[-1]}: changed after it was listed (another writer): no shard written"
     )
-
-
-def _add_key(
-    folders: dict[str, Listing],
-    root: str,
-    entry: Mapping[str, Any],
-    problems: list[tuple[str, str]],
-) -> int:
-    """One key of a whole-store listing added to ``folders`` (by path), its folders with it; 1 if it
-    names a node's metadata file."""
-    relative = entry["name"][len(root) + 1 :]
-    *names, file = relative.split("/")
-    # "a//b": no path reaches it (the keys below one such folder come together: one line)
-    if "" in names:
-        where = f"{root}/{'/'.join(names[: names.index('') + 1])}"
-        if not problems or problems[-1][0] != where:
-            problems.append((where, "a folder with an empty name: not visited"))
-        return 0
-    path = root
-    for name in names:
-        folders[path].subfolders.add(name)
-        path = f"{path}/{name}"
-        folders.setdefault(path, Listing())
-    if file:  # "a/b/" is a folder marker, not a file
-        folders[path].versions[file] = entry.get("ETag")
-    return int(file in NODE_FILES)
 
 
 class _LockObject:

@@ -381,3 +381,39 @@ def test_a_chunk_gone_while_its_shard_goes_up_leaves_no_shard_and_the_v2_array_w
     expected = values.copy()
     expected[56:, 56:] = 0  # the chunk the other writer removed reads as the fill value
     np.testing.assert_array_equal(group["big"][...], expected)  # type: ignore[index]
+
+
+@pytest.mark.parametrize("one_listing", [True, False])
+def test_the_walk_sees_the_store_alike_from_one_listing_or_folder_by_folder(
+    azure: Any, azurite: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_listing: bool
+) -> None:
+    """A store of few keys is listed whole, in one request; where that stops paying (here: a
+    thousand keys reduced to one, naming fewer nodes than requests in flight), one folder a
+    request. Both see what a walk of the same files on disk sees."""
+    from numcodecs_bytes.store import listing
+
+    upload_v2_store(azure, tmp_path / "v2")
+    if not one_listing:
+        monkeypatch.setattr(listing, "BATCH", 1)
+    with fault_proxy(azurite) as proxy:
+        endpoint = {"endpoint": f"{proxy.endpoint}/{ACCOUNT}"}
+        store = open_store(f"az://{CONTAINER}/data", StoreOptions(storage_options=endpoint))
+        proxy.requests.clear()
+        seen = sorted(
+            (folder.path.removeprefix(f"{CONTAINER}/data"), folder.subfolders, folder.files)
+            for batch in store.walk(dry_run=True)
+            for folder in batch.folders
+        )
+        listings = [key for method, key in proxy.requests if "comp=list" in key]
+    local = open_store(tmp_path / "v2")
+    expected = sorted(
+        (folder.path.removeprefix(str(tmp_path / "v2")), folder.subfolders, folder.files)
+        for batch in local.walk(dry_run=True)
+        for folder in batch.folders
+    )
+    assert seen == expected
+    with_delimiter = [key for key in listings if "delimiter=" in key]
+    if one_listing:
+        assert (len(listings), with_delimiter) == (1, []), listings
+    else:  # the whole listing's first page, then each folder: the group, a, g, g/b
+        assert len(with_delimiter) >= 4, listings

@@ -376,18 +376,17 @@ def test_where_one_listing_does_not_pay_the_walk_lists_folder_by_folder(
     """A window of the listing (BATCH keys, 10 here) with fewer nodes than requests may be in flight
     (2), or a listing beyond LISTING_LIMIT keys: the walk lists each folder on its own instead, and
     sees the same."""
-    from numcodecs_bytes.store import files
-    from numcodecs_bytes.store import s3 as s3_files
+    from numcodecs_bytes.store import files, listing
 
     monkeypatch.setattr(files, "BATCH", 10)
-    monkeypatch.setattr(s3_files, "BATCH", 10)
+    monkeypatch.setattr(listing, "BATCH", 10)
     local = local_tree(tmp_path)
     if limit == "nodes per page":  # an array of many chunks
         zarr.create_array(
             str(local / "g" / "many"), data=np.arange(30, dtype="<u1"), chunks=(1,), zarr_format=2
         )
     else:
-        monkeypatch.setattr(s3_files, "LISTING_LIMIT", 20)
+        monkeypatch.setattr(listing, "LISTING_LIMIT", 20)
     upload_tree(s3, local)
     store = open_store(f"s3://{BUCKET}/tree", StoreOptions(jobs=2))
     requests = s3_requests(store.files)
