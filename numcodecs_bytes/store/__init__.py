@@ -41,7 +41,8 @@ What holds:
 
 The modules, each with one job: `options` (`StoreOptions`), `files` (the
 `Files` protocol and its values), `layout` (the Zarr layout facts),
-`requests` (a network store's batches of requests), `lease` (the lock of an
+`listing` (folders as listings find them), `requests` (a network store's
+batches of requests), `lease` (the lock of an
 object store), `local`, `fsspec_files`, `s3` and `object_files` (the
 backends; `cloud_options`: Azure's options as obstore takes them), `remote`
 (opening a URL),
