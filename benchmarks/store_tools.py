@@ -271,7 +271,7 @@ fs.cat(names)
 # (what is timed, the store it runs on, the command)
 COMMANDS = (
     ("to-v3", "filter", ["to-v3"]),
-    ("to-v3 --no-verify", "filter", ["to-v3", "--no-verify"]),
+    ("to-v3 --no-sample-check", "filter", ["to-v3", "--no-sample-check"]),
     ("to-v3, plain store", "plain", ["to-v3"]),
     ("zarr-python's converter, plain store", "plain", ["zarr"]),
     ("migrate", "legacy", ["migrate"]),

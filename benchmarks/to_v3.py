@@ -12,7 +12,7 @@ dry run, and with tens of megabytes of attributes against ``json.loads``.
    each total time and ours over zarr's (below 1.0: ours is faster), ours on
    the same store whose arrays use this codec as a filter (``<i4`` + ``bytes``
    big), which zarr's converter refuses, and that again with ``verify=False``
-   (``--no-verify``): the check's cost.
+   (``--no-sample-check``): the check's cost.
 2. The disk: ``numcodecs-bytes to-v3`` as a process on a fresh copy of a store
    of ``--disk-arrays`` tiny arrays as xarray writes them (``.zarray``,
    ``.zattrs`` with ``_ARRAY_DIMENSIONS``, one chunk), against the same command
@@ -87,7 +87,7 @@ def against_zarr(arrays: int) -> dict[str, float]:
         for name, store, verify in (
             ("ours", "plain.zarr", True),
             ("ours, with the filter", "filtered.zarr", True),
-            ("ours, with the filter, --no-verify", "filtered-unchecked.zarr", False),
+            ("ours, with the filter, --no-sample-check", "filtered-unchecked.zarr", False),
         ):
             start = time.perf_counter()
             report = convert_store(Path(folder, store), verify=verify)
@@ -187,7 +187,7 @@ def main() -> int:
         times = against_zarr(args.arrays)
         ratio = times["ours"] / times["zarr's migrate_v2_to_v3"]
         ratios.append(ratio)
-        checks.append(times["ours, with the filter"] / times["ours, with the filter, --no-verify"])
+        checks.append(times["ours, with the filter"] / times["ours, with the filter, --no-sample-check"])
         print(
             f"-- run {run + 1} of {args.runs}, {args.arrays} arrays: "
             + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in times.items())

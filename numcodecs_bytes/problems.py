@@ -2,7 +2,7 @@
 
 Each problem is one line of words (`reason`), whatever raised it. A library
 message says what is wrong and which parameter governs it (``request_timeout``,
-``verify=False``); the command line names the flag instead.
+``sample_check=False``); the command line names the flag instead.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import textwrap
 from typing import Any
 
@@ -106,10 +107,14 @@ def _to_v3_arguments(command: argparse.ArgumentParser, shard_size_required: bool
         "its own",
     )
     command.add_argument(
-        "--no-verify",
+        "--no-sample-check",
         action="store_true",
         help="skip reading the fill value and chunks as v2 and as v3 before writing an array's "
-        "zarr.json",
+        "zarr.json (what was packed into shards is checked still)",
+    )
+    # the flag's name until 0.1: it named a check that is not the only one
+    command.add_argument(
+        "--no-verify", action=_Renamed, nargs=0, dest="no_sample_check", help=argparse.SUPPRESS
     )
     command.add_argument(
         "--oldest-zarr",
@@ -293,3 +298,19 @@ def _storage_option(text: str) -> tuple[str, Any]:
         return key.strip(), json.loads(value)
     except ValueError:
         return key.strip(), value
+
+
+class _Renamed(argparse.Action):
+    """An old flag's name: it sets what the new one sets, with a note on stderr naming the new
+    one."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        new = {"--no-verify": "--no-sample-check"}.get(option_string or "", "")
+        print(f"note: {option_string} is now {new}; the old name goes in 0.2", file=sys.stderr)
+        setattr(namespace, self.dest, True)

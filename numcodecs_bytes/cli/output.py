@@ -11,7 +11,7 @@ from typing import TextIO
 __all__ = ["FLAGS", "Output", "shown"]
 
 FLAGS = {
-    "verify=False": "--no-verify",
+    "sample_check=False": "--no-sample-check",
     "request_timeout": "--request-timeout",
     "run_timeout": "--run-timeout",
     "oldest_zarr": "--oldest-zarr",

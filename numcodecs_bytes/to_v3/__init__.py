@@ -14,7 +14,7 @@ What `convert_store` guarantees:
   is reported. Before an array's ``zarr.json`` is written, its fill value and
   its stored chunks are read as v2 and as v3 with zarr-python's own codecs and
   compared exactly, until a chunk shows the mapping right (`check`,
-  `sampling`; ``verify=False`` skips it): a sample in which a wrong mapping
+  `sampling`; ``sample_check=False`` skips it): a sample in which a wrong mapping
   could not show (zeros, one value throughout) vouches for no chunk but its
   own. Arrays whose ``.zarray`` says the same are read by the same two
   pipelines: once one of them has shown the mapping right, the others are not

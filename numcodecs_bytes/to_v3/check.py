@@ -171,7 +171,8 @@ def _compare(
     if isinstance(expected, Exception):
         raise UnconvertibleError(
             f"its conversion cannot be checked: reading {what} as Zarr v2 fails "
-            f"({type(expected).__name__}: {expected}); verify=False converts without the check"
+            f"({type(expected).__name__}: {expected}); sample_check=False converts without the "
+            "check"
         )
     if isinstance(got, Exception):
         raise UnconvertibleError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -43,7 +44,7 @@ def convert_store(
     *,
     dry_run: bool = False,
     remove_v2_metadata: bool = False,
-    verify: bool = True,
+    sample_check: bool = True,
     oldest_zarr: str | None = None,
     on_node: Callable[[NodeResult], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
@@ -53,6 +54,7 @@ def convert_store(
     client: Any = None,
     on_shards: Callable[[int, int, int], None] | None = None,
     on_removed: Callable[[str], None] | None = None,
+    verify: bool | None = None,
 ) -> ConversionReport:
     """Write a Zarr v3 ``zarr.json`` for every node of a Zarr v2 store, folding the bytes filter.
 
@@ -69,11 +71,12 @@ def convert_store(
         keeps its own); with ``shard_size``, also each array's chunk files
         once it reads its shards. By default they stay, so v2 readers keep
         working.
-    verify : bool
+    sample_check : bool
         Before writing an array's ``zarr.json``, read the fill value and its
         stored chunks (until one shows the mapping right) both as v2 and
         through the new metadata as v3 with zarr-python's own codecs, and
-        convert only what reads the same (see `numcodecs_bytes.to_v3`).
+        convert only what reads the same (see `numcodecs_bytes.to_v3`). False
+        turns this off; the checks of what was packed into shards always run.
     oldest_zarr : str, optional
         The oldest zarr-python release the store's readers use, e.g. ``"3.1"``:
         arrays that release reads wrong are refused (left as v2, reported).
@@ -106,6 +109,10 @@ def convert_store(
         run would remove): chunk files whose shards hold them, and what arrays
         read before their new shards (their old shards). The v2 metadata files
         removed are listed in the report.
+    verify : bool, optional
+        Deprecated: ``sample_check``. It named the sample check only, while
+        the checks of what was packed (`to_v3.verify`) always run; it still
+        works, with a `DeprecationWarning`, until 0.2.
 
     Returns
     -------
@@ -116,6 +123,8 @@ def convert_store(
 
     Raises
     ------
+    TypeError
+        For ``verify`` and ``sample_check`` both given, and different.
     ValueError
         For a ``shard_size`` below 1, an ``oldest_zarr`` that is no version,
         or ``shard_shapes`` naming a path that is no array of the store
@@ -158,7 +167,7 @@ def convert_store(
     options = _Options(
         dry_run,
         remove_v2_metadata,
-        verify,
+        _sample_check(sample_check, verify),
         oldest,
         on_node,
         shard_size is not None or bool(shapes),
@@ -242,10 +251,25 @@ def _packer(
     return pack
 
 
+def _sample_check(sample_check: bool, verify: bool | None) -> bool:
+    """``sample_check``, or the deprecated ``verify`` where given (with its warning)."""
+    if verify is None:
+        return sample_check
+    warnings.warn(
+        "convert_store(verify=) is now sample_check=: it turns off the sample read as v2 and as "
+        "v3 only (the checks of what was packed always run); verify= goes in 0.2",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if not sample_check and verify:
+        raise TypeError(f"verify={verify} and sample_check={sample_check} disagree: give one")
+    return verify
+
+
 class _Options(NamedTuple):
     dry_run: bool
     remove_v2_metadata: bool
-    verify: bool
+    sample_check: bool
     oldest_zarr: tuple[int, ...] | None
     on_node: Callable[[NodeResult], None] | None
     sharding: bool  # a shard size or shapes asked
@@ -328,7 +352,7 @@ class _Run:
 
     def _write_arrays(self, nodes: list[Node]) -> None:
         arrays = [node for node in nodes if node.kind == "array"]
-        if self.options.verify:
+        if self.options.sample_check:
             arrays = self.sampler.passing(arrays)
         self.index.failed |= self.switch.documents([(node, node.document) for node in arrays])
         for node in arrays:

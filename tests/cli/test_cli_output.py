@@ -20,8 +20,8 @@ from numcodecs_bytes.cli.output import FLAGS, shown
             "no answer before the time limit (--run-timeout)",
         ),
         (
-            "reading chunk 0 fails (x); verify=False converts without the check",
-            "reading chunk 0 fails (x); --no-verify converts without the check",
+            "reading chunk 0 fails (x); sample_check=False converts without the check",
+            "reading chunk 0 fails (x); --no-sample-check converts without the check",
         ),
         (
             "left as v2 for readers on zarr-python 3.1 (oldest_zarr)",

@@ -329,7 +329,7 @@ def test_the_to_v3_benchmark_runs() -> None:
         "zarr's migrate_v2_to_v3",
         "ours",
         "ours, with the filter",
-        "ours, with the filter, --no-verify",
+        "ours, with the filter, --no-sample-check",
     }
     assert set(bench.on_the_disk(20)) == {"to-v3 --dry-run", "to-v3"}
     assert bench.with_large_attributes(1)["megabytes"] > 0.5

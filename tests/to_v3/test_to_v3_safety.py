@@ -540,7 +540,7 @@ def test_a_chunk_folder_that_is_a_symbolic_link_is_no_node(tmp_path: Path) -> No
 # -- the safety net --------------------------------------------------------------------------------
 
 
-def test_the_check_catches_what_a_wrong_rule_would_write_and_no_verify_skips_it(
+def test_the_check_catches_what_a_wrong_rule_would_write_and_no_sample_check_skips_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A rule made wrong on purpose (big endian struct fields said little): the check refuses to
@@ -564,8 +564,30 @@ def test_the_check_catches_what_a_wrong_rule_would_write_and_no_verify_skips_it(
         in err
     )
     assert not (root / "zarr.json").exists()
-    assert main(["to-v3", str(root), "--no-verify"]) == 0  # what the check kept out
+    assert main(["to-v3", str(root), "--no-sample-check"]) == 0  # what the check kept out
     assert zarr.open_array(str(root), zarr_format=3)[...].tolist() != [(1, 0.5), (2, 1.5)]
+
+
+def test_the_old_names_of_the_sample_check_still_work_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``verify=`` (now ``sample_check=``) and ``--no-verify`` (now ``--no-sample-check``) do what
+    the new names do, each saying the new name; both keywords at odds are a TypeError."""
+    from numcodecs_bytes.to_v3 import rules
+
+    monkeypatch.setattr(rules, "_struct_endian", lambda v2_dtype: ("little", None))
+    dtype = np.dtype([("a", ">i4"), ("b", ">f8")])
+    roots = [tmp_path / f"s{i}.zarr" for i in range(3)]
+    for root in roots:
+        v2_array(root, "", np.array([(1, 0.5)], dtype), chunks=(1,))
+    with pytest.warns(DeprecationWarning, match=r"verify=\) is now sample_check="):
+        report = convert_store(roots[0], verify=False)
+    assert not failures(report) and (roots[0] / "zarr.json").exists()
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="disagree"):
+        convert_store(roots[1], verify=True, sample_check=False)
+    assert main(["to-v3", str(roots[2]), "--no-verify"]) == 0
+    assert "note: --no-verify is now --no-sample-check" in capsys.readouterr().err
+    assert (roots[2] / "zarr.json").exists()
 
 
 def test_the_check_compares_the_fill_value_of_a_missing_chunk(
@@ -1033,7 +1055,7 @@ def whole_numbers(values: Any, least: int) -> bool:
 @given(
     shape=ODD_NUMBERS,
     chunks=ODD_NUMBERS,
-    options=st.sampled_from([[], ["--shard-size", "1KiB", "--no-verify"]]),
+    options=st.sampled_from([[], ["--shard-size", "1KiB", "--no-sample-check"]]),
 )
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
