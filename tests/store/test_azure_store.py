@@ -417,3 +417,94 @@ def test_the_walk_sees_the_store_alike_from_one_listing_or_folder_by_folder(
         assert (len(listings), with_delimiter) == (1, []), listings
     else:  # the whole listing's first page, then each folder: the group, a, g, g/b
         assert len(with_delimiter) >= 4, listings
+
+
+STOPS = {
+    "its old shards written down, before its switch": (
+        "numcodecs_bytes.to_v3.removal:Removals.mark",
+        1,
+    ),
+    "its new shards packed": ("numcodecs_bytes.store.object_files:ObjectFiles.pack", 1),
+    "its switch": ("numcodecs_bytes.to_v3.switch:Switch.arrays", 1),
+    "its first removal": ("numcodecs_bytes.store.object_files:ObjectFiles.remove", 1),
+}
+
+
+@pytest.mark.parametrize("stop", list(STOPS))
+def test_a_resharding_stopped_at_each_step_loses_nothing_and_a_rerun_finishes(
+    azure: Any, azurite: str, tmp_path: Path, stop: str
+) -> None:
+    """A reshard on Azure stopped dead (``os._exit``) at each named step: the array reads its
+    values right after the stop and after the rerun, which finishes: the new shards and the
+    zarr.json only, no marker, no lock object."""
+    values = np.arange(80, dtype="<i4").reshape(8, 10)
+    local = tmp_path / "v3"
+    array = zarr.create_array(
+        str(local), shape=values.shape, chunks=(2, 5), shards=(2, 5), dtype="<i4", compressors=None
+    )
+    array[...] = values
+    upload(azure, local, "data")
+    arguments = ["reshard", f"az://{CONTAINER}/data", "--shard-size", "160B"]
+    step, calls = STOPS[stop]
+    stopped = subprocess.run(
+        [sys.executable, "-c", stopped_tool(step, calls), *arguments],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
+    assert stopped.returncode == 137, stopped.stderr
+
+    def read() -> Any:
+        return zarr.open_array(zarr_store(azurite, CONTAINER, "data"), mode="r")[...]
+
+    np.testing.assert_array_equal(read(), values)
+    rerun = subprocess.run(
+        [sys.executable, "-m", "numcodecs_bytes", *arguments],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    np.testing.assert_array_equal(read(), values)
+    # (the new shards take the separator the old ones did not, as on a disk)
+    assert sorted(objects(azure)) == ["data/c.0.0", "data/c.1.0", "data/zarr.json"]
+
+
+def test_a_run_that_starts_while_another_packs_is_refused_by_the_lock(
+    azure: Any, azurite: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run B is held at its first shard's PUT; run A, which would remove every v2 file, says the
+    store is busy (exit 2) and writes nothing; B then finishes, and its lock goes with it."""
+    upload_v2_store(azure, tmp_path / "v2")
+    url = f"az://{CONTAINER}/data"
+    seen: list[subprocess.CompletedProcess[str]] = []
+    with fault_proxy(azurite) as proxy:
+        endpoint = f"endpoint={proxy.endpoint}/{ACCOUNT}"
+        other = [sys.executable, "-m", "numcodecs_bytes", "to-v3", url, "--remove-v2-metadata"]
+        proxy.add(
+            Fault(
+                "before",
+                method="PUT",
+                key=r"/c/",
+                hook=lambda: seen.append(
+                    subprocess.run(
+                        [*other, "--storage-option", endpoint],
+                        capture_output=True,
+                        text=True,
+                        timeout=120,
+                    )
+                ),
+            )
+        )
+        code = main(["to-v3", url, "--shard-size", "1MiB", "--storage-option", endpoint])
+    assert code == 0, capsys.readouterr()
+    [run_a] = seen
+    assert run_a.returncode == 2, run_a.stderr
+    assert "another numcodecs-bytes run is working on this store (pid " in run_a.stderr
+    after = objects(azure)
+    assert "data/a/.zarray" in after and "data/.numcodecs-bytes-lock" not in after
+    found = read_values(azurite)
+    for name, expected in VALUES.items():
+        np.testing.assert_array_equal(found[name], expected)
