@@ -187,7 +187,9 @@ def main() -> int:
         times = against_zarr(args.arrays)
         ratio = times["ours"] / times["zarr's migrate_v2_to_v3"]
         ratios.append(ratio)
-        checks.append(times["ours, with the filter"] / times["ours, with the filter, --no-sample-check"])
+        checks.append(
+            times["ours, with the filter"] / times["ours, with the filter, --no-sample-check"]
+        )
         print(
             f"-- run {run + 1} of {args.runs}, {args.arrays} arrays: "
             + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in times.items())
