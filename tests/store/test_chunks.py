@@ -93,8 +93,13 @@ class Backend(NamedTuple):
     read: Callable[[str], bytes | None]
 
 
-@pytest.fixture(params=["local", "memory", "s3"])
+@pytest.fixture(
+    params=["local", "memory", "s3", pytest.param("azure", marks=pytest.mark.same_on_every_stack)]
+)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if request.param == "azure":
+        yield azure_backend(request)
+        return
     if request.param == "local":
         (tmp_path / ".zgroup").write_text("{}")
 
@@ -131,6 +136,28 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     yield Backend(store, store.root, write_object, read_object)
     if request.param == "memory":
         fs.rm(root, recursive=True)
+
+
+def azure_backend(request: pytest.FixtureRequest) -> Backend:
+    """An empty container on Azurite, through obstore (`store.object_files`)."""
+    endpoint = request.getfixturevalue("azurite")
+    import obstore
+    from support.azure import empty_container
+
+    container = empty_container(endpoint, "chunks", request.getfixturevalue("monkeypatch"))
+    obstore.put(container, ".zgroup", b"{}")
+
+    def write_object(name: str, data: bytes) -> None:
+        obstore.put(container, name, data)
+
+    def read_object(name: str) -> bytes | None:
+        try:
+            return bytes(obstore.get(container, name).bytes())
+        except FileNotFoundError:
+            return None
+
+    store = open_store("az://chunks")
+    return Backend(store, store.root, write_object, read_object)
 
 
 def packed_one(backend: Backend, name: str, sources: tuple[str | None, ...]) -> Any:
