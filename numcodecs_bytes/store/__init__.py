@@ -42,15 +42,14 @@ What holds:
 The modules, each with one job: `options` (`StoreOptions`), `files` (the
 `Files` protocol and its values), `layout` (the Zarr layout facts),
 `listing` (folders as listings find them), `requests` (a network store's
-batches of requests), `lease` (the lock of an
-object store), `local`, `fsspec_files`, `s3` and `object_files` (the
-backends; `cloud_options`: Azure's options as obstore takes them), `remote`
-(opening a URL),
-`engine` (opening, locking and walking a store); the chunk mover: `chunks`
-(the shard format, what packing is asked and answers), `local_shards` and
-`disk` (a local disk's packing and durability), `object_packing` (packing
-through obstore), `distributed` (packing as
-dask tasks).
+batches of requests), `per_path` (the batch methods made of one-path
+requests), `lease` (the lock of an object store), `local`, `fsspec_files`,
+`s3` and `object_files` (the backends; `cloud_options`: Azure's options as
+obstore takes them), `remote` (opening a URL), `engine` (opening, locking
+and walking a store); the chunk mover: `chunks` (the shard format, what
+packing is asked and answers), `local_shards` and `disk` (a local disk's
+packing and durability), `object_packing` (packing through obstore),
+`distributed` (packing as dask tasks).
 """
 
 from __future__ import annotations

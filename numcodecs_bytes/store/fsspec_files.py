@@ -19,13 +19,10 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from .chunks import (
-    Held,
     Packed,
     Shard,
     ShardError,
     gone,
-    index_size,
-    parsed_index,
     shard_index,
     source_path,
 )
@@ -34,16 +31,13 @@ from .files import (
     ByteRange,
     Folder,
     Listed,
-    Removal,
-    Replacement,
     breadth_first,
     changed,
     digest,
-    failures,
 )
 from .listing import Listing
 from .options import StoreOptions
-from .requests import Requests
+from .per_path import PerPath, Stat, content_version
 
 __all__ = ["FsspecFiles"]
 
@@ -52,7 +46,7 @@ _K = TypeVar("_K", bound=Hashable)
 _I = TypeVar("_I")
 
 
-class FsspecFiles(Requests):
+class FsspecFiles(PerPath):
     """Any fsspec file system; an async one (s3fs, gcsfs, adlfs, http) with up to ``jobs`` requests
     in flight."""
 
@@ -139,28 +133,6 @@ class FsspecFiles(Requests):
     async def bytes_of(self, path: str) -> bytes:
         return bytes(await self._call("cat_file", path, **self._whole_read))
 
-    def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
-        async def read(path: str) -> bytes | None:
-            try:
-                return await self.bytes_of(path)
-            except FileNotFoundError:
-                return None
-
-        return self.each_of(paths, read)
-
-    def read_ranges(self, ranges: Iterable[ByteRange]) -> dict[ByteRange, bytes | Exception]:
-        async def read(wanted: ByteRange) -> bytes:
-            data = bytes(
-                await self._call("cat_file", wanted.path, start=wanted.start, end=wanted.end)
-            )
-            if len(data) != wanted.end - wanted.start:
-                raise OSError(
-                    f"{wanted.path}: {wanted.start + len(data):,} bytes, not {wanted.end:,}"
-                )
-            return data
-
-        return self.each_of(ranges, read)
-
     def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
         return self.each_of(
             wanted.items(), lambda item: self.tail_of(*item), key=lambda item: item[0]
@@ -184,11 +156,6 @@ class FsspecFiles(Requests):
 
     # -- writes ------------------------------------------------------------------------------------
 
-    def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
-        return failures(
-            self.each_of(replacements, lambda r: self.replace_one(*r), key=lambda r: r.path)
-        )
-
     def before_write(self) -> None:
         """Called before each request that writes or removes a file: nothing here (on S3, the run's
         lease on the store checked)."""
@@ -203,13 +170,6 @@ class FsspecFiles(Requests):
             await self.create_one(path + BACKUP_SUFFIX, expected)
         await self._call("pipe_file", path, data)
 
-    def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
-        return failures(
-            self.each_of(
-                files.items(), lambda item: self.create_one(*item), key=lambda item: item[0]
-            )
-        )
-
     async def create_one(self, path: str, data: bytes) -> None:
         """Written where none exists (checked just before); one that holds ``data`` already is no
         failure."""
@@ -221,21 +181,6 @@ class FsspecFiles(Requests):
             await self._call("pipe_file", path, data)
         except FileExistsError:
             await self.same_or_exists(path, data)
-
-    async def same_or_exists(self, path: str, data: bytes) -> None:
-        """A file found where ``data`` was to be created: no failure where it holds ``data`` (an
-        earlier run's, or a retry after the server acted); else FileExistsError."""
-        try:
-            same = await self.bytes_of(path) == data
-        except OSError:
-            same = False
-        if not same:
-            raise FileExistsError(
-                f"{path.rsplit('/', 1)[-1]} exists already: not overwritten"
-            ) from None
-
-    def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
-        return failures(self.each_of(removals, lambda r: self.remove_one(*r), key=lambda r: r.path))
 
     async def remove_one(self, path: str, read: bytes | None, version: str | None = None) -> None:
         """Checked just before (a window of one request): removed only if it holds what was read (or
@@ -266,14 +211,14 @@ class FsspecFiles(Requests):
         none)."""
         try:
             info = await self._call("info", path)
-            return _tag(info) or _content_version(await self.bytes_of(path))
+            return _tag(info) or content_version(await self.bytes_of(path))
         except FileNotFoundError:
             return None
 
     def version_holds(self, version: str, data: bytes) -> bool | None:
         """Where the version is the digest of the file's bytes (its file system keeps no ETag),
         whether ``data`` has it; an ETag does not tell here (`s3` knows S3's)."""
-        return version == _content_version(data) if version.startswith("sha256:") else None
+        return version == content_version(data) if version.startswith("sha256:") else None
 
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
@@ -340,7 +285,7 @@ class FsspecFiles(Requests):
             data = await self.bytes_of(source)
         except FileNotFoundError:
             return None, None
-        return data, _tag(info) or _content_version(data)
+        return data, _tag(info) or content_version(data)
 
     async def write_shard(self, shard: Shard, body: bytes) -> bool:
         """The shard's object holding ``body``, read back: False where it held it already. An object
@@ -357,58 +302,18 @@ class FsspecFiles(Requests):
             raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
         return True
 
-    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-        """What each shard holds of its sources: its index read by range, then each source and its
-        range of the shard (``jobs`` requests in flight; a chunk's bytes of each side in memory per
-        request)."""
-        return self.run({shard.path: self._held(shard) for shard in shards}, limit=False)
-
-    async def _held(self, shard: Shard) -> Held:
-        info = await self.in_time(self._call("info", shard.path))
-        size, count = int(info["size"]), len(shard.sources)
-        footer = index_size(count)
-        if size < footer:
-            raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
-        entries = parsed_index(
-            await self.in_time(self.range_of(shard.path, size - footer, size)), count
-        )
-
-        async def compared(
-            held: str | ByteRange | None, entry: tuple[int, int] | None
-        ) -> tuple[bool | None, str | None, Any]:
-            if held is None:
-                return None, None, None
-            path = source_path(held)
-            try:
-                source = await self.in_time(self._call("info", path))
-            except FileNotFoundError:
-                return None, None, None
-            version, written = _tag(source), _written(source)
-            if entry is None or entry[1] != int(source["size"]):
-                return (
-                    False,
-                    version or _content_version(await self.in_time(self.bytes_of(path))),
-                    written,
-                )
-            data = await self.in_time(self.bytes_of(path))
-            inner = await self.in_time(self.range_of(shard.path, entry[0], entry[0] + entry[1]))
-            return data == inner, version or _content_version(data), written
-
-        found = await asyncio.gather(
-            *(compared(path, entry) for path, entry in zip(shard.sources, entries, strict=True))
-        )
-        return Held(
-            tuple(f[0] for f in found),
-            tuple(f[1] for f in found),
-            tuple(f[2] for f in found),
-            _written(info),
-        )
-
     async def range_of(self, path: str, start: int, end: int) -> bytes:
         data = bytes(await self._call("cat_file", path, start=start, end=end))
         if len(data) != end - start:
             raise OSError(f"{path}: {start + len(data):,} bytes, not {end:,}")
         return data
+
+    async def stat(self, path: str) -> Stat | None:
+        try:
+            info = await self._call("info", path)
+        except FileNotFoundError:
+            return None
+        return Stat(int(info["size"]), _tag(info), _written(info))
 
     def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
         async def below(folder: str) -> list[str]:
@@ -452,10 +357,6 @@ def _written(info: Mapping[str, Any]) -> float | None:
             with suppress(ValueError):
                 return datetime.fromisoformat(when).timestamp()
     return None
-
-
-def _content_version(data: bytes) -> str:
-    return "sha256:" + digest(data).hex()
 
 
 def child_path(folder: Folder, name: str) -> str:

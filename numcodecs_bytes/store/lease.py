@@ -28,7 +28,6 @@ __all__ = [
     "LockLost",
     "LockObject",
     "LockRead",
-    "leased",
 ]
 
 LOCK_NAME = ".numcodecs-bytes-lock"
@@ -182,17 +181,6 @@ class Lease:
                 self.lock.remove(self.tag)
 
 
-@contextmanager
-def leased(lock: LockObject, path: str) -> Iterator[Lease]:
-    """The lock at ``path`` held for the block (`Lease`), released at its end however it ends."""
-    lease = Lease(lock, path)
-    lease.acquire()
-    try:
-        yield lease
-    finally:
-        lease.release()
-
-
 class LeaseHold:
     """A backend's hold on its store's lock: `during` a run it holds the lease on the lock object
     ``lock_object`` makes for a path; `check`, before each write, raises where it was lost."""
@@ -206,12 +194,14 @@ class LeaseHold:
         """The lock of the store whose topmost node is ``top`` (`LOCK_NAME` there) held for the
         block."""
         path = f"{top}/{LOCK_NAME}"
-        with leased(self._lock_object(path), path) as lease:
-            self.lease = lease
-            try:
-                yield
-            finally:
-                self.lease = None
+        lease = Lease(self._lock_object(path), path)
+        lease.acquire()
+        self.lease = lease
+        try:
+            yield
+        finally:
+            self.lease = None
+            lease.release()
 
     def check(self) -> None:
         """`problems.StoreBusyError` where the run may no longer hold the lock (`Lease.check`)."""

@@ -3,12 +3,13 @@ where that pays (object stores: S3, Azure)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from .files import BATCH, Folder
-from .layout import NODE_FILES
+from .layout import METADATA_NAMES, NODE_FILES
 
-__all__ = ["LISTING_LIMIT", "Listing", "WholeStore"]
+__all__ = ["LISTING_LIMIT", "Listing", "WholeStore", "metadata_versions"]
 
 LISTING_LIMIT = 100 * BATCH
 """Keys a listing of a whole object store holds at most: what bounds the memory of that listing."""
@@ -24,6 +25,15 @@ class Listing:
 
     def folder(self, path: str) -> Folder:
         return Folder(path, tuple(sorted(self.subfolders)), tuple(sorted(self.versions)))
+
+
+def metadata_versions(listings: Mapping[str, Listing]) -> Iterator[tuple[str, str]]:
+    """The version of each metadata file the ``listings`` (by folder path) tell, by its path: what
+    a replacement of it holds on."""
+    for path, listing in listings.items():
+        for name, tag in listing.versions.items():
+            if tag and name in METADATA_NAMES:
+                yield f"{path}/{name}", tag
 
 
 class WholeStore:

@@ -21,8 +21,6 @@ from typing import Any, TypeVar
 
 from ..problems import NotAStoreError
 from .chunks import (
-    ByteRange,
-    Held,
     Packed,
     Shard,
 )
@@ -33,18 +31,15 @@ from .files import (
     Folder,
     Listed,
     Probe,
-    Removal,
-    Replacement,
     breadth_first,
     changed,
     digest,
-    failures,
 )
 from .fsspec_files import child_path
-from .layout import METADATA_NAMES
 from .lease import LeaseHold, LockHeld, LockLost, LockRead
-from .listing import Listing, WholeStore
+from .listing import Listing, WholeStore, metadata_versions
 from .options import StoreOptions
+from .per_path import PerPath, Stat
 from .requests import Requests, loop_thread
 
 __all__ = ["ObjectFiles", "open_azure"]
@@ -87,7 +82,7 @@ def open_azure(
     return files, root, files.probe()
 
 
-class ObjectFiles(Requests):
+class ObjectFiles(PerPath):
     """An obstore store (its container's objects by ``container/key``): requests batched, ``jobs``
     in flight."""
 
@@ -138,8 +133,8 @@ class ObjectFiles(Requests):
             return {entry["path"].rsplit("/", 1)[-1] for entry in listing["objects"]}
 
         def any_exists(paths: list[str]) -> bool:
-            found = self.run({path: self.head(path) for path in paths})
-            if any(isinstance(answer, dict) for answer in found.values()):
+            found = self.run({path: self.stat(path) for path in paths})
+            if any(isinstance(answer, Stat) for answer in found.values()):
                 return True
             for answer in found.values():
                 if isinstance(answer, Exception):
@@ -157,20 +152,26 @@ class ObjectFiles(Requests):
 
         return await obstore.list_with_delimiter_async(self.store, self.key(folder) or None)
 
-    async def head(self, path: str) -> dict[str, Any] | None:
+    async def stat(self, path: str) -> Stat | None:
+        """One HEAD."""
         import obstore
 
         try:
-            return dict(await obstore.head_async(self.store, self.key(path)))
+            head = await obstore.head_async(self.store, self.key(path))
         except FileNotFoundError:
             return None
+        return Stat(int(head["size"]), _tag(head["e_tag"]), head["last_modified"].timestamp())
 
-    async def get(self, path: str, if_match: str | None = None) -> tuple[bytes, str]:
-        """An object's bytes and ETag, from one GET (held on ``if_match`` where given)."""
+    async def version_of(self, path: str) -> str | None:
+        """An object's ETag (None where there is none): one HEAD."""
+        found = await self.stat(path)
+        return None if found is None else found.tag
+
+    async def get(self, path: str) -> tuple[bytes, str]:
+        """An object's bytes and ETag, from one GET."""
         import obstore
 
-        options: dict[str, Any] = {} if if_match is None else {"if_match": if_match}
-        answer = await obstore.get_async(self.store, self.key(path), options=options)  # type: ignore[arg-type]
+        answer = await obstore.get_async(self.store, self.key(path))
         return bytes(await answer.bytes_async()), _tag(answer.meta["e_tag"])
 
     async def bytes_of(self, path: str) -> bytes:
@@ -259,13 +260,12 @@ class ObjectFiles(Requests):
                 except StopAsyncIteration:
                     return True
                 for entry in page:
-                    tag = _tag(entry["e_tag"]) if entry.get("e_tag") else None
-                    if not whole.add(f"{self.container}/{entry['path']}", tag):
+                    if not whole.add(f"{self.container}/{entry['path']}", _listed(entry)):
                         return False
 
         # each page in its time, not the whole listing; whatever stops it, listing folder by
         # folder reports per folder
-        pays = Requests.run(self, {"": listing()}, limit=False)[""]
+        pays = self.run({"": listing()}, limit=False)[""]
         return whole if pays is True else None
 
     def _listed_batch(self, paths: list[str]) -> Listed:
@@ -280,7 +280,7 @@ class ObjectFiles(Requests):
             found[path] = listing = Listing()
             for entry in answer["objects"]:
                 name = entry["path"].rsplit("/", 1)[-1]
-                listing.versions[name] = _tag(entry["e_tag"]) if entry.get("e_tag") else None
+                listing.versions[name] = _listed(entry)
             listing.subfolders.update(
                 prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in answer["common_prefixes"]
             )
@@ -289,12 +289,7 @@ class ObjectFiles(Requests):
     def _found(self, listings: dict[str, Listing]) -> list[Folder]:
         """The folders of one batch of the walk; the versions of their metadata files kept (what
         their replacements hold on)."""
-        for path, listing in listings.items():
-            self._versions.update(
-                (f"{path}/{name}", tag)
-                for name, tag in listing.versions.items()
-                if tag and name in METADATA_NAMES
-            )
+        self._versions.update(metadata_versions(listings))
         return [listing.folder(path) for path, listing in listings.items()]
 
     # -- reads -------------------------------------------------------------------------------------
@@ -307,25 +302,13 @@ class ObjectFiles(Requests):
 
         return self.each_of(paths, read)
 
-    def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
-        async def read(path: str) -> bytes | None:
-            try:
-                return await self.bytes_of(path)
-            except FileNotFoundError:
-                return None
-
-        return self.each_of(paths, read)
-
-    def read_ranges(self, ranges: Iterable[ByteRange]) -> dict[ByteRange, bytes | Exception]:
-        return self.each_of(ranges, lambda wanted: self.range_of(*wanted))
-
     def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
         async def tail(path: str, size: int) -> tuple[int, bytes]:
             # Azure takes no suffix range: the size first
-            head = await self.head(path)
-            if head is None:
+            found = await self.stat(path)
+            if found is None:
                 raise FileNotFoundError(path)
-            total = int(head["size"])
+            total = found.size
             if total < size:
                 raise OSError(f"{path}: {total:,} bytes, fewer than {size:,}")
             return total, await self.range_of(path, total - size, total)
@@ -334,21 +317,18 @@ class ObjectFiles(Requests):
 
     def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
         async def modified(path: str) -> float:
-            head = await self.head(path)
-            if head is None:
+            found = await self.stat(path)
+            if found is None:
                 raise FileNotFoundError(path)
-            return float(head["last_modified"].timestamp())
+            if found.written is None:
+                raise OSError("its store keeps no time it was written")
+            return found.written
 
         return self.each_of(paths, modified)
 
     # -- writes ------------------------------------------------------------------------------------
 
-    def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
-        return failures(
-            self.each_of(replacements, lambda r: self._replace_one(*r), key=lambda r: r.path)
-        )
-
-    async def _replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
+    async def replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
         """One PUT that holds only while the object is the version read."""
         from obstore.exceptions import PreconditionError
 
@@ -358,7 +338,7 @@ class ObjectFiles(Requests):
             if data_now != expected:
                 raise changed()
         if backup:
-            await self._create_one(path + BACKUP_SUFFIX, expected)
+            await self.create_one(path + BACKUP_SUFFIX, expected)
         try:
             self._versions[path] = await self.put(path, data, {"e_tag": version})
         except (PreconditionError, FileNotFoundError):
@@ -366,14 +346,7 @@ class ObjectFiles(Requests):
             if await self.bytes_or_none(path) != data:
                 raise changed() from None
 
-    def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
-        return failures(
-            self.each_of(
-                files.items(), lambda item: self._create_one(*item), key=lambda item: item[0]
-            )
-        )
-
-    async def _create_one(self, path: str, data: bytes) -> None:
+    async def create_one(self, path: str, data: bytes) -> None:
         """One PUT that holds only where no object exists; one that holds ``data`` already is no
         failure."""
         from obstore.exceptions import AlreadyExistsError, PreconditionError
@@ -381,10 +354,7 @@ class ObjectFiles(Requests):
         try:
             await self.put(path, data, "create")
         except (AlreadyExistsError, PreconditionError):
-            if await self.bytes_or_none(path) != data:
-                raise FileExistsError(
-                    f"{path.rsplit('/', 1)[-1]} exists already: not overwritten"
-                ) from None
+            await self.same_or_exists(path, data)
 
     async def bytes_or_none(self, path: str) -> bytes | None:
         try:
@@ -392,19 +362,14 @@ class ObjectFiles(Requests):
         except FileNotFoundError:
             return None
 
-    def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
-        return failures(
-            self.each_of(removals, lambda r: self._remove_one(*r), key=lambda r: r.path)
-        )
-
-    async def _remove_one(self, path: str, read: bytes | None, version: str | None) -> None:
+    async def remove_one(self, path: str, read: bytes | None, version: str | None = None) -> None:
         """Checked just before (obstore has no conditional delete: a window of one request):
         removed only while it is the version read, or holds what was read."""
         if version is not None:
-            head = await self.head(path)
-            if head is None:
+            now_version = await self.version_of(path)
+            if now_version is None:
                 return
-            if _tag(head["e_tag"]) != version:
+            if now_version != version:
                 raise changed(": not removed")
         if read is not None:
             now = await self.bytes_or_none(path)
@@ -417,11 +382,7 @@ class ObjectFiles(Requests):
     # -- shards ------------------------------------------------------------------------------------
 
     def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
-        async def version(path: str) -> str | None:
-            head = await self.head(path)
-            return None if head is None else _tag(head["e_tag"])
-
-        return self.each_of(paths, version)
+        return self.each_of(paths, self.version_of)
 
     def version_holds(self, version: str, data: bytes) -> bool | None:
         """An Azure ETag is no digest of the bytes: it does not tell."""
@@ -443,13 +404,6 @@ class ObjectFiles(Requests):
             on_progress,
             shards_at_once=len(shards) or 1,
         )
-
-    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-        """What each shard holds of its sources: its index read by range, then each source and its
-        range of the shard."""
-        from .object_packing import held
-
-        return self.run({shard.path: held(self, shard) for shard in shards}, limit=False)
 
     def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
         return self.files_and_versions(folders, ())[0]
@@ -545,8 +499,7 @@ class _LockObject:
 
     def remove(self, tag: str) -> None:
         async def remove() -> None:
-            head = await self.files.head(self.path)
-            if head is not None and _tag(head["e_tag"]) == tag:
+            if await self.files.version_of(self.path) == tag:
                 await self.files.delete(self.path)
 
         self.files.ask(remove())
@@ -558,6 +511,11 @@ def _tag(tag: str | None) -> str:
     if not tag:
         raise OSError("the store's answer gave no ETag")
     return tag.strip('"')
+
+
+def _listed(entry: Mapping[str, Any]) -> str | None:
+    """The ETag of a listing's entry (None where it gives none)."""
+    return _tag(entry["e_tag"]) if entry.get("e_tag") else None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -22,13 +22,10 @@ from typing import TYPE_CHECKING
 
 from .chunks import (
     ByteRange,
-    Held,
     Packed,
     Shard,
     ShardError,
     gone,
-    index_size,
-    parsed_index,
     shard_index,
     source_path,
 )
@@ -43,7 +40,6 @@ __all__ = [
     "READ_AHEAD_BYTES",
     "WHOLE_SHARD_BYTES",
     "ShardMemory",
-    "held",
     "pack_one",
 ]
 
@@ -143,10 +139,6 @@ def _reader(
     """How a pack reads one source: its bytes and its version (a chunk object's ETag from the
     GET that read it; an old shard's, asked once), each read's size told to ``memory``."""
 
-    async def version_of(path: str) -> str | None:
-        found = await files.head(path)
-        return None if found is None else str(found["e_tag"]).strip('"')
-
     async def source(read: str | ByteRange | None) -> Read:
         if read is None:
             return None, None
@@ -158,7 +150,7 @@ def _reader(
                     return found
                 if read.path not in versions:
                     versions[read.path] = asyncio.ensure_future(
-                        files.in_time(version_of(read.path))
+                        files.in_time(files.version_of(read.path))
                     )
                 data = await files.in_time(files.range_of(*read))
                 memory.saw(len(data))
@@ -250,51 +242,10 @@ async def _write_whole(files: ObjectFiles, shard: Shard, body: bytes) -> bool:
 async def _read_back(files: ObjectFiles, path: str, size: int) -> tuple[int, bytes] | None:
     """The size and SHA-256 of the object at ``path``, read as a stream (None where there is none,
     or where its size is not ``size``: one HEAD, not its bytes)."""
-    found = await files.head(path)
-    if found is None or int(found["size"]) != size:
+    found = await files.stat(path)
+    if found is None or found.size != size:
         return None
     digest = hashlib.sha256()
     async for piece in files.stream(path, PART_BYTES):
         digest.update(piece)
     return size, digest.digest()
-
-
-async def held(files: ObjectFiles, shard: Shard) -> Held:
-    """What ``shard`` in the store holds of its sources: its index read by range, then each source
-    and its range of the shard, compared byte for byte."""
-    found = await files.in_time(files.head(shard.path))
-    if found is None:
-        raise FileNotFoundError(shard.path)
-    size, count = int(found["size"]), len(shard.sources)
-    footer = index_size(count)
-    if size < footer:
-        raise ShardError(f"shard of {size} bytes is shorter than its index ({footer} bytes)")
-    entries = parsed_index(
-        await files.in_time(files.range_of(shard.path, size - footer, size)), count
-    )
-
-    async def compared(
-        source: str | ByteRange | None, entry: tuple[int, int] | None
-    ) -> tuple[bool | None, str | None, float | None]:
-        if source is None:
-            return None, None, None
-        path = source_path(source)
-        head = await files.in_time(files.head(path))
-        if head is None:
-            return None, None, None
-        version, when = str(head["e_tag"]).strip('"'), head["last_modified"].timestamp()
-        if entry is None or entry[1] != int(head["size"]):
-            return False, version, when
-        data = await files.in_time(files.bytes_of(path))
-        inner = await files.in_time(files.range_of(shard.path, entry[0], entry[0] + entry[1]))
-        return data == inner, version, when
-
-    each = await asyncio.gather(
-        *(compared(source, entry) for source, entry in zip(shard.sources, entries, strict=True))
-    )
-    return Held(
-        tuple(e[0] for e in each),
-        tuple(e[1] for e in each),
-        tuple(e[2] for e in each),
-        found["last_modified"].timestamp(),
-    )

@@ -31,9 +31,8 @@ from typing import Any
 from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index, source_path
 from .files import BACKUP_SUFFIX, Folder, Listed, breadth_first, changed
 from .fsspec_files import FsspecFiles, child_path
-from .layout import METADATA_NAMES
 from .lease import LeaseHold, LockHeld, LockLost, LockRead
-from .listing import Listing, WholeStore
+from .listing import Listing, WholeStore, metadata_versions
 from .options import StoreOptions
 from .s3_parts import (
     MAX_PARTS,
@@ -95,12 +94,7 @@ class S3Files(FsspecFiles):
     def found(self, listings: dict[str, Listing]) -> list[Folder]:
         """The folders of one batch of the walk, by path; the versions of their metadata files
         kept."""
-        for path, listing in listings.items():
-            self._versions.update(
-                (f"{path}/{name}", tag)
-                for name, tag in listing.versions.items()
-                if tag and name in METADATA_NAMES
-            )
+        self._versions.update(metadata_versions(listings))
         return super().found(listings)
 
     def _whole_store(self) -> tuple[dict[str, Listing] | None, list[tuple[str, str]]]:

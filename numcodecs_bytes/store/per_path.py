@@ -1,0 +1,144 @@
+"""The batch methods of `Files` that a network backend makes of a request or a few per path:
+each backend (`fsspec_files`, `object_files`) gives the one-path coroutines, this class the
+batches, `BATCH` paths at a time, ``jobs`` requests in flight (`requests.Requests`)."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from .chunks import ByteRange, Held, Shard, ShardError, index_size, parsed_index, source_path
+from .files import Removal, Replacement, digest, failures
+from .requests import Requests
+
+__all__ = ["PerPath", "Stat", "content_version"]
+
+
+class Stat(NamedTuple):
+    """What a file's metadata says of it: its size, its ETag (None where its file system keeps
+    none), when it was last written (None where unknown)."""
+
+    size: int
+    tag: str | None
+    written: float | None
+
+
+def content_version(data: bytes) -> str:
+    """The version of a file whose file system keeps no ETag: the digest of its bytes."""
+    return "sha256:" + digest(data).hex()
+
+
+class PerPath(Requests, ABC):
+    """`Files`' reads, writes, removals and `held` of a network backend, from its one-path
+    coroutines: `bytes_of`, `range_of`, `stat`, `replace_one`, `create_one`, `remove_one`."""
+
+    @abstractmethod
+    async def bytes_of(self, path: str) -> bytes:
+        """A file's bytes (FileNotFoundError where there is none)."""
+
+    @abstractmethod
+    async def range_of(self, path: str, start: int, end: int) -> bytes:
+        """Bytes ``start`` to ``end`` of a file; an OSError where it holds fewer."""
+
+    @abstractmethod
+    async def stat(self, path: str) -> Stat | None:
+        """What a file's metadata says of it; None where there is no such file."""
+
+    @abstractmethod
+    async def replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:
+        """A `Replacement`."""
+
+    @abstractmethod
+    async def create_one(self, path: str, data: bytes) -> None:
+        """A new file (see `Files.create`)."""
+
+    @abstractmethod
+    async def remove_one(self, path: str, read: bytes | None, version: str | None = None) -> None:
+        """A `Removal`."""
+
+    def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
+        async def read(path: str) -> bytes | None:
+            try:
+                return await self.bytes_of(path)
+            except FileNotFoundError:
+                return None
+
+        return self.each_of(paths, read)
+
+    def read_ranges(self, ranges: Iterable[ByteRange]) -> dict[ByteRange, bytes | Exception]:
+        return self.each_of(ranges, lambda wanted: self.range_of(*wanted))
+
+    def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
+        return failures(
+            self.each_of(replacements, lambda r: self.replace_one(*r), key=lambda r: r.path)
+        )
+
+    def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
+        return failures(
+            self.each_of(
+                files.items(), lambda item: self.create_one(*item), key=lambda item: item[0]
+            )
+        )
+
+    async def same_or_exists(self, path: str, data: bytes) -> None:
+        """A file found where ``data`` was to be created: no failure where it holds ``data`` (an
+        earlier run's, or a retry after the server acted); else FileExistsError."""
+        try:
+            same = await self.bytes_of(path) == data
+        except OSError:
+            same = False
+        if not same:
+            raise FileExistsError(
+                f"{path.rsplit('/', 1)[-1]} exists already: not overwritten"
+            ) from None
+
+    def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
+        return failures(self.each_of(removals, lambda r: self.remove_one(*r), key=lambda r: r.path))
+
+    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+        """What each shard holds of its sources: its index read by range, then each source and its
+        range of the shard (``jobs`` requests in flight; a chunk's bytes of each side in memory per
+        request); a FileNotFoundError where the shard is missing."""
+        return self.run({shard.path: self._held(shard) for shard in shards}, limit=False)
+
+    async def _held(self, shard: Shard) -> Held:
+        found = await self.in_time(self.stat(shard.path))
+        if found is None:
+            raise FileNotFoundError(shard.path)
+        count = len(shard.sources)
+        footer = index_size(count)
+        if found.size < footer:
+            raise ShardError(
+                f"shard of {found.size} bytes is shorter than its index ({footer} bytes)"
+            )
+        entries = parsed_index(
+            await self.in_time(self.range_of(shard.path, found.size - footer, found.size)), count
+        )
+
+        async def compared(
+            held: str | ByteRange | None, entry: tuple[int, int] | None
+        ) -> tuple[bool | None, str | None, float | None]:
+            if held is None:
+                return None, None, None
+            path = source_path(held)
+            source = await self.in_time(self.stat(path))
+            if source is None:
+                return None, None, None
+            if entry is None or entry[1] != source.size:
+                version = source.tag or content_version(await self.in_time(self.bytes_of(path)))
+                return False, version, source.written
+            data = await self.in_time(self.bytes_of(path))
+            inner = await self.in_time(self.range_of(shard.path, entry[0], entry[0] + entry[1]))
+            return data == inner, source.tag or content_version(data), source.written
+
+        each = await asyncio.gather(
+            *(compared(held, entry) for held, entry in zip(shard.sources, entries, strict=True))
+        )
+        return Held(
+            tuple(e[0] for e in each),
+            tuple(e[1] for e in each),
+            tuple(e[2] for e in each),
+            found.written,
+        )
