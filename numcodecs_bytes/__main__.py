@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-
 from .cli import EXIT_CODES, data_type_table, main
 from .cli import console as _console
 
 __all__ = ["EXIT_CODES", "data_type_table", "main"]
 
 if __name__ == "__main__":
-    sys.exit(_console())
+    _console()

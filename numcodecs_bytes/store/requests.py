@@ -8,6 +8,8 @@ through obstore on a loop of their own) run their requests this way.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import gc
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable, Mapping
@@ -35,11 +37,23 @@ def loop_thread() -> asyncio.AbstractEventLoop:
     with _LOOP_MADE:
         if _LOOP is None or _LOOP.is_closed():
             loop = asyncio.new_event_loop()
-            threading.Thread(
+            thread = threading.Thread(
                 target=loop.run_forever, name="numcodecs-bytes-requests", daemon=True
-            ).start()
+            )
+            thread.start()
+            atexit.register(_stopped, loop, thread)
             _LOOP = loop
         return _LOOP
+
+
+def _stopped(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """The loop stopped and closed before the interpreter is torn down: obstore's runtime, which
+    answers on it from threads of its own, otherwise aborts the process (SIGABRT) in some exits
+    after a run that succeeded."""
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join()
+    loop.close()
+    gc.collect()
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop, work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
