@@ -508,3 +508,40 @@ def test_a_run_that_starts_while_another_packs_is_refused_by_the_lock(
     found = read_values(azurite)
     for name, expected in VALUES.items():
         np.testing.assert_array_equal(found[name], expected)
+
+
+def test_a_zarr_v3_write_between_two_runs_is_kept(
+    azure: Any, azurite: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A metadata-only run keeps v2; zarr-python then writes values through the new zarr.json (a
+    chunk object rewritten under its v2 key); the sharding run that follows keeps them: its shards
+    hold the v3 writer's bytes, and zarr reads them."""
+    from obstore.store import AzureStore
+    from support.azure import KEY as ACCOUNT_KEY
+    from zarr.storage import ObjectStore
+
+    upload_v2_store(azure, tmp_path / "v2")
+    url = f"az://{CONTAINER}/data"
+    assert main(["to-v3", url]) == 0
+    writable = ObjectStore(
+        AzureStore(
+            CONTAINER,
+            prefix="data",
+            account_name=ACCOUNT,
+            account_key=ACCOUNT_KEY,
+            endpoint=f"{azurite}/{ACCOUNT}",
+            client_options={"allow_http": True},
+        )
+    )
+    written = zarr.open_array(writable, path="a", mode="r+", zarr_format=3)
+    written[0:2, 0:3] = -7
+    expected = VALUES["a"].copy()
+    expected[0:2, 0:3] = -7
+    capsys.readouterr()
+    assert main(["to-v3", url, "--shard-size", "1MiB", "--remove-v2-metadata"]) == 0, (
+        capsys.readouterr()
+    )
+    found = read_values(azurite)
+    np.testing.assert_array_equal(found["a"], expected)
+    np.testing.assert_array_equal(found["g/b"], VALUES["g/b"])
+    assert not [key for key in objects(azure) if key.rsplit("/", 1)[-1].startswith(".z")]
