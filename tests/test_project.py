@@ -81,9 +81,10 @@ def test_readme_links_are_absolute_and_those_into_the_repository_name_its_files(
 def test_extras_as_readme_lists_them() -> None:
     extras = setup_cfg()["options.extras_require"]
     readme = (ROOT / "README.md").read_text()
-    for extra in ("zarr", "xarray", "s3", "ml_dtypes"):
+    for extra in ("zarr", "xarray", "cloud", "s3", "ml_dtypes"):
         assert f"`numcodecs-bytes[{extra}]`" in readme, extra
-    assert "s3fs" in extras["s3"]
+    # s3 is cloud's old name: the same packages
+    assert extras["s3"] == extras["cloud"] and "obstore" in extras["cloud"]
     # The test extra holds no package that only CI's legs need; those are in interop.
     for ci_only in ("tensorstore", "zarrs", "moto", "s3fs", "distributed", "zarr-any-numcodecs"):
         assert ci_only not in extras["test"] and ci_only in extras["interop"], ci_only

@@ -28,11 +28,12 @@ What `migrate_store` (and ``numcodecs-bytes migrate``) guarantees:
   process ends): a second run is refused and touches nothing. Just before each rename the file
   is compared with what was read: if someone else changed it meanwhile, it is
   left as it is and reported.
-- Object stores (`s3://bucket/store`, or any fsspec URL): an object is
-  replaced in one PUT, so readers see the old or the new object, never a mix;
-  there is no rename. On S3 one run at a time: a lock object beside the
-  topmost node's metadata, created only where none exists and renewed while
-  the run lasts (`store.s3.Lease`); elsewhere no lock. Folders are listed a
+- Object stores (`s3://bucket/store`, `az://container/store`, or any fsspec
+  URL): an object is replaced in one PUT, so readers see the old or the new
+  object, never a mix; there is no rename. On S3 and Azure one run at a
+  time: a lock object beside the topmost node's metadata, created only where
+  none exists and renewed while the run lasts (`store.lease.Lease`);
+  elsewhere no lock. Folders are listed a
   level at a time (on S3 the whole store in one listing, where that pays) and
   files read and written in batches, up to `jobs` requests in flight. On S3 a
   PUT holds only while the object is the version read (`If-Match`), so where
@@ -43,8 +44,8 @@ What `migrate_store` (and ``numcodecs-bytes migrate``) guarantees:
   from the usual environment (`AWS_*` variables, `~/.aws`); another endpoint
   from `storage_options` (`--storage-option endpoint_url=...`) or
   `FSSPEC_S3_ENDPOINT_URL`. Each request has `request_timeout` seconds, the
-  run `run_timeout` if given. Tested on an S3 API server (moto) through s3fs,
-  behind a proxy that injects faults.
+  run `run_timeout` if given. Tested on an S3 API server (moto) and on Azurite,
+  through obstore, behind a proxy that injects faults.
 - Backups (`backup=True`): each original is kept beside it as `<name>.bak`,
   written before the file is replaced. A `.bak` that exists already is never
   overwritten: where it holds exactly the original (a run killed between the

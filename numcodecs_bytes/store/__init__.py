@@ -1,12 +1,12 @@
-"""Store access for the store tools: local folders and fsspec URLs, batched, concurrent, atomic
-writes.
+"""Store access for the store tools: local folders, S3 and Azure (through obstore) and fsspec URLs,
+batched, concurrent, atomic writes.
 
 The tools say which files to read and write, a batch at a time; store access
 does it. `open_store` checks a location and returns a `Store`, whose
-`Store.walk` is the walk both tools make. On an fsspec file system with async
-support (s3fs, gcsfs, adlfs, http) each batch runs with up to ``jobs``
-requests in flight, and the walk lists the folders of one level together (on
-S3 the whole store in one listing, where that pays). A local folder is worked
+`Store.walk` is the walk both tools make. On an object store, or an fsspec
+file system with async support (gcsfs, http), each batch runs with up to
+``jobs`` requests in flight, and the walk lists the folders of one level
+together (on S3 and Azure the whole store in one listing, where that pays). A local folder is worked
 one file after another (a disk answers in microseconds: threads would not
 pay).
 

@@ -36,13 +36,21 @@ from .files import (
     digest,
 )
 from .fsspec_files import child_path
-from .lease import LeaseHold, LockHeld, LockLost, LockRead
+from .lease import LeaseHold, LockHeld, LockLost, LockObject, LockRead
 from .listing import Listing, WholeStore, metadata_versions
 from .options import StoreOptions
 from .per_path import PerPath, Stat
 from .requests import Requests, loop_thread
 
-__all__ = ["ObjectFiles", "open_azure"]
+__all__ = [
+    "ObjectFiles",
+    "ObjectLock",
+    "client_settings",
+    "first_line",
+    "made",
+    "open_azure",
+    "tag",
+]
 
 _T = TypeVar("_T")
 
@@ -62,24 +70,40 @@ def open_azure(
         raise NotAStoreError(
             f"{url}: Azure URLs need obstore: pip install 'numcodecs-bytes[cloud]'"
         ) from None
-    try:
-        location = azure_location(url, options)
-        store = AzureStore(
+    location = made(url, lambda: azure_location(url, options))
+    store = made(
+        url,
+        lambda: AzureStore(
             location.container,
             config=location.config,  # type: ignore[arg-type]
-            client_options={  # type: ignore[arg-type]
-                "timeout": f"{options.request_timeout}s",
-                **location.client_options,
-            },
-        )
-    except ValueError as exc:
-        raise NotAStoreError(str(exc)) from None
-    # obstore's own errors (a configuration it cannot use)
-    except Exception as exc:
-        raise NotAStoreError(f"{url}: {_first_line(exc)}") from None
+            **client_settings(options, location.client_options),
+        ),
+    )
     root = "/".join(filter(None, (location.container, location.path)))
     files = ObjectFiles(store, location.container, root, options, deadline)
     return files, root, files.probe()
+
+
+def made(url: str, make: Callable[[], _T]) -> _T:
+    """What ``make`` makes of a URL's location or store; what it refuses (a ValueError of ours,
+    obstore's error for a configuration it cannot use) a `problems.NotAStoreError` of one line."""
+    try:
+        return make()
+    except ValueError as exc:
+        raise NotAStoreError(str(exc)) from None
+    except Exception as exc:
+        raise NotAStoreError(f"{url}: {first_line(exc)}") from None
+
+
+def client_settings(options: StoreOptions, client_options: Mapping[str, Any]) -> dict[str, Any]:
+    """obstore's client options and retries for a store opened with ``options``: its own limits a
+    second past ``request_timeout``, so that the tools' own (`Requests.in_time`) decide, and say so
+    in their words."""
+    seconds = options.request_timeout + 1
+    return {
+        "client_options": {"timeout": f"{seconds}s", **client_options},
+        "retry_config": {"max_retries": 10, "retry_timeout": datetime.timedelta(seconds=seconds)},
+    }
 
 
 class ObjectFiles(PerPath):
@@ -95,7 +119,7 @@ class ObjectFiles(PerPath):
         # listed: what a replacement holds on
         self._versions: dict[str, str] = {}
         # the store's lock while a run holds it: every write checks it first
-        self.hold = LeaseHold(lambda path: _LockObject(self, path))
+        self.hold = LeaseHold(self.lock_object)
 
     # -- requests ----------------------------------------------------------------------------------
 
@@ -160,7 +184,7 @@ class ObjectFiles(PerPath):
             head = await obstore.head_async(self.store, self.key(path))
         except FileNotFoundError:
             return None
-        return Stat(int(head["size"]), _tag(head["e_tag"]), head["last_modified"].timestamp())
+        return Stat(int(head["size"]), tag(head["e_tag"]), head["last_modified"].timestamp())
 
     async def version_of(self, path: str) -> str | None:
         """An object's ETag (None where there is none): one HEAD."""
@@ -172,7 +196,7 @@ class ObjectFiles(PerPath):
         import obstore
 
         answer = await obstore.get_async(self.store, self.key(path))
-        return bytes(await answer.bytes_async()), _tag(answer.meta["e_tag"])
+        return bytes(await answer.bytes_async()), tag(answer.meta["e_tag"])
 
     async def bytes_of(self, path: str) -> bytes:
         return (await self.get(path))[0]
@@ -195,7 +219,7 @@ class ObjectFiles(PerPath):
         if checked:
             self.before_write()
         answer = await obstore.put_async(self.store, self.key(path), data, mode=mode)
-        return _tag(answer["e_tag"])
+        return tag(answer["e_tag"])
 
     async def put_in_parts(
         self, path: str, pieces: AsyncIterator[bytes], part_bytes: int, parts_at_once: int
@@ -213,7 +237,7 @@ class ObjectFiles(PerPath):
             chunk_size=part_bytes,
             max_concurrency=parts_at_once,
         )
-        return _tag(answer["e_tag"])
+        return tag(answer["e_tag"])
 
     async def stream(self, path: str, piece_bytes: int) -> AsyncIterator[bytes]:
         """An object's bytes, ``piece_bytes`` or so at a time."""
@@ -260,7 +284,7 @@ class ObjectFiles(PerPath):
                 except StopAsyncIteration:
                     return True
                 for entry in page:
-                    if not whole.add(f"{self.container}/{entry['path']}", _listed(entry)):
+                    if not whole.add(_listed_path(self.container, entry), _listed(entry)):
                         return False
 
         # each page in its time, not the whole listing; whatever stops it, listing folder by
@@ -279,6 +303,8 @@ class ObjectFiles(PerPath):
                 continue
             found[path] = listing = Listing()
             for entry in answer["objects"]:
+                if entry["path"] == self.key(path):
+                    continue  # the folder's own marker ("folder/", as consoles make one)
                 name = entry["path"].rsplit("/", 1)[-1]
                 listing.versions[name] = _listed(entry)
             listing.subfolders.update(
@@ -421,7 +447,7 @@ class ObjectFiles(PerPath):
             async for page in obstore.list(self.store, f"{prefix}/" if prefix else None):
                 for entry in page:
                     name = entry["path"][len(prefix) + 1 if prefix else 0 :]
-                    found[name] = _tag(entry["e_tag"] or "")
+                    found[name] = tag(entry["e_tag"] or "")
             return found
 
         listed: dict[str, dict[str, str] | Exception] = self.each_of(folders, below)
@@ -457,8 +483,12 @@ class ObjectFiles(PerPath):
     def before_write(self) -> None:
         self.hold.check()
 
+    def lock_object(self, path: str) -> LockObject:
+        """The lock object at ``path``."""
+        return ObjectLock(self, path)
 
-class _LockObject:
+
+class ObjectLock:
     """The lock object through obstore: its age from the time the server says it was written, by
     this machine's clock (obstore does not give the server's own)."""
 
@@ -493,7 +523,7 @@ class _LockObject:
             body = bytes(await answer.bytes_async())
             now = datetime.datetime.now(datetime.UTC)
             age = (now - answer.meta["last_modified"]).total_seconds()
-            return LockRead(body, _tag(answer.meta["e_tag"]), age)
+            return LockRead(body, tag(answer.meta["e_tag"]), age)
 
         return self.files.ask(get())
 
@@ -505,20 +535,27 @@ class _LockObject:
         self.files.ask(remove())
 
 
-def _tag(tag: str | None) -> str:
-    """An ETag as listings and answers both give it (Azure's listings leave out the quotes); an
-    answer without one is an OSError (a version is what every condition holds on)."""
+def tag(tag: str | None) -> str:
+    """An ETag in quotes, as answers give it (Azure's listings leave the quotes out); an answer
+    without one is an OSError (a version is what every condition holds on)."""
     if not tag:
         raise OSError("the store's answer gave no ETag")
-    return tag.strip('"')
+    return '"' + tag.strip('"') + '"'
+
+
+def _listed_path(container: str, entry: Mapping[str, Any]) -> str:
+    """A listed object's path; an empty one's as a folder (``a/b/``): obstore lists the marker
+    ``a/b/`` that consoles make for a folder as ``a/b``, and no Zarr file is empty."""
+    path = f"{container}/{entry['path']}"
+    return f"{path}/" if entry["size"] == 0 else path
 
 
 def _listed(entry: Mapping[str, Any]) -> str | None:
     """The ETag of a listing's entry (None where it gives none)."""
-    return _tag(entry["e_tag"]) if entry.get("e_tag") else None
+    return tag(entry["e_tag"]) if entry.get("e_tag") else None
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
@@ -526,5 +563,5 @@ def _plain(exc: Exception) -> Exception:
     """obstore's error (several lines, a debug dump) as an OSError of its first line; others as
     they are."""
     if type(exc).__module__.startswith("obstore") and not isinstance(exc, FileNotFoundError):
-        return OSError(_first_line(exc))
+        return OSError(first_line(exc))
     return exc

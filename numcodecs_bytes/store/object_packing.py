@@ -107,6 +107,7 @@ async def pack_one(
     the requests ``requests`` lets in flight, within its reservation of ``memory``."""
     source = _reader(files, requests, versions, memory)
     async with memory.reserved(len(shard.sources)):
+        files.before_write()  # a run that lost its lock reads no more to write
         reads = _in_order(shard.sources, source, files.jobs)
         first: list[Read] = []
         held_bytes = 0
@@ -228,14 +229,26 @@ async def _in_parts(
 
 
 async def _write_whole(files: ObjectFiles, shard: Shard, body: bytes) -> bool:
-    """The shard's object holding ``body``, read back: False where it held it already. An object
-    there is an interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
+    """The shard's object holding ``body``, read back: False where it held it already. Written
+    where no object is; one there is an interrupted run's (no zarr.json reads it: the caller made
+    sure), replaced only while it is the version found (a run that lost its lock mid-request
+    overwrites nothing made since)."""
+    from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+    name = shard.path.rsplit("/", 1)[-1]
     expected = (len(body), hashlib.sha256(body).digest())
-    if await _read_back(files, shard.path, expected[0]) == expected:
-        return False
-    await files.put(shard.path, body, "overwrite")
+    try:
+        await files.put(shard.path, body, "create")
+    except (AlreadyExistsError, PreconditionError):
+        found = await files.stat(shard.path)
+        if found is not None and await _read_back(files, shard.path, expected[0]) == expected:
+            return False
+        try:
+            await files.put(shard.path, body, "create" if found is None else {"e_tag": found.tag})
+        except (AlreadyExistsError, PreconditionError, FileNotFoundError):
+            raise ShardError(f"{name}: written by someone else meanwhile: left as it is") from None
     if await _read_back(files, shard.path, expected[0]) != expected:
-        raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
+        raise ShardError(f"{name}: not what was written, read back")
     return True
 
 

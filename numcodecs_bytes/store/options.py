@@ -24,13 +24,15 @@ class StoreOptions:
     Parameters
     ----------
     jobs : int
-        Requests in flight at most on an fsspec file system with async
-        support (on S3, also the size of the connection pool unless
-        ``storage_options`` sets ``config_kwargs``).
+        Requests in flight at most on an object store (S3, Azure) or an
+        fsspec file system with async support.
     storage_options : mapping, optional
-        Passed to fsspec with a URL (``endpoint_url``, ``profile``, ``anon``, ...).
+        How to reach a URL's store, as zarr and xarray take them: on S3 and
+        Azure s3fs's and adlfs's names mapped to obstore's configuration
+        (`store.cloud_options`; an option with no mapping is refused), for
+        any other URL passed to fsspec.
     request_timeout : float
-        Seconds each request to an fsspec file system may take, retries
+        Seconds each request to an object store may take, retries
         included; a file whose request takes longer is reported.
     run_timeout : float, optional
         Seconds the whole run may take (no limit by default): past it, the run

@@ -1,5 +1,5 @@
-"""Opening a URL: Azure's through obstore (`object_files`), any other through the file system fsspec
-gives for it, as `Files` (S3's own where it is S3)."""
+"""Opening a URL: S3's and Azure's through obstore (`s3_objects`, `object_files`), any other through
+the file system fsspec gives for it, as `Files`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from ..problems import NotAStoreError
 from .files import Files, Probe
 from .fsspec_files import FsspecFiles
 from .options import StoreOptions
-from .s3 import S3Files
 
-__all__ = ["AZURE_SCHEMES", "open_remote"]
+__all__ = ["AZURE_SCHEMES", "S3_SCHEMES", "open_remote"]
 
 AZURE_SCHEMES = ("az", "abfs", "abfss", "azure")
 """The URLs of Azure Blob Storage, opened through obstore (adlfs's and obstore's spellings)."""
+S3_SCHEMES = ("s3", "s3a")
+"""The URLs of S3, opened through obstore (s3fs's spellings)."""
 
 
 def open_remote(
@@ -30,10 +31,11 @@ def open_remote(
         from .object_files import open_azure
 
         return open_azure(url, options, deadline)
+    if urlsplit(url).scheme in S3_SCHEMES:
+        from .s3_objects import open_s3
+
+        return open_s3(url, options, deadline)
     fsspec_options = dict(options.storage_options or {})
-    if urlsplit(url).scheme in ("s3", "s3a") and "config_kwargs" not in fsspec_options:
-        # botocore's default pool holds 10
-        fsspec_options["config_kwargs"] = {"max_pool_connections": options.jobs}
     try:
         import fsspec
 
@@ -52,10 +54,7 @@ def open_remote(
     # changed since (by another writer, or by the caller) must be seen as it is now. A path's
     # invalidation keeps the listings below it: all go.
     fs.invalidate_cache()
-    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-    # s3fs passes If-None-Match and If-Match on
-    kind = S3Files if "s3" in protocols else FsspecFiles
-    files = kind(fs, root, options, deadline)
+    files = FsspecFiles(fs, root, options, deadline)
     probe = Probe(
         is_dir=lambda path: bool(files.ask("isdir", path)),
         any_exists=lambda paths: _any_exists(files, paths),

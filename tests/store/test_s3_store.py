@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,16 +18,15 @@ import pytest
 pytest.importorskip("zarr", minversion="3", reason="these stores are written with zarr 3")
 pytest.importorskip("s3fs", reason="object stores need s3fs (the interop extra)")
 import fsspec
-from support.s3 import empty_bucket, tool_code
+from support.s3 import empty_bucket, operations, tool_code
 from support.stack import benchmark
 from zarr.codecs import BytesCodec as ZarrBytesCodec
 
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.store import Replacement, Store, StoreOptions, open_store
-from numcodecs_bytes.store import s3 as s3_store
 from numcodecs_bytes.store.layout import chunk_folders
-from numcodecs_bytes.store.s3 import S3Files
+from numcodecs_bytes.store.s3_objects import S3Objects
 
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 
@@ -332,46 +331,53 @@ def walk_seen(
     return seen, failures
 
 
-def s3_requests(files: Any) -> dict[str, int]:
-    """The S3 operations ``files`` sends from now on, counted by name (a hook on its client's own
-    events)."""
-    counts: dict[str, int] = {}
-
-    def count(model: Any, **_: Any) -> None:
-        counts[model.name] = counts.get(model.name, 0) + 1
-
-    files.fs.s3.meta.events.register("before-call.s3", count)
-    return counts
+def through(proxy: Any, **options: Any) -> StoreOptions:
+    """Store options that reach the server through ``proxy`` (which records each request)."""
+    return StoreOptions(storage_options={"endpoint_url": proxy.endpoint}, **options)
 
 
 def test_a_store_of_small_nodes_is_walked_from_one_listing_as_a_local_walk_sees_it(
-    s3: Any, tmp_path: Path
+    s3: Any, proxy: Any, tmp_path: Path
 ) -> None:
     """Fewer than 1,000 keys: one request lists them all; the walk then yields what a walk of the
     same tree on a local disk yields (the oracle), and so do the reads, one GET each (a listing may
-    be older than the file: no file is taken from its listed ETag); a key no path reaches is
-    reported."""
+    be older than the file: no file is taken from its listed ETag)."""
     local = local_tree(tmp_path)
     upload_tree(s3, local)
-    s3.pipe_file(f"{BUCKET}/tree/odd//a/.zarray", b"{}")  # "odd//a": no Zarr path names it
-    store = open_store(f"s3://{BUCKET}/tree")
-    requests = s3_requests(store.files)
+    store = open_store(f"s3://{BUCKET}/tree", through(proxy))
+    proxy.requests.clear()
     read: dict[str, Any] = {}
     seen, failures = walk_seen(store, read)
     local_read: dict[str, Any] = {}
     expected, _ = walk_seen(open_store(local), local_read)
-    assert [entry for entry in seen if entry[0] != "odd"] == expected
-    assert failures == [("odd/", "a folder with an empty name: not visited")]
+    assert seen == expected and failures == []
     assert read == local_read
-    # read too, though the listing's ETag is the MD5 of "{}"
-    assert any(data == b"{}" for data in read.values())
     # One listing; one GET per file (no HEAD before it: the listing gave each file's version).
-    assert requests == {"ListObjectsV2": 1, "GetObject": len(read)}
+    assert operations(proxy.requests) == {"ListObjectsV2": 1, "GetObject": len(read)}
+
+
+def test_a_key_no_path_reaches_is_reported_and_the_rest_walked(s3: Any, tmp_path: Path) -> None:
+    """A key with an empty folder name ("odd//a/.zarray": no Zarr path names it, and obstore refuses
+    to list it) makes its folder fail with one line; the rest is walked as a local walk sees it."""
+    local = local_tree(tmp_path)
+    upload_tree(s3, local)
+    s3.pipe_file(f"{BUCKET}/tree/odd//a/.zarray", b"{}")
+    store = open_store(f"s3://{BUCKET}/tree")
+    read: dict[str, Any] = {}
+    seen, failures = walk_seen(store, read)
+    local_read: dict[str, Any] = {}
+    expected, _ = walk_seen(open_store(local), local_read)
+    root, *rest = seen
+    assert [(root[0], [name for name in root[1] if name != "odd"], root[2]), *rest] == expected
+    [(where, problem)] = failures
+    assert where == "odd" and problem.startswith("folder not read: "), failures
+    assert "empty path segment" in problem and "\n" not in problem, problem
+    assert read == local_read
 
 
 @pytest.mark.parametrize("limit", ["nodes per page", "keys in all"])
 def test_where_one_listing_does_not_pay_the_walk_lists_folder_by_folder(
-    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str
+    s3: Any, proxy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str
 ) -> None:
     """A window of the listing (BATCH keys, 10 here) with fewer nodes than requests may be in flight
     (2), or a listing beyond LISTING_LIMIT keys: the walk lists each folder on its own instead, and
@@ -388,12 +394,13 @@ def test_where_one_listing_does_not_pay_the_walk_lists_folder_by_folder(
     else:
         monkeypatch.setattr(listing, "LISTING_LIMIT", 20)
     upload_tree(s3, local)
-    store = open_store(f"s3://{BUCKET}/tree", StoreOptions(jobs=2))
-    requests = s3_requests(store.files)
+    store = open_store(f"s3://{BUCKET}/tree", through(proxy, jobs=2))
+    proxy.requests.clear()
     seen, failures = walk_seen(store)
     expected, _ = walk_seen(open_store(local))
     assert seen == expected and failures == []
     # a page of the whole listing, then folder by folder
+    requests = operations(proxy.requests)
     assert requests["ListObjectsV2"] >= len(seen), requests
 
 
@@ -552,53 +559,52 @@ def test_object_store_writes_are_conditional(s3: Any, tmp_path: Path) -> None:
     assert s3.cat_file(zarray) == before + b" "
 
 
-def test_files_and_versions_from_one_listing_are_files_below_and_versions(
-    s3: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_files_and_versions_from_one_listing_are_files_below_and_versions(s3: Any) -> None:
     """S3's one listing per folder says what `files_below` and `versions` say: nested keys, a key a
-    tool made as a folder (no file), a path below none of the folders, a missing one, a folder that
-    is not there. With ranges of three names and pages of two keys, the folder is listed range by
-    range, pages followed, and says the same; so does `stored`, a range of paths at a time."""
+    tool made as a folder (an empty object, listed by obstore without its "/"), a path below none
+    of the folders, a missing one, a folder that is not there."""
     chunks = [f"a/{i}" for i in range(12)]
     for key in (*chunks, "a/c/0/1", "a/.zarray", "b/x", "lone"):
         s3.pipe_file(f"{BUCKET}/s/{key}", key.encode())
     s3.pipe_file(f"{BUCKET}/s/a/made-as-a-folder/", b"")
     s3.pipe_file(f"{BUCKET}/s/.zgroup", b'{"zarr_format": 2}')
     files = open_store(f"s3://{BUCKET}/s").files
-    assert isinstance(files, S3Files)
+    assert isinstance(files, S3Objects)
     folders = [f"{BUCKET}/s/a", f"{BUCKET}/s/none"]
     paths = [f"{BUCKET}/s/{key}" for key in (*chunks, "a/c/0/1", "a/gone", "b/x", "lone")]
-    everything = sorted(["c/0/1", ".zarray", *(chunk[2:] for chunk in chunks)])
-    below = files.files_below(folders)
+    everything = sorted(["c/0/1", ".zarray", "made-as-a-folder", *(c[2:] for c in chunks)])
     truth = files.versions(paths)
-    assert truth[f"{BUCKET}/s/a/gone"] is None and isinstance(truth[f"{BUCKET}/s/lone"], str)
-    stored = files.stored(paths)
-    assert set(cast(list[str], below[f"{BUCKET}/s/a"])) - set(everything) <= {"made-as-a-folder/"}
+    assert truth[f"{BUCKET}/s/a/gone"] is None
+    assert truth[f"{BUCKET}/s/lone"] == s3.info(f"{BUCKET}/s/lone")["ETag"]
+    assert files.files_below(folders) == {f"{BUCKET}/s/a": everything, f"{BUCKET}/s/none": []}
+    listed, versions = files.files_and_versions(folders, paths)
+    assert versions == truth
+    assert listed == {f"{BUCKET}/s/a": everything, f"{BUCKET}/s/none": []}
 
-    pages: list[dict[str, Any]] = []
-    call_s3 = files.fs._call_s3
 
-    async def paged(method: str, **arguments: Any) -> Any:
-        pages.append(arguments)
-        return await call_s3(method, **{**arguments, "MaxKeys": 2})
+def test_chunk_objects_a_listing_page_does_not_reach_are_asked_of_by_one_head_each(
+    s3: Any, proxy: Any
+) -> None:
+    """What a pack copies from (`s3_copy`): a range of chunk names listed, at most a page per
+    hundred names, and the names the page did not reach asked of by one HEAD each (a missing one
+    too), with the answers S3 gives each object."""
+    from numcodecs_bytes.store import s3_copy
 
-    for list_page in (s3_store.LIST_PAGE, 3):
-        monkeypatch.setattr(s3_store, "LIST_PAGE", list_page)
-        monkeypatch.setattr(files.fs, "_call_s3", paged)
-        pages.clear()
-        listed, versions = files.files_and_versions(folders, paths)
-        assert versions == truth
-        assert listed == {f"{BUCKET}/s/a": everything, f"{BUCKET}/s/none": []}
-        # folder a's 14 names (its 13 objects' and a missing one's) in ranges of 2 (LIST_PAGE 3),
-        # each range's pages of 2 keys continued
-        ranges = [
-            page.get("StartAfter")
-            for page in pages
-            if page["Prefix"] == "s/a/" and "ContinuationToken" not in page
-        ]
-        assert len(ranges) == {3: 7}.get(list_page, 1), ranges
-        assert files.stored(paths) == stored
-        monkeypatch.undo()
+    s3.pipe_file(f"{BUCKET}/s/.zgroup", b'{"zarr_format": 2}')
+    names = [*(str(i) for i in range(6)), "gone"]
+    s3.pipe({f"{BUCKET}/s/a/{name}": name.encode() * (1 + int(name)) for name in names[:-1]})
+    # 1,100 keys between "1" and "2": the one page listed (1,000 keys) stops before "2"
+    s3.pipe({f"{BUCKET}/s/a/1x{i:04}": b"x" for i in range(1100)})
+    files = open_store(f"s3://{BUCKET}/s", through(proxy)).files
+    assert isinstance(files, S3Objects)
+    proxy.requests.clear()
+    found = files.run({"": s3_copy._listed(files, f"{BUCKET}/s/a", names)})[""]
+    truth = {name: (s3.info(f"{BUCKET}/s/a/{name}")["ETag"], 1 + int(name)) for name in names[:-1]}
+    assert found == {**truth, "gone": None}
+    asked = proxy.requests
+    heads = sorted(key for method, key in asked if method == "HEAD")
+    assert heads == sorted(f"{BUCKET}/s/a/{name}" for name in names[2:]), asked
+    assert operations(asked) == {"ListObjectsV2": 1, "HeadObject": 5}, asked
 
 
 def test_opening_a_store_asks_of_each_node_file_above_it_once(
@@ -618,38 +624,6 @@ def test_opening_a_store_asks_of_each_node_file_above_it_once(
     assert not [key for _, key in asked if "max-keys=1" in key], asked
     s3.pipe_file(f"{BUCKET}/.zgroup", b'{"zarr_format": 2}')
     assert open_store(f"s3://{BUCKET}/s", options).top == BUCKET
-
-
-def test_names_a_listing_did_not_settle_are_asked_of_by_one_head_each(
-    s3: Any, proxy: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`stored` lists a range of names a page at a time (at most a page per hundred names) and asks
-    of the rest by HEAD: one request a name, a missing one too (s3fs's ``info`` lists a missing key
-    as a folder after its HEAD), with the same answers as a listing of everything."""
-    s3.pipe_file(f"{BUCKET}/s/.zgroup", b'{"zarr_format": 2}')
-    names = [*(str(i) for i in range(6)), "gone"]
-    for name in names[:-1]:
-        s3.pipe_file(f"{BUCKET}/s/a/{name}", name.encode() * (1 + int(name)))
-    paths = [f"{BUCKET}/s/a/{name}" for name in names]
-    options = StoreOptions(storage_options={"endpoint_url": proxy.endpoint})
-    files = open_store(f"s3://{BUCKET}/s", options).files
-    assert isinstance(files, S3Files)
-    truth = files.stored(paths)  # one page holds them all
-    assert truth[paths[-1]] is None and truth[paths[3]] == (s3.info(paths[3])["ETag"], 4)
-    call_s3 = files.fs._call_s3
-
-    async def paged(method: str, *more: Any, **arguments: Any) -> Any:
-        if method == "list_objects_v2":
-            arguments["MaxKeys"] = 2
-        return await call_s3(method, *more, **arguments)
-
-    monkeypatch.setattr(files.fs, "_call_s3", paged)
-    proxy.requests.clear()
-    assert files.stored(paths) == truth
-    asked = proxy.requests
-    heads = sorted(key for method, key in asked if method == "HEAD")
-    assert heads == sorted(f"{BUCKET}/s/a/{name}" for name in names[2:]), asked
-    assert len(asked) == len(heads) + 1, asked  # one page listed
 
 
 def test_storage_options_and_jobs_from_the_command_line(

@@ -340,10 +340,38 @@ def tool_code(lock: bool = True, lease: float | None = None) -> str:
     """Code for ``python -c`` that runs ``numcodecs-bytes`` (its arguments follow the code) with no
     lock on S3 (``lock=False``: as where no lock can be had), or with a lease of ``lease`` seconds
     on the lock."""
-    lines = ["import contextlib, sys", "from numcodecs_bytes.store import lease, s3"]
+    lines = ["import contextlib, sys", "from numcodecs_bytes.store import lease, s3_objects"]
     if not lock:
-        lines.append("s3.S3Files.lock = lambda self, top: contextlib.nullcontext()")
+        lines.append("s3_objects.S3Objects.lock = lambda self, top: contextlib.nullcontext()")
     if lease is not None:
         lines.append(f"lease.LEASE = {lease!r}")
     lines += ["from numcodecs_bytes.cli import main", "sys.exit(main(sys.argv[1:]))"]
     return "\n".join(lines)
+
+
+def operations(requests: list[tuple[str, str]]) -> dict[str, int]:
+    """The S3 operations of recorded requests (`FaultProxy.requests`), counted by name, from each
+    request's method and query."""
+    counts: dict[str, int] = {}
+    for method, key in requests:
+        query = key.partition("?")[2]
+        names = {part.split("=", 1)[0] for part in query.split("&") if part}
+        if method == "GET" and "list-type" in names:
+            name = "ListObjectsV2"
+        elif "uploads" in names:
+            name = "ListMultipartUploads" if method == "GET" else "CreateMultipartUpload"
+        elif "uploadId" in names:
+            name = {"PUT": "UploadPart", "POST": "CompleteMultipartUpload"}.get(
+                method, "AbortMultipartUpload"
+            )
+        elif method == "POST" and "delete" in names:
+            name = "DeleteObjects"
+        else:
+            name = {
+                "GET": "GetObject",
+                "HEAD": "HeadObject",
+                "PUT": "PutObject",
+                "DELETE": "DeleteObject",
+            }[method]
+        counts[name] = counts.get(name, 0) + 1
+    return counts

@@ -315,11 +315,11 @@ def test_without_a_lock_a_run_that_finds_its_chunk_files_gone_removes_nothing(
     before this one removed A's shards: all fill)."""
     from contextlib import nullcontext
 
-    from numcodecs_bytes.store.s3 import S3Files
+    from numcodecs_bytes.store.s3_objects import S3Objects
 
     upload(s3, tmp_path)
     before = zarr_reads(URL, 2, endpoint)
-    monkeypatch.setattr(S3Files, "lock", lambda self, top: nullcontext())
+    monkeypatch.setattr(S3Objects, "lock", lambda self, top: nullcontext())
     seen: list[Any] = []
     proxy.add(
         Fault(

@@ -189,20 +189,22 @@ def test_a_large_shard_of_small_chunks_goes_up_in_parts_a_few_at_a_time(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A shard of more than `WHOLE_SHARD_BYTES` of which S3 copies nothing (its chunks are under
-    5 MiB) goes up as a multipart upload of its chunks' bytes, `UPLOADED_PARTS_AT_ONCE` parts at a
-    time (one here): a part's chunks are read only once the part before is up, so the client never
-    holds the shard whole. The shard is byte for byte the one a single PUT makes, and zarr reads
-    it."""
-    from numcodecs_bytes.store import s3 as s3_store
+    """A shard of more than `object_packing.WHOLE_SHARD_BYTES` of which S3 copies nothing (its
+    chunks are under 5 MiB) goes up as a multipart upload of its chunks' bytes, one part at a time
+    here, a chunk read ahead: the last chunks are read only once the first part is up, so the
+    client never holds the shard whole. The shard is byte for byte the one a single PUT makes, and
+    zarr reads it."""
+    from numcodecs_bytes.store import object_packing
 
     data, local = small_chunks_store(tmp_path)
     whole_shard = f"{data.nbytes}B"  # the six chunks in one shard
     for prefix in ("whole", "parts"):
         upload(s3, local, prefix)
     assert main(arguments(proxy, "whole", size=whole_shard)) == 0, capsys.readouterr()
-    monkeypatch.setattr(s3_store, "WHOLE_SHARD_BYTES", MiB)
-    monkeypatch.setattr(s3_store, "UPLOADED_PARTS_AT_ONCE", 1)
+    monkeypatch.setattr(object_packing, "WHOLE_SHARD_BYTES", MiB)
+    monkeypatch.setattr(object_packing, "PART_BYTES", 6 * MiB)
+    monkeypatch.setattr(object_packing, "PARTS_AT_ONCE", 1)
+    monkeypatch.setattr(object_packing, "READ_AHEAD_BYTES", 3 * MiB)
     proxy.requests.clear()
     assert main(arguments(proxy, "parts", size=whole_shard)) == 0, capsys.readouterr()
     assert shards(s3, "parts") == shards(s3, "whole")
@@ -210,23 +212,22 @@ def test_a_large_shard_of_small_chunks_goes_up_in_parts_a_few_at_a_time(
     assert s3.info(f"{BUCKET}/parts/a/c/0")["ETag"].endswith('-4"')
     assert not s3.info(f"{BUCKET}/whole/a/c/0")["ETag"].endswith('-1"')
     asked = proxy.requests
-    for number, chunks in ((2, ("2", "3")), (3, ("4", "5"))):
-        up = next(
-            at
-            for at, (method, key) in enumerate(asked)
-            if method == "PUT" and f"/a/c/0?partNumber={number - 1}&" in key
-        )
-        reads = [
-            at
-            for at, (method, key) in enumerate(asked)
-            if method == "GET" and key.rsplit("/", 1)[-1] in chunks
-        ]
-        assert reads and min(reads) > up, (number, asked)
+    first_part = next(
+        at
+        for at, (method, key) in enumerate(asked)
+        if method == "PUT" and "/a/c/0?partNumber=1&" in key
+    )
+    last_reads = [
+        at
+        for at, (method, key) in enumerate(asked)
+        if method == "GET" and key.rsplit("/", 1)[-1] in ("4", "5")
+    ]
+    assert last_reads and min(last_reads) > first_part, asked
     assert uploads(s3) == []
     assert zarr_reads(f"s3://{BUCKET}/parts", 3, endpoint)["a"] == fingerprint(data)
 
 
-def test_a_server_that_refuses_multipart_uploads_gets_a_large_shard_in_one_request(
+def test_a_server_that_refuses_multipart_uploads_fails_a_large_shard_with_one_line(
     s3: Any,
     proxy: FaultProxy,
     endpoint: str,
@@ -234,19 +235,22 @@ def test_a_server_that_refuses_multipart_uploads_gets_a_large_shard_in_one_reque
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Where the server answers a multipart upload's start with 501 (not AWS S3), the large shard
-    goes up in one PUT, as before parts, and the run says nothing of it: the data is the same."""
-    from numcodecs_bytes.store import s3 as s3_store
+    """Where the server answers a multipart upload's start with 501 (not AWS S3), a shard too large
+    for one PUT is not made: its array is left as it was, one line says why, and no upload is left
+    (a smaller --shard-size makes shards that go up whole)."""
+    from numcodecs_bytes.store import object_packing
 
     data, local = small_chunks_store(tmp_path)
     upload(s3, local, "s")
-    monkeypatch.setattr(s3_store, "WHOLE_SHARD_BYTES", MiB)
+    monkeypatch.setattr(object_packing, "WHOLE_SHARD_BYTES", MiB)
     proxy.add(Fault("error", "POST", r"a/c/0\?uploads", times=100, status=501))
     code = main(arguments(proxy, "s", size=f"{data.nbytes}B"))
     err = capsys.readouterr().err
-    assert code == 0 and "refused" not in err, err
-    assert proxy.faults[0].hits == 1
-    assert not s3.info(f"{BUCKET}/s/a/c/0")["ETag"].endswith('-4"')
+    assert code == 1, err
+    [line] = [line for line in err.splitlines() if line.startswith("failed")]
+    assert line.startswith("failed a: ") and "501" in line, err
+    assert proxy.faults[0].hits >= 1
+    assert not s3.exists(f"{BUCKET}/s/a/c/0")
     assert uploads(s3) == []
     assert zarr_reads(f"s3://{BUCKET}/s", 3, endpoint)["a"] == fingerprint(data)
 

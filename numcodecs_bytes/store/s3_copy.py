@@ -1,0 +1,466 @@
+"""Shards S3 assembles itself (`s3_parts`): a multipart upload whose parts of 5 MiB or more are
+copied inside S3 from the chunk objects (``UploadPartCopy``), the small chunks' bytes going up
+from the client.
+
+A pack lists the chunk objects' ETags and sizes first (a request per thousand
+keys, the ranges at once), and aborts an upload a killed run left on its
+shards' keys. Each copy and each read of a chunk is held on the ETag listed:
+a chunk written after the listing makes its shard fail (no shard appears:
+the upload is aborted). The upload is completed only where no object is, or
+replacing an interrupted run's object (held on its ETag), and the ETag S3
+answers is compared with the one its parts make. A shard with no chunk of
+5 MiB, or any shard once the server refused a copy, is packed through the
+client (`object_packing`); the refusal is said once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import errno
+import hashlib
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index
+from .object_files import tag
+from .object_packing import MEMORY_BYTES, ShardMemory, pack_one
+from .s3_api import ConditionRefused
+from .s3_parts import Part, Piece, is_md5, multipart_tag, shard_parts
+
+if TYPE_CHECKING:
+    from .s3_objects import S3Objects
+
+__all__ = ["LIST_PAGE", "UPLOADED_PARTS_AT_ONCE", "pack_copying"]
+
+LIST_PAGE = 1000
+"""Keys S3 lists in one request at most: a folder's chunk names are cut into ranges of as many, each
+range listed on its own and the ranges at once."""
+UPLOADED_PARTS_AT_ONCE = 8
+"""The parts of one shard that go up from the client at once (5 MiB and a chunk each at most): what
+it holds of a shard, not the shard."""
+
+Listed = tuple[str, int]  # a chunk object's ETag and size, as listed
+Source = tuple[str, int, str]  # a source's object, where its bytes start in it, its ETag
+
+
+@dataclass
+class _Pack:
+    """One pack's state, passed to each shard: the listed chunk objects, whether S3 still copies,
+    why it stopped, the uploads begun."""
+
+    listed: dict[str, Listed | Exception | None]
+    copying: bool = True
+    refused: str | None = None
+    uploads_begun: int = 0
+
+
+def pack_copying(
+    files: S3Objects, shards: list[Shard], on_progress: Callable[[int, int], None] | None
+) -> dict[str, Packed | Exception]:
+    """Each shard packed: assembled by S3 where some inner chunk is 5 MiB or more, else through the
+    client; as many at once as `object_packing.MEMORY_BYTES` holds."""
+    if not shards:
+        return {}
+    keys = {shard.path for shard in shards}
+    ranges = _ranges(_by_folder(s for shard in shards for s in shard.sources if isinstance(s, str)))
+    listings = {key: _listed(files, key[0], names) for key, names in ranges.items()}
+    # one round of requests: the listings, and a killed run's uploads aborted
+    done: dict[Any, Any] = files.run({None: _aborting(files, keys), **listings}, limit=False)
+    del done[None]  # best effort: a failure there is no failure of the pack
+    pack = _Pack(_by_path(ranges, done))
+    memory = ShardMemory(MEMORY_BYTES)
+
+    async def one(
+        shard: Shard, requests: asyncio.Semaphore, versions: dict[str, asyncio.Task[str | None]]
+    ) -> Packed:
+        sizes = _source_sizes(shard, pack.listed)
+        parts = shard_parts(sizes) if pack.copying and sizes is not None else None
+        if parts is not None:
+            assert sizes is not None
+            try:
+                async with memory.reserved(len(shard.sources)):
+                    return await _assemble(files, pack, shard, sizes, parts, requests, versions)
+            except OSError as exc:
+                if exc.errno != errno.ENOSYS:
+                    raise
+                # a server that is not AWS S3: no copies from now on, their parts go up
+                pack.copying = False
+                pack.refused = f"the server refused to copy parts: {exc}"
+        packed = await pack_one(files, shard, requests, versions, memory)
+        return packed if pack.refused is None else packed._replace(refused=pack.refused)
+
+    try:
+        return files.pack_each(shards, one, on_progress, shards_at_once=len(shards))
+    finally:
+        if pack.uploads_begun:  # one whose answer was lost (a retry made another)
+            files.run({"": _aborting(files, keys)})
+
+
+async def _aborting(files: S3Objects, keys: set[str]) -> None:
+    """Every multipart upload not completed on one of these paths aborted, where the server lets
+    this run list and abort them: a killed run's (no other run writes them: this run holds the
+    store's lock). Best effort (its failure is for the caller to drop): a server without the
+    listing, or a user not allowed to list or abort uploads, still packs; S3's lifecycle rules can
+    abort them."""
+    prefix = os.path.commonpath([files.key(path) for path in keys])
+    arguments: dict[str, Any] = {"Bucket": files.container, "Prefix": prefix}
+    while True:
+        answer = await files.api.call("list_multipart_uploads", **arguments)
+        await asyncio.gather(
+            *(
+                files.api.call(
+                    "abort_multipart_upload",
+                    Bucket=files.container,
+                    Key=upload["Key"],
+                    UploadId=upload["UploadId"],
+                )
+                for upload in answer.get("Uploads", [])
+                if f"{files.container}/{upload['Key']}" in keys
+            )
+        )
+        if not answer.get("IsTruncated"):
+            return
+        arguments["KeyMarker"] = answer["NextKeyMarker"]
+        arguments["UploadIdMarker"] = answer["NextUploadIdMarker"]
+
+
+def _source_sizes(
+    shard: Shard, listed: Mapping[str, Listed | Exception | None]
+) -> list[int | None] | None:
+    """Each inner chunk's bytes as listed (None where there is none); None where some source was not
+    listed (packing through the client says what)."""
+    sizes: list[int | None] = []
+    for source in shard.sources:
+        if source is None:
+            sizes.append(None)
+        elif isinstance(source, ByteRange):
+            sizes.append(source.end - source.start)
+        elif isinstance(found := listed.get(source), tuple):
+            sizes.append(found[1])
+        else:
+            return None
+    return sizes
+
+
+async def _assemble(
+    files: S3Objects,
+    pack: _Pack,
+    shard: Shard,
+    sizes: list[int | None],
+    parts: list[Part],
+    requests: asyncio.Semaphore,
+    versions: dict[str, asyncio.Task[str | None]],
+) -> Packed:
+    """The shard as a multipart upload of ``parts``: S3 copies the copied ones from the chunk
+    objects (each held on the ETag listed), the others go up with their MD5; completed where no
+    object is (or replacing a killed run's, held on its ETag). Any failure aborts the upload: no
+    shard appears."""
+    sources: list[Source | None] = []
+    for source in shard.sources:
+        if source is None:
+            sources.append(None)
+        elif isinstance(source, ByteRange):
+            if source.path not in versions:
+                versions[source.path] = asyncio.ensure_future(
+                    files.in_time(files.version_of(source.path))
+                )
+            version = await versions[source.path]
+            if version is None:
+                raise gone(source.path.rsplit("/", 1)[-1])
+            sources.append((source.path, source.start, version))
+        else:
+            listed = pack.listed[source]
+            assert isinstance(listed, tuple)
+            sources.append((source, 0, listed[0]))
+    index = shard_index(sizes)
+    files.before_write()
+    pack.uploads_begun += 1
+    async with requests:
+        created = await files.in_time(
+            files.api.call("create_multipart_upload", **files.bucket_key(shard.path))
+        )
+    upload = {**files.bucket_key(shard.path), "UploadId": created["UploadId"]}
+    held = asyncio.Semaphore(UPLOADED_PARTS_AT_ONCE)
+    part = _Parts(files, pack, upload, sources, requests, index, len(parts))
+
+    async def put(number: int, one: Part) -> str:
+        if one.copied:
+            return await part.copied(number, one)
+        async with held:  # their bytes are in memory from their first read to their upload
+            return await part.uploaded(number, one)
+
+    try:
+        tags = await asyncio.gather(*(put(number, one) for number, one in enumerate(parts, 1)))
+        async with requests:
+            written = await files.in_time(_complete(files, shard, upload, list(tags)))
+    except BaseException:
+        with suppress(Exception):
+            await files.api.call("abort_multipart_upload", **upload)
+        raise
+    copied = sum(one.size for one in parts if one.copied)
+    versions_read = tuple(None if source is None else source[2] for source in sources)
+    return Packed(tuple(sizes), versions_read, written, copied=copied)
+
+
+class _Parts:
+    """The parts of one upload, each put in place: copied by S3 or uploaded."""
+
+    def __init__(
+        self,
+        files: S3Objects,
+        pack: _Pack,
+        upload: Mapping[str, str],
+        sources: Sequence[Source | None],
+        requests: asyncio.Semaphore,
+        index: bytes,
+        count: int,
+    ) -> None:
+        self.files, self.pack, self.upload, self.sources = files, pack, upload, sources
+        self.requests, self.index, self.count = requests, index, count
+
+    async def copied(self, number: int, part: Part) -> str:
+        """A part copied by S3 from its chunk's object (refused where the object is no longer the
+        version listed): its ETag."""
+        files = self.files
+        (piece,) = part.pieces
+        source = self.sources[piece.chunk]
+        assert source is not None
+        path, start, version = source
+        whole = start == 0 and piece.start == 0 and isinstance(self.pack.listed.get(path), tuple)
+        ranged = (
+            {} if whole else {"CopySourceRange": _range(start + piece.start, start + piece.end)}
+        )
+        async with self.requests:
+            files.before_write()
+            answer = await _on_source(
+                files,
+                path,
+                files.api.call(
+                    "upload_part_copy",
+                    PartNumber=number,
+                    CopySource={"Bucket": files.container, "Key": files.key(path)},
+                    CopySourceIfMatch=version,
+                    **self.upload,
+                    **ranged,
+                ),
+            )
+        made = str(answer["CopyPartResult"]["ETag"])
+        # a whole object's copy has its MD5: the check where a server ignores the condition
+        if whole and is_md5(version) and tag(made) != tag(version):
+            raise _changed_source(path)
+        return made
+
+    async def uploaded(self, number: int, part: Part) -> str:
+        """A part of pieces read (each held on its object's ETag) and uploaded with its MD5 (the
+        last with the shard's index): its ETag."""
+        files = self.files
+        pieces = await asyncio.gather(*(self._piece(piece) for piece in part.pieces))
+        body = b"".join(pieces) + (self.index if number == self.count else b"")
+        md5 = hashlib.md5(body, usedforsecurity=False)
+        async with self.requests:
+            files.before_write()
+            answer = await files.in_time(
+                files.api.call(
+                    "upload_part",
+                    PartNumber=number,
+                    Body=body,
+                    ContentMD5=base64.b64encode(md5.digest()).decode(),
+                    **self.upload,
+                )
+            )
+        return str(answer["ETag"])
+
+    async def _piece(self, piece: Piece) -> bytes:
+        """A piece of an inner chunk, from a GET of its range held on the ETag listed."""
+        import obstore
+
+        source = self.sources[piece.chunk]
+        assert source is not None
+        path, start, version = source
+        if piece.end == piece.start:
+            return b""
+
+        async def get() -> bytes:
+            answer = await obstore.get_async(
+                self.files.store,
+                self.files.key(path),
+                options={
+                    "range": (start + piece.start, start + piece.end),
+                    "if_match": version,
+                },
+            )
+            return bytes(await answer.bytes_async())
+
+        async with self.requests:
+            data: bytes = await _on_source(self.files, path, get())
+        if len(data) != piece.end - piece.start:
+            raise OSError(f"{path}: {len(data):,} bytes of a range of {piece.end - piece.start:,}")
+        return data
+
+
+async def _on_source(files: S3Objects, path: str, request: Awaitable[Any]) -> Any:
+    """A request on a chunk object held on the ETag listed, in its time: an object gone is
+    `chunks.gone`, one that is no longer that version changed (another writer)."""
+    from obstore.exceptions import PreconditionError
+
+    try:
+        return await files.in_time(request)
+    except FileNotFoundError:
+        raise gone(path.rsplit("/", 1)[-1]) from None
+    except (ConditionRefused, PreconditionError):
+        raise _changed_source(path) from None
+
+
+async def _complete(
+    files: S3Objects, shard: Shard, upload: Mapping[str, str], tags: list[str]
+) -> bool:
+    """The upload completed where no object is, or replacing an interrupted run's object (held on
+    its ETag); False where that object is this shard already (its parts' ETag). The ETag S3
+    answers is compared with the one the parts make, where each is an MD5."""
+    name = shard.path.rsplit("/", 1)[-1]
+    expected = multipart_tag(tags) if all(is_md5(t) for t in tags) else None
+    parts = {"Parts": [{"PartNumber": n, "ETag": t} for n, t in enumerate(tags, 1)]}
+
+    async def complete(condition: dict[str, str]) -> Any:
+        try:
+            return await files.api.call(
+                "complete_multipart_upload", MultipartUpload=parts, **upload, **condition
+            )
+        except FileNotFoundError:
+            # no such upload: a retry whose first try completed it (its answer lost)
+            existing = await files.version_of(shard.path)
+            if existing is not None and expected is not None and existing == tag(expected):
+                return {"ETag": expected}
+            raise ShardError(f"{name}: its upload is gone (aborted by someone else?)") from None
+
+    answer = await _where_none(files, shard.path, complete, lambda found: found == expected)
+    if answer is None:
+        await files.api.call("abort_multipart_upload", **upload)
+        return False
+    if expected is not None and tag(answer.get("ETag")) != tag(expected):
+        raise ShardError(f"{name}: S3 assembled other bytes than its parts say")
+    return True
+
+
+async def _where_none(
+    files: S3Objects,
+    path: str,
+    write: Callable[[dict[str, str]], Awaitable[Any]],
+    holds_it: Callable[[str], bool],
+) -> Any:
+    """``write(condition)`` where no object is at ``path`` (``If-None-Match``): its answer. Where
+    one is, None if it holds what is written already (``holds_it`` of its ETag), else ``write``
+    again, replacing it only while it is that version (``If-Match``); refused again, it is someone
+    else's (`ShardError`)."""
+    condition = {"IfNoneMatch": "*"}
+    while True:
+        files.before_write()
+        try:
+            return await write(condition)
+        except ConditionRefused:
+            if "IfMatch" in condition:
+                raise ShardError(
+                    f"{path.rsplit('/', 1)[-1]}: written by someone else meanwhile: left as it is"
+                ) from None
+        existing = await files.version_of(path)
+        if existing is None:
+            continue  # removed meanwhile: try again to create it
+        if holds_it(existing):
+            return None
+        condition = {"IfMatch": existing}
+
+
+def _range(start: int, end: int) -> str:
+    """A ``x-amz-copy-source-range`` of bytes ``start`` to ``end``, exclusive."""
+    return f"bytes={start}-{end - 1}"
+
+
+def _changed_source(path: str) -> ShardError:
+    return ShardError(
+        f"{path.rsplit('/', 1)[-1]}: changed after it was listed (another writer): no shard written"
+    )
+
+
+# -- the chunk objects listed ----------------------------------------------------------------------
+
+
+def _by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
+    """Object paths' names, by the folder above them."""
+    names: dict[str, list[str]] = {}
+    for path in paths:
+        folder, name = path.rsplit("/", 1)
+        names.setdefault(folder, []).append(name)
+    return names
+
+
+def _ranges(names: Mapping[str, list[str]]) -> dict[tuple[str, int], list[str]]:
+    """Each folder's names sorted, in ranges of `LIST_PAGE` (by folder and the range's place): each
+    range of keys is listed on its own."""
+    ranges = {}
+    for folder, found in names.items():
+        ordered = sorted(found)
+        for start in range(0, len(ordered), LIST_PAGE):
+            ranges[folder, start // LIST_PAGE] = ordered[start : start + LIST_PAGE]
+    return ranges
+
+
+async def _listed(files: S3Objects, folder: str, names: list[str]) -> dict[str, Listed | None]:
+    """The ETag and size of each of sorted ``names`` below ``folder`` (None: no such object): their
+    range listed, at most a page per 100 names; the rest from HEADs."""
+    import obstore
+
+    prefix = files.key(folder)
+    prefix = f"{prefix}/" if prefix else ""
+    found: dict[str, Listed] = {}
+    complete, pages = False, 0
+    pages_at_most = max(1, len(names) // 100)
+    listing = obstore.list(
+        files.store,
+        prefix or None,
+        offset=_start_before(prefix, names[0]) or None,
+        chunk_size=LIST_PAGE,
+    )
+    async for page in listing:
+        pages += 1
+        batch = {
+            entry["path"][len(prefix) :]: (tag(entry["e_tag"]), int(entry["size"]))
+            for entry in page
+        }
+        found |= batch
+        if batch and max(batch) >= names[-1]:
+            complete = True
+            break
+        if pages >= pages_at_most:
+            break
+    else:
+        complete = True
+    listed: dict[str, Listed | None] = {
+        name: found.get(name) for name in names if name in found or complete
+    }
+    rest = [name for name in names if name not in listed]
+    stats = await asyncio.gather(*(files.stat(f"{folder}/{name}") for name in rest))
+    heads = [None if stat is None else (stat.tag or "", stat.size) for stat in stats]
+    return listed | dict(zip(rest, heads, strict=True))
+
+
+def _start_before(prefix: str, name: str) -> str:
+    """A key that sorts before ``prefix + name`` and after few others, and that obstore takes (no
+    empty part): where a listing that must hold it starts (a key listed too early is left out by
+    its caller)."""
+    return (prefix + name[:-1]).rstrip("/")
+
+
+def _by_path(
+    ranges: Mapping[tuple[str, int], list[str]],
+    listed: Mapping[Any, dict[str, Listed | None] | Exception],
+) -> dict[str, Listed | Exception | None]:
+    """Each chunk object's listing by path, from each range's."""
+    found: dict[str, Listed | Exception | None] = {}
+    for (folder, place), result in listed.items():
+        for name in ranges[folder, place]:
+            found[f"{folder}/{name}"] = result if isinstance(result, Exception) else result[name]
+    return found
