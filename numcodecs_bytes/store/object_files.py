@@ -410,9 +410,18 @@ class ObjectFiles(PerPath):
     def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
         return self.each_of(paths, self.version_of)
 
+    ETAGS_ARE_MD5 = False
+    """Whether the store's ETag of an object written in one request is the MD5 of its bytes (and of
+    a multipart upload, made of its parts' MD5s)."""
+
     def version_holds(self, version: str, data: bytes) -> bool | None:
         """An Azure ETag is no digest of the bytes: it does not tell."""
         return None
+
+    def parts_hold(self, version: str, part_md5s: list[str] | None) -> bool:
+        """Whether a multipart upload's ETag says its parts were the bytes of these MD5s (hex);
+        False where it does not tell (the object is then read back)."""
+        return False
 
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None

@@ -196,6 +196,7 @@ async def _in_parts(
     sizes: list[int | None] = []
     versions: list[str | None] = []
     written = hashlib.sha256()
+    parts = _PartDigests(PART_BYTES, files.ETAGS_ARE_MD5)
     total = 0
 
     def taken(found: Read) -> bytes | None:
@@ -205,6 +206,7 @@ async def _in_parts(
         versions.append(version)
         if data is not None:
             written.update(data)
+            parts.update(data)
             total += len(data)
         return data
 
@@ -219,13 +221,46 @@ async def _in_parts(
                 yield data
         index = shard_index(sizes)
         written.update(index)
+        parts.update(index)
         total += len(index)
         yield index
 
-    await files.put_in_parts(shard.path, body(), PART_BYTES, PARTS_AT_ONCE)
+    version = await files.put_in_parts(shard.path, body(), PART_BYTES, PARTS_AT_ONCE)
+    if files.parts_hold(version, parts.digests()):
+        return Packed(tuple(sizes), tuple(versions), True)
     if await _read_back(files, shard.path, total) != (total, written.digest()):
         raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
     return Packed(tuple(sizes), tuple(versions), True)
+
+
+class _PartDigests:
+    """The MD5 of each part of ``part_bytes`` a stream makes (where ``wanted``: a store whose
+    ETag of a multipart upload is made of them, `ObjectFiles.parts_hold`)."""
+
+    def __init__(self, part_bytes: int, wanted: bool) -> None:
+        self.part_bytes, self.wanted = part_bytes, wanted
+        self.done: list[str] = []
+        self.md5 = hashlib.md5(usedforsecurity=False)
+        self.filled = 0
+
+    def update(self, data: bytes) -> None:
+        if not self.wanted:
+            return
+        view = memoryview(data)
+        while view:
+            taken = min(len(view), self.part_bytes - self.filled)
+            self.md5.update(view[:taken])
+            self.filled += taken
+            view = view[taken:]
+            if self.filled == self.part_bytes:
+                self.done.append(self.md5.hexdigest())
+                self.md5, self.filled = hashlib.md5(usedforsecurity=False), 0
+
+    def digests(self) -> list[str] | None:
+        """Each part's MD5 (None where not ``wanted``)."""
+        if not self.wanted:
+            return None
+        return self.done + ([self.md5.hexdigest()] if self.filled else [])
 
 
 async def _write_whole(files: ObjectFiles, shard: Shard, body: bytes) -> bool:
@@ -238,7 +273,9 @@ async def _write_whole(files: ObjectFiles, shard: Shard, body: bytes) -> bool:
     name = shard.path.rsplit("/", 1)[-1]
     expected = (len(body), hashlib.sha256(body).digest())
     try:
-        await files.put(shard.path, body, "create")
+        version = await files.put(shard.path, body, "create")
+        if files.version_holds(version, body):  # the store's MD5 of what it got: no read-back
+            return True
     except (AlreadyExistsError, PreconditionError):
         found = await files.stat(shard.path)
         if found is not None and await _read_back(files, shard.path, expected[0]) == expected:

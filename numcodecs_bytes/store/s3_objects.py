@@ -25,7 +25,7 @@ from .lease import LockObject
 from .object_files import ObjectFiles, ObjectLock, client_settings, made, tag
 from .options import StoreOptions
 from .s3_api import ConditionRefused, S3Api
-from .s3_parts import is_md5
+from .s3_parts import is_md5, multipart_tag
 
 __all__ = ["S3Objects", "open_s3"]
 
@@ -122,11 +122,18 @@ class S3Objects(ObjectFiles):
 
         return self.each_of(wanted.items(), lambda item: tail(*item), key=lambda item: item[0])
 
+    ETAGS_ARE_MD5 = True
+
     def version_holds(self, version: str, data: bytes) -> bool | None:
         """An ETag that is an MD5 (an object written in one request, without KMS) tells."""
         if is_md5(version):
             return version.strip('"') == hashlib.md5(data, usedforsecurity=False).hexdigest()
         return None
+
+    def parts_hold(self, version: str, part_md5s: list[str] | None) -> bool:
+        """S3's ETag of a multipart upload is the MD5 of its parts' MD5s, then their number
+        (`s3_parts.multipart_tag`; not so with KMS: then False, and the shard is read back)."""
+        return bool(part_md5s) and tag(version) == multipart_tag(part_md5s or [])
 
     # -- removals ----------------------------------------------------------------------------------
 
