@@ -33,8 +33,10 @@ On S3 (moto's server behind a proxy adding a 20 ms round trip), once with
 chunks of 1 MiB raw and once with chunks of 32 MiB raw (about 10 MiB stored:
 shards S3 assembles itself from the chunk objects; ``--s3-chunks``), the same
 contenders but ``cp``, and ours also with ``--no-server-copy``: the floor is
-a process that lists the chunk objects and copies them through s3fs, as many
-requests in flight as ours (``JOBS``), each byte read and written once.
+a process that lists the chunk objects and copies them through obstore (the
+fastest client here: the network's floor, not a client's), each object read
+then written, as many requests in flight as ours (``JOBS``), each byte read
+and written once.
 Reported: each contender's median seconds over the rounds (interleaved, in a
 new order each round), min .. max, stored MB/s, its peak memory (maximum
 resident set), the bytes it passed through the proxy both ways (what went
@@ -130,14 +132,35 @@ os.sync()
 """
 
 S3_FLOOR = """
-import os, sys, s3fs
+import asyncio, os, sys
+import obstore
+from obstore.store import S3Store
+
 source, target, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-fs = s3fs.S3FileSystem(config_kwargs={"max_pool_connections": jobs})
-names = [p for p in fs.find(source.removeprefix("s3://")) if p.rsplit("/", 1)[-1][0].isdigit()]
-for start in range(0, len(names), jobs):
-    batch = fs.cat(names[start : start + jobs])
-    into = target.removeprefix("s3://")
-    fs.pipe({into + path[len(source) - 5 :]: data for path, data in batch.items()})
+bucket, _, prefix = source.removeprefix("s3://").partition("/")
+into = target.removeprefix("s3://").partition("/")[2]
+endpoint = os.environ["FSSPEC_S3_ENDPOINT_URL"]
+store = S3Store(bucket, config={"endpoint": endpoint}, client_options={"allow_http": True})
+
+
+async def main():
+    names = [
+        entry["path"]
+        async for page in obstore.list(store, prefix)
+        for entry in page
+        if entry["path"].rsplit("/", 1)[-1][0].isdigit()
+    ]
+    slots = asyncio.Semaphore(jobs)
+
+    async def copy(path):
+        async with slots:
+            data = await (await obstore.get_async(store, path)).bytes_async()
+            await obstore.put_async(store, into + path[len(prefix):], data)
+
+    await asyncio.gather(*(copy(path) for path in names))
+
+
+asyncio.run(main())
 """
 
 

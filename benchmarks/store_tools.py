@@ -17,10 +17,10 @@ not) on the filter store and on the plain one, zarr-python's converter
 (``migrate_v2_to_v3``) on the plain one, ``migrate`` (and its dry run) on the
 legacy one, ``to-v3 --shard-size 32B`` (two chunks a shard: every array packed,
 checked and switched) on the fourth. The floor is one listing of the store plus
-one concurrent ``cat`` of all its metadata objects through s3fs, with as many
-connections as the tools use, in a process of its own as well (the least any
-tool must read). Reported: seconds per command, min .. max over the runs, and
-each over the floor.
+one concurrent read of all its metadata objects through obstore (the fastest
+client here), as many requests in flight as the tools make, in a process of
+its own as well (the least any tool must read). Reported: seconds per
+command, min .. max over the runs, and each over the floor.
 
 Then a kill and a rerun: ``to-v3 --remove-v2-metadata`` is killed (SIGKILL)
 halfway through its measured time and run again; every array must then read
@@ -260,11 +260,34 @@ def timed(args: list[str], endpoint: str) -> float:
 
 
 FLOOR = """
-import sys, s3fs
-fs = s3fs.S3FileSystem(config_kwargs={"max_pool_connections": int(sys.argv[2])})
+import asyncio, os, sys
+import obstore
+from obstore.store import S3Store
+
+bucket, _, prefix = sys.argv[1].removeprefix("s3://").partition("/")
+jobs = int(sys.argv[2])
+endpoint = os.environ["FSSPEC_S3_ENDPOINT_URL"]
+store = S3Store(bucket, config={"endpoint": endpoint}, client_options={"allow_http": True})
 metadata = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
-names = [p for p in fs.find(sys.argv[1]) if p.rsplit("/", 1)[-1] in metadata]
-fs.cat(names)
+
+
+async def main():
+    names = [
+        entry["path"]
+        async for page in obstore.list(store, prefix)
+        for entry in page
+        if entry["path"].rsplit("/", 1)[-1] in metadata
+    ]
+    slots = asyncio.Semaphore(jobs)
+
+    async def read(path):
+        async with slots:
+            await (await obstore.get_async(store, path)).bytes_async()
+
+    await asyncio.gather(*(read(path) for path in names))
+
+
+asyncio.run(main())
 """
 
 

@@ -43,10 +43,12 @@ from .per_path import PerPath, Stat
 from .requests import Requests, loop_thread
 
 __all__ = [
+    "ListedObject",
     "ObjectFiles",
     "ObjectLock",
     "client_settings",
     "first_line",
+    "keys_in",
     "made",
     "open_azure",
     "tag",
@@ -447,35 +449,47 @@ class ObjectFiles(PerPath):
         self, folders: Iterable[str], paths: Iterable[str]
     ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
         """One listing of each folder gives both: its keys, each with its ETag (the versions of
-        paths below none of the folders from HEADs)."""
-        import obstore
-
-        async def below(folder: str) -> dict[str, str]:
-            prefix = self.key(folder)
-            found: dict[str, str] = {}
-            async for page in obstore.list(self.store, f"{prefix}/" if prefix else None):
-                for entry in page:
-                    name = entry["path"][len(prefix) + 1 if prefix else 0 :]
-                    found[name] = tag(entry["e_tag"] or "")
-            return found
-
-        listed: dict[str, dict[str, str] | Exception] = self.each_of(folders, below)
-        names: dict[str, list[str] | Exception] = {
-            folder: keys if isinstance(keys, Exception) else sorted(keys)
-            for folder, keys in listed.items()
-        }
-        versions: dict[str, str | Exception | None] = {}
+        paths below none of the folders from HEADs). A folder is listed in the ranges of keys
+        `key_ranges` gives for the names of ``paths`` below it, the ranges at once."""
+        below: dict[str, list[str]] = {folder: [] for folder in folders}
         elsewhere = []
         for path in paths:
-            folder = next((f for f in listed if path.startswith(f"{f}/")), None)
+            folder = next((f for f in _folders_above(path) if f in below), None)
             if folder is None:
                 elsewhere.append(path)
-                continue
-            keys = listed[folder]
-            versions[path] = (
-                keys if isinstance(keys, Exception) else keys.get(path[len(folder) + 1 :])
-            )
+            else:
+                below[folder].append(path[len(folder) + 1 :])
+        ranges = {
+            (folder, place): bounds
+            for folder, names in below.items()
+            for place, bounds in enumerate(self.key_ranges(sorted(names)))
+        }
+        listed = self.run(
+            {key: keys_in(self, key[0], after, until) for key, (after, until) in ranges.items()}
+        )
+        keys: dict[str, dict[str, ListedObject] | Exception] = {folder: {} for folder in below}
+        for (folder, _), found in listed.items():
+            held = keys[folder]
+            if isinstance(found, Exception):
+                keys[folder] = found
+            elif not isinstance(held, Exception):
+                held |= found[0]
+        names: dict[str, list[str] | Exception] = {}
+        versions: dict[str, str | Exception | None] = {}
+        for folder, held in keys.items():
+            names[folder] = held if isinstance(held, Exception) else sorted(held)
+            for name in below[folder]:
+                found_here = held if isinstance(held, Exception) else held.get(name)
+                versions[f"{folder}/{name}"] = (
+                    found_here[0] if isinstance(found_here, tuple) else found_here
+                )
         return names, versions | (self.versions(elsewhere) if elsewhere else {})
+
+    def key_ranges(self, names: list[str]) -> list[tuple[str | None, str | None]]:
+        """The ranges of keys (from the first after ``after``, or the first, to ``until`` at
+        least, or the last) that a folder is listed in, for its sorted ``names`` wanted: here the
+        whole folder in one listing (a store that lists from an offset does better)."""
+        return [(None, None)]
 
     def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
         """Nothing: an object is written whole in one request (no temporary), and there are no
@@ -550,6 +564,49 @@ def tag(tag: str | None) -> str:
     if not tag:
         raise OSError("the store's answer gave no ETag")
     return '"' + tag.strip('"') + '"'
+
+
+ListedObject = tuple[str, int]  # an object's ETag and size, as listed
+
+
+async def keys_in(
+    files: ObjectFiles,
+    folder: str,
+    after: str | None,
+    until: str | None,
+    pages: int | None = None,
+) -> tuple[dict[str, ListedObject], bool]:
+    """The keys below ``folder`` from ``after`` (the first where None; a few before it may come
+    too) up to ``until`` at least (to the last where None), by their names relative to it: ETag
+    and size; at most ``pages`` pages of a thousand (no limit where None), and whether they
+    reached ``until`` (or the last key)."""
+    import obstore
+
+    prefix = files.key(folder)
+    prefix = f"{prefix}/" if prefix else ""
+    # where the listing starts: before ``after`` (obstore takes no key with an empty part)
+    offset = None if after is None else (prefix + after[:-1]).rstrip("/") or None
+    found: dict[str, ListedObject] = {}
+    asked = 0
+    async for page in obstore.list(files.store, prefix or None, offset=offset, chunk_size=1000):
+        asked += 1
+        batch = {
+            entry["path"][len(prefix) :]: (tag(entry["e_tag"]), int(entry["size"]))
+            for entry in page
+        }
+        found |= batch
+        if until is not None and batch and max(batch) >= until:
+            return found, True
+        if pages is not None and asked >= pages:
+            return found, False
+    return found, True
+
+
+def _folders_above(path: str) -> Iterator[str]:
+    """The folders above an object's path, nearest first."""
+    while "/" in path:
+        path = path.rsplit("/", 1)[0]
+        yield path
 
 
 def _listed_path(container: str, entry: Mapping[str, Any]) -> str:

@@ -26,24 +26,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index
-from .object_files import tag
+from .object_files import ListedObject, keys_in, tag
 from .object_packing import MEMORY_BYTES, ShardMemory, pack_one
 from .s3_api import ConditionRefused
+from .s3_objects import LIST_PAGE
 from .s3_parts import Part, Piece, is_md5, multipart_tag, shard_parts
 
 if TYPE_CHECKING:
     from .s3_objects import S3Objects
 
-__all__ = ["LIST_PAGE", "UPLOADED_PARTS_AT_ONCE", "pack_copying"]
+__all__ = ["UPLOADED_PARTS_AT_ONCE", "pack_copying"]
 
-LIST_PAGE = 1000
-"""Keys S3 lists in one request at most: a folder's chunk names are cut into ranges of as many, each
-range listed on its own and the ranges at once."""
 UPLOADED_PARTS_AT_ONCE = 8
 """The parts of one shard that go up from the client at once (5 MiB and a chunk each at most): what
 it holds of a shard, not the shard."""
 
-Listed = tuple[str, int]  # a chunk object's ETag and size, as listed
 Source = tuple[str, int, str]  # a source's object, where its bytes start in it, its ETag
 
 
@@ -52,7 +49,7 @@ class _Pack:
     """One pack's state, passed to each shard: the listed chunk objects, whether S3 still copies,
     why it stopped, the uploads begun."""
 
-    listed: dict[str, Listed | Exception | None]
+    listed: dict[str, ListedObject | Exception | None]
     copying: bool = True
     refused: str | None = None
     uploads_begun: int = 0
@@ -129,7 +126,7 @@ async def _aborting(files: S3Objects, keys: set[str]) -> None:
 
 
 def _source_sizes(
-    shard: Shard, listed: Mapping[str, Listed | Exception | None]
+    shard: Shard, listed: Mapping[str, ListedObject | Exception | None]
 ) -> list[int | None] | None:
     """Each inner chunk's bytes as listed (None where there is none); None where some source was not
     listed (packing through the client says what)."""
@@ -408,37 +405,15 @@ def _ranges(names: Mapping[str, list[str]]) -> dict[tuple[str, int], list[str]]:
     return ranges
 
 
-async def _listed(files: S3Objects, folder: str, names: list[str]) -> dict[str, Listed | None]:
+async def _listed(
+    files: S3Objects, folder: str, names: list[str]
+) -> dict[str, ListedObject | None]:
     """The ETag and size of each of sorted ``names`` below ``folder`` (None: no such object): their
     range listed, at most a page per 100 names; the rest from HEADs."""
-    import obstore
-
-    prefix = files.key(folder)
-    prefix = f"{prefix}/" if prefix else ""
-    found: dict[str, Listed] = {}
-    complete, pages = False, 0
-    pages_at_most = max(1, len(names) // 100)
-    listing = obstore.list(
-        files.store,
-        prefix or None,
-        offset=_start_before(prefix, names[0]) or None,
-        chunk_size=LIST_PAGE,
+    found, complete = await keys_in(
+        files, folder, names[0], names[-1], pages=max(1, len(names) // 100)
     )
-    async for page in listing:
-        pages += 1
-        batch = {
-            entry["path"][len(prefix) :]: (tag(entry["e_tag"]), int(entry["size"]))
-            for entry in page
-        }
-        found |= batch
-        if batch and max(batch) >= names[-1]:
-            complete = True
-            break
-        if pages >= pages_at_most:
-            break
-    else:
-        complete = True
-    listed: dict[str, Listed | None] = {
+    listed: dict[str, ListedObject | None] = {
         name: found.get(name) for name in names if name in found or complete
     }
     rest = [name for name in names if name not in listed]
@@ -447,19 +422,12 @@ async def _listed(files: S3Objects, folder: str, names: list[str]) -> dict[str, 
     return listed | dict(zip(rest, heads, strict=True))
 
 
-def _start_before(prefix: str, name: str) -> str:
-    """A key that sorts before ``prefix + name`` and after few others, and that obstore takes (no
-    empty part): where a listing that must hold it starts (a key listed too early is left out by
-    its caller)."""
-    return (prefix + name[:-1]).rstrip("/")
-
-
 def _by_path(
     ranges: Mapping[tuple[str, int], list[str]],
-    listed: Mapping[Any, dict[str, Listed | None] | Exception],
-) -> dict[str, Listed | Exception | None]:
+    listed: Mapping[Any, dict[str, ListedObject | None] | Exception],
+) -> dict[str, ListedObject | Exception | None]:
     """Each chunk object's listing by path, from each range's."""
-    found: dict[str, Listed | Exception | None] = {}
+    found: dict[str, ListedObject | Exception | None] = {}
     for (folder, place), result in listed.items():
         for name in ranges[folder, place]:
             found[f"{folder}/{name}"] = result if isinstance(result, Exception) else result[name]

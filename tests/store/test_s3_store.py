@@ -559,10 +559,13 @@ def test_object_store_writes_are_conditional(s3: Any, tmp_path: Path) -> None:
     assert s3.cat_file(zarray) == before + b" "
 
 
-def test_files_and_versions_from_one_listing_are_files_below_and_versions(s3: Any) -> None:
+def test_files_and_versions_from_one_listing_are_files_below_and_versions(
+    s3: Any, proxy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """S3's one listing per folder says what `files_below` and `versions` say: nested keys, a key a
     tool made as a folder (an empty object, listed by obstore without its "/"), a path below none
-    of the folders, a missing one, a folder that is not there."""
+    of the folders, a missing one, a folder that is not there. With ranges of three names, the
+    folder is listed range by range, the ranges at once, and says the same."""
     chunks = [f"a/{i}" for i in range(12)]
     for key in (*chunks, "a/c/0/1", "a/.zarray", "b/x", "lone"):
         s3.pipe_file(f"{BUCKET}/s/{key}", key.encode())
@@ -580,6 +583,19 @@ def test_files_and_versions_from_one_listing_are_files_below_and_versions(s3: An
     listed, versions = files.files_and_versions(folders, paths)
     assert versions == truth
     assert listed == {f"{BUCKET}/s/a": everything, f"{BUCKET}/s/none": []}
+
+    from numcodecs_bytes.store import s3_objects
+
+    monkeypatch.setattr(s3_objects, "LIST_PAGE", 3)
+    files = open_store(f"s3://{BUCKET}/s", through(proxy)).files
+    proxy.requests.clear()
+    listed, versions = files.files_and_versions(folders, paths)
+    assert versions == truth
+    assert listed == {f"{BUCKET}/s/a": everything, f"{BUCKET}/s/none": []}
+    # folder a's 14 names wanted (its 13 objects' and a missing one's) in 7 ranges of 2, each
+    # bounded by a name wanted; folder "none" in one
+    starts = [key for method, key in proxy.requests if "list-type" in key and "s/a/" in key]
+    assert len(starts) == 7 and len([k for k in starts if "start-after" in k]) == 6, starts
 
 
 def test_chunk_objects_a_listing_page_does_not_reach_are_asked_of_by_one_head_each(
