@@ -2,9 +2,10 @@
 part (``UploadPartCopy``), a removal held on a version (``DeleteObject`` with ``If-Match``), the
 multipart uploads made part by part, listed and aborted.
 
-botocore is imported, and its client made, on the first such request (a
-run that makes none does not pay for either); each request runs on a thread
-of a pool of ``jobs`` (botocore's client is thread-safe, and blocking).
+botocore is imported, and its client made, on a thread while the run waits
+for its first answers (`S3Api.prepare`), or else on the first such request;
+each request runs on a thread of a pool of ``jobs`` (botocore's client is
+thread-safe, and blocking).
 Its errors are the store tools' own: a refused condition `ConditionRefused`,
 a missing object or upload `FileNotFoundError`, a request the server does
 not implement an `OSError` of ``errno.ENOSYS``, any other an `OSError` of
@@ -44,6 +45,12 @@ class S3Api:
         self._client: Any = None
         self._made = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="s3-api")
+
+    def prepare(self) -> None:
+        """botocore imported and its client made on a thread of the pool, from now on: while the
+        run waits for its first answers (every run makes a request of botocore: its lock's
+        removal, at least)."""
+        self._pool.submit(self._made_client)
 
     def _made_client(self) -> Any:
         with self._made:

@@ -72,6 +72,7 @@ def open_s3(
         jobs=options.jobs,
         timeout=options.request_timeout,
     )
+    api.prepare()
     root = "/".join(filter(None, (location.bucket, location.path)))
     files = S3Objects(store, api, location.bucket, root, options, deadline)
     return files, root, files.probe()
