@@ -288,6 +288,7 @@ async def main():
 
 
 asyncio.run(main())
+os._exit(0)  # obstore 0.12's runtime may abort the interpreter's teardown (see cli.console)
 """
 
 

@@ -1,5 +1,5 @@
-"""An object store through obstore (the Rust ``object_store`` client; Azure Blob Storage here) as
-`Files`.
+"""An object store through obstore (the Rust ``object_store`` client; Azure Blob Storage as it is,
+S3 with what `s3_objects` adds) as `Files`.
 
 Paths are ``container/key``. A new object is written only where none exists
 (``If-None-Match: *``), and a metadata object is replaced only while it is the
@@ -8,8 +8,8 @@ server holds both conditions. A write whose answer was lost (the server
 acted, then obstore's retry was refused) is read back before it is called a
 conflict. obstore has no conditional delete: an object is checked just
 before it is removed (a window of one request to a second writer), and a
-shard is read back after it is written. The walk lists one folder a request,
-the folders of a level at once.
+shard is read back after it is written. The listings, the walk among them,
+are `object_listing`'s; the lock object `object_lock`'s.
 """
 
 from __future__ import annotations
@@ -20,39 +20,18 @@ from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from ..problems import NotAStoreError
-from .chunks import (
-    Packed,
-    Shard,
-)
+from .chunks import Packed, Shard
 from .cloud_options import azure_location
-from .files import (
-    BACKUP_SUFFIX,
-    BATCH,
-    Folder,
-    Listed,
-    Probe,
-    breadth_first,
-    changed,
-    digest,
-)
-from .fsspec_files import child_path
-from .lease import LeaseHold, LockHeld, LockLost, LockObject, LockRead
-from .listing import Listing, WholeStore, metadata_versions
+from .files import BACKUP_SUFFIX, Folder, Listed, Probe, changed, digest
+from .lease import LeaseHold, LockObject
+from .listing import Listing, metadata_versions
+from .object_listing import files_and_versions, tag, walk
+from .object_lock import ObjectLock
 from .options import StoreOptions
 from .per_path import PerPath, Stat
 from .requests import Requests, loop_thread
 
-__all__ = [
-    "ListedObject",
-    "ObjectFiles",
-    "ObjectLock",
-    "client_settings",
-    "first_line",
-    "keys_in",
-    "made",
-    "open_azure",
-    "tag",
-]
+__all__ = ["ObjectFiles", "client_settings", "first_line", "made", "open_azure"]
 
 _T = TypeVar("_T")
 
@@ -151,11 +130,11 @@ class ObjectFiles(PerPath):
         """What opening a store asks: a folder is a key prefix some object has."""
 
         async def is_dir(path: str) -> bool:
-            listing = await self._listing(path)
+            listing = await self.listing_of(path)
             return bool(listing["objects"] or listing["common_prefixes"]) or path == self.container
 
         async def names_in(folder: str) -> set[str]:
-            listing = await self._listing(folder)
+            listing = await self.listing_of(folder)
             return {entry["path"].rsplit("/", 1)[-1] for entry in listing["objects"]}
 
         def any_exists(paths: list[str]) -> bool:
@@ -173,7 +152,8 @@ class ObjectFiles(PerPath):
             names_in=lambda folder: self.ask(names_in(folder)),
         )
 
-    async def _listing(self, folder: str) -> Any:
+    async def listing_of(self, folder: str) -> Any:
+        """One folder's listing (its objects and the prefixes below it): one request."""
         import obstore
 
         return await obstore.list_with_delimiter_async(self.store, self.key(folder) or None)
@@ -262,59 +242,10 @@ class ObjectFiles(PerPath):
 
     def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
         """The whole store from one listing of all its keys where that pays (`listing.WholeStore`),
-        else one folder a request, the folders of a level at once."""
-        whole = self._whole_store()
-        if whole is None:
-            return breadth_first(self.root, self._listed_batch, child_path, left_out)
+        else one folder a request, the folders of a level at once (`object_listing`)."""
+        return walk(self, left_out)
 
-        def listed(paths: list[str]) -> Listed:
-            return Listed(self._found({path: whole.folders.pop(path) for path in paths}), [])
-
-        return breadth_first(self.root, listed, child_path, left_out, whole.problems)
-
-    def _whole_store(self) -> WholeStore | None:
-        import obstore
-
-        whole = WholeStore(self.root, self.jobs)
-        prefix = self.key(self.root)
-
-        async def listing() -> bool:
-            pages = obstore.list(self.store, f"{prefix}/" if prefix else None, chunk_size=BATCH)
-            while True:
-                try:
-                    page = await self.in_time(anext(pages))
-                except StopAsyncIteration:
-                    return True
-                for entry in page:
-                    if not whole.add(_listed_path(self.container, entry), _listed(entry)):
-                        return False
-
-        # each page in its time, not the whole listing; whatever stops it, listing folder by
-        # folder reports per folder
-        pays = self.run({"": listing()}, limit=False)[""]
-        return whole if pays is True else None
-
-    def _listed_batch(self, paths: list[str]) -> Listed:
-        listings = self.run({path: self._listing(path) for path in paths})
-        found: dict[str, Listing] = {}
-        unvisited: list[tuple[str, str]] = []
-        for path in paths:
-            answer = listings[path]
-            if isinstance(answer, Exception):
-                unvisited.append((path, f"folder not read: {answer}"))
-                continue
-            found[path] = listing = Listing()
-            for entry in answer["objects"]:
-                if entry["path"] == self.key(path):
-                    continue  # the folder's own marker ("folder/", as consoles make one)
-                name = entry["path"].rsplit("/", 1)[-1]
-                listing.versions[name] = _listed(entry)
-            listing.subfolders.update(
-                prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in answer["common_prefixes"]
-            )
-        return Listed(self._found(found), unvisited)
-
-    def _found(self, listings: dict[str, Listing]) -> list[Folder]:
+    def found(self, listings: dict[str, Listing]) -> list[Folder]:
         """The folders of one batch of the walk; the versions of their metadata files kept (what
         their replacements hold on)."""
         self._versions.update(metadata_versions(listings))
@@ -448,42 +379,9 @@ class ObjectFiles(PerPath):
     def files_and_versions(
         self, folders: Iterable[str], paths: Iterable[str]
     ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
-        """One listing of each folder gives both: its keys, each with its ETag (the versions of
-        paths below none of the folders from HEADs). A folder is listed in the ranges of keys
-        `key_ranges` gives for the names of ``paths`` below it, the ranges at once."""
-        below: dict[str, list[str]] = {folder: [] for folder in folders}
-        elsewhere = []
-        for path in paths:
-            folder = next((f for f in _folders_above(path) if f in below), None)
-            if folder is None:
-                elsewhere.append(path)
-            else:
-                below[folder].append(path[len(folder) + 1 :])
-        ranges = {
-            (folder, place): bounds
-            for folder, names in below.items()
-            for place, bounds in enumerate(self.key_ranges(sorted(names)))
-        }
-        listed = self.run(
-            {key: keys_in(self, key[0], after, until) for key, (after, until) in ranges.items()}
-        )
-        keys: dict[str, dict[str, ListedObject] | Exception] = {folder: {} for folder in below}
-        for (folder, _), found in listed.items():
-            held = keys[folder]
-            if isinstance(found, Exception):
-                keys[folder] = found
-            elif not isinstance(held, Exception):
-                held |= found[0]
-        names: dict[str, list[str] | Exception] = {}
-        versions: dict[str, str | Exception | None] = {}
-        for folder, held in keys.items():
-            names[folder] = held if isinstance(held, Exception) else sorted(held)
-            for name in below[folder]:
-                found_here = held if isinstance(held, Exception) else held.get(name)
-                versions[f"{folder}/{name}"] = (
-                    found_here[0] if isinstance(found_here, tuple) else found_here
-                )
-        return names, versions | (self.versions(elsewhere) if elsewhere else {})
+        """One listing of each folder gives both (`object_listing.files_and_versions`), in the
+        ranges `key_ranges` gives."""
+        return files_and_versions(self, folders, paths)
 
     def key_ranges(self, names: list[str]) -> list[tuple[str | None, str | None]]:
         """The ranges of keys (from the first after ``after``, or the first, to ``until`` at
@@ -509,116 +407,6 @@ class ObjectFiles(PerPath):
     def lock_object(self, path: str) -> LockObject:
         """The lock object at ``path``."""
         return ObjectLock(self, path)
-
-
-class ObjectLock:
-    """The lock object through obstore: its age from the time the server says it was written, by
-    this machine's clock (obstore does not give the server's own)."""
-
-    def __init__(self, files: ObjectFiles, path: str) -> None:
-        self.files, self.path = files, path
-
-    def create(self, body: bytes) -> str:
-        from obstore.exceptions import AlreadyExistsError, PreconditionError
-
-        try:
-            return self.files.ask(
-                self.files.put(self.path, body, "create", checked=False), plain=False
-            )
-        except (AlreadyExistsError, PreconditionError):
-            raise LockHeld from None
-
-    def replace(self, body: bytes, tag: str) -> str:
-        from obstore.exceptions import PreconditionError
-
-        try:
-            return self.files.ask(
-                self.files.put(self.path, body, {"e_tag": tag}, checked=False), plain=False
-            )
-        except (PreconditionError, FileNotFoundError):
-            raise LockLost from None
-
-    def read(self) -> LockRead:
-        import obstore
-
-        async def get() -> LockRead:
-            answer = await obstore.get_async(self.files.store, self.files.key(self.path))
-            body = bytes(await answer.bytes_async())
-            now = datetime.datetime.now(datetime.UTC)
-            age = (now - answer.meta["last_modified"]).total_seconds()
-            return LockRead(body, tag(answer.meta["e_tag"]), age)
-
-        return self.files.ask(get())
-
-    def remove(self, tag: str) -> None:
-        async def remove() -> None:
-            if await self.files.version_of(self.path) == tag:
-                await self.files.delete(self.path)
-
-        self.files.ask(remove())
-
-
-def tag(tag: str | None) -> str:
-    """An ETag in quotes, as answers give it (Azure's listings leave the quotes out); an answer
-    without one is an OSError (a version is what every condition holds on)."""
-    if not tag:
-        raise OSError("the store's answer gave no ETag")
-    return '"' + tag.strip('"') + '"'
-
-
-ListedObject = tuple[str, int]  # an object's ETag and size, as listed
-
-
-async def keys_in(
-    files: ObjectFiles,
-    folder: str,
-    after: str | None,
-    until: str | None,
-    pages: int | None = None,
-) -> tuple[dict[str, ListedObject], bool]:
-    """The keys below ``folder`` from ``after`` (the first where None; a few before it may come
-    too) up to ``until`` at least (to the last where None), by their names relative to it: ETag
-    and size; at most ``pages`` pages of a thousand (no limit where None), and whether they
-    reached ``until`` (or the last key)."""
-    import obstore
-
-    prefix = files.key(folder)
-    prefix = f"{prefix}/" if prefix else ""
-    # where the listing starts: before ``after`` (obstore takes no key with an empty part)
-    offset = None if after is None else (prefix + after[:-1]).rstrip("/") or None
-    found: dict[str, ListedObject] = {}
-    asked = 0
-    async for page in obstore.list(files.store, prefix or None, offset=offset, chunk_size=1000):
-        asked += 1
-        batch = {
-            entry["path"][len(prefix) :]: (tag(entry["e_tag"]), int(entry["size"]))
-            for entry in page
-        }
-        found |= batch
-        if until is not None and batch and max(batch) >= until:
-            return found, True
-        if pages is not None and asked >= pages:
-            return found, False
-    return found, True
-
-
-def _folders_above(path: str) -> Iterator[str]:
-    """The folders above an object's path, nearest first."""
-    while "/" in path:
-        path = path.rsplit("/", 1)[0]
-        yield path
-
-
-def _listed_path(container: str, entry: Mapping[str, Any]) -> str:
-    """A listed object's path; an empty one's as a folder (``a/b/``): obstore lists the marker
-    ``a/b/`` that consoles make for a folder as ``a/b``, and no Zarr file is empty."""
-    path = f"{container}/{entry['path']}"
-    return f"{path}/" if entry["size"] == 0 else path
-
-
-def _listed(entry: Mapping[str, Any]) -> str | None:
-    """The ETag of a listing's entry (None where it gives none)."""
-    return tag(entry["e_tag"]) if entry.get("e_tag") else None
 
 
 def first_line(exc: BaseException) -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index
-from .object_files import ListedObject, keys_in, tag
+from .object_listing import ListedObject, keys_in, tag
 from .object_packing import MEMORY_BYTES, ShardMemory, pack_one
 from .s3_api import ConditionRefused
 from .s3_objects import LIST_PAGE

@@ -22,7 +22,9 @@ from .chunks import Packed, Shard
 from .cloud_options import s3_location
 from .files import Probe, changed, digest
 from .lease import LockObject
-from .object_files import ObjectFiles, ObjectLock, client_settings, made, tag
+from .object_files import ObjectFiles, client_settings, made
+from .object_listing import tag
+from .object_lock import ObjectLock
 from .options import StoreOptions
 from .s3_api import ConditionRefused, S3Api
 from .s3_parts import is_md5, multipart_tag
@@ -200,11 +202,11 @@ class _S3Lock(ObjectLock):
 
     files: S3Objects
 
-    def remove(self, tag_written: str) -> None:
+    def remove(self, version: str) -> None:
         async def remove() -> None:
             try:
                 await self.files.api.call(
-                    "delete_object", IfMatch=tag(tag_written), **self.files.bucket_key(self.path)
+                    "delete_object", IfMatch=tag(version), **self.files.bucket_key(self.path)
                 )
             except FileNotFoundError:
                 pass  # gone already
