@@ -35,7 +35,7 @@ from .files import (
     changed,
     digest,
 )
-from .listing import Listing
+from .listing import Listing, folders_listed
 from .options import StoreOptions
 from .per_path import PerPath, Stat, content_version
 
@@ -102,16 +102,10 @@ class FsspecFiles(PerPath):
 
     def _listed_batch(self, paths: list[str]) -> Listed:
         """The folders at ``paths``, listed together (see `found`)."""
-        listings = self.run({path: self._call("ls", path, detail=True) for path in paths})
-        found: dict[str, Listing] = {}
-        unvisited: list[tuple[str, str]] = []
-        for path in paths:
-            listing = listings[path]
-            if isinstance(listing, Exception):
-                unvisited.append((path, f"folder not read: {listing}"))
-                continue
-            found[path] = folder = Listing()
-            for entry in listing:
+
+        def listing(path: str, entries: Any) -> Listing:
+            folder = Listing()
+            for entry in entries:
                 if entry["name"].rstrip("/") == path:  # some file systems list a folder in itself
                     continue
                 name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
@@ -119,6 +113,10 @@ class FsspecFiles(PerPath):
                     folder.subfolders.add(name)
                 else:
                     folder.versions[name] = entry.get("ETag")
+            return folder
+
+        answers = self.run({path: self._call("ls", path, detail=True) for path in paths})
+        found, unvisited = folders_listed(answers, listing)
         return Listed(self.found(found), unvisited)
 
     # -- reads -------------------------------------------------------------------------------------

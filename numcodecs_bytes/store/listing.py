@@ -3,13 +3,16 @@ where that pays (object stores: S3, Azure)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .files import BATCH, Folder
 from .layout import METADATA_NAMES, NODE_FILES
 
-__all__ = ["LISTING_LIMIT", "Listing", "WholeStore", "metadata_versions"]
+_A = TypeVar("_A")
+
+__all__ = ["LISTING_LIMIT", "Listing", "WholeStore", "folders_listed", "metadata_versions"]
 
 LISTING_LIMIT = 100 * BATCH
 """Keys a listing of a whole object store holds at most: what bounds the memory of that listing."""
@@ -85,3 +88,18 @@ class WholeStore:
         if file:  # "a/b/" is a folder marker, not a file
             self.folders[path].versions[file] = version
         return int(file in NODE_FILES)
+
+
+def folders_listed(
+    answers: Mapping[str, _A | Exception], listing: Callable[[str, _A], Listing]
+) -> tuple[dict[str, Listing], list[tuple[str, str]]]:
+    """Each folder's listing from its answer (``listing`` reads one), and the folders whose
+    listing failed, each with one line: what a batch of the walk found."""
+    found: dict[str, Listing] = {}
+    unvisited: list[tuple[str, str]] = []
+    for path, answer in answers.items():
+        if isinstance(answer, Exception):
+            unvisited.append((path, f"folder not read: {answer}"))
+        else:
+            found[path] = listing(path, answer)
+    return found, unvisited

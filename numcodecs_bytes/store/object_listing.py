@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .files import BATCH, Listed, breadth_first
 from .fsspec_files import child_path
-from .listing import Listing, WholeStore
+from .listing import Listing, WholeStore, folders_listed
 
 if TYPE_CHECKING:
     from .object_files import ObjectFiles
@@ -69,23 +69,19 @@ def _whole_store(files: ObjectFiles) -> WholeStore | None:
 
 
 def _listed_batch(files: ObjectFiles, paths: list[str]) -> Listed:
-    listings = files.run({path: files.listing_of(path) for path in paths})
-    found: dict[str, Listing] = {}
-    unvisited: list[tuple[str, str]] = []
-    for path in paths:
-        answer = listings[path]
-        if isinstance(answer, Exception):
-            unvisited.append((path, f"folder not read: {answer}"))
-            continue
-        found[path] = listing = Listing()
+    def listing(path: str, answer: Any) -> Listing:
+        found = Listing()
         for entry in answer["objects"]:
             if entry["path"] == files.key(path):
                 continue  # the folder's own marker ("folder/", as consoles make one)
-            name = entry["path"].rsplit("/", 1)[-1]
-            listing.versions[name] = _listed(entry)
-        listing.subfolders.update(
+            found.versions[entry["path"].rsplit("/", 1)[-1]] = _listed(entry)
+        found.subfolders.update(
             prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in answer["common_prefixes"]
         )
+        return found
+
+    answers = files.run({path: files.listing_of(path) for path in paths})
+    found, unvisited = folders_listed(answers, listing)
     return Listed(files.found(found), unvisited)
 
 
