@@ -192,13 +192,15 @@ class LeaseHold:
     @contextmanager
     def during(self, top: str) -> Iterator[None]:
         """The lock of the store whose topmost node is ``top`` (`LOCK_NAME` there) held for the
-        block."""
+        block; a block that ends after the lock was lost ends in `problems.StoreBusyError` (what it
+        found may be the other run's doing: its failures, its reports)."""
         path = f"{top}/{LOCK_NAME}"
         lease = Lease(self._lock_object(path), path)
         lease.acquire()
         self.lease = lease
         try:
             yield
+            lease.check()
         finally:
             self.lease = None
             lease.release()

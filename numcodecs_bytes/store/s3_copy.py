@@ -1,16 +1,19 @@
-"""Shards S3 assembles itself (`s3_parts`): a multipart upload whose parts of 5 MiB or more are
-copied inside S3 from the chunk objects (``UploadPartCopy``), the small chunks' bytes going up
-from the client.
+"""Shards on S3 made as multipart uploads that S3 completes only where no object is (or replacing
+an interrupted run's, held on its ETag): those whose inner chunks of 5 MiB or more S3 copies
+itself (``UploadPartCopy``), and those too large for one PUT (`s3_parts`), their small chunks'
+bytes going up from the client, a few parts at a time.
 
 A pack lists the chunk objects' ETags and sizes first (a request per thousand
 keys, the ranges at once), and aborts an upload a killed run left on its
 shards' keys. Each copy and each read of a chunk is held on the ETag listed:
 a chunk written after the listing makes its shard fail (no shard appears:
-the upload is aborted). The upload is completed only where no object is, or
-replacing an interrupted run's object (held on its ETag), and the ETag S3
-answers is compared with the one its parts make. A shard with no chunk of
-5 MiB, or any shard once the server refused a copy, is packed through the
-client (`object_packing`); the refusal is said once.
+the upload is aborted). The ETag S3 answers is compared with the one its
+parts make (each part's MD5 goes with it). A run paused past its lease while
+an upload goes up overwrites nothing made since: its completion is refused.
+A shard of up to `object_packing.WHOLE_SHARD_BYTES` with nothing to copy goes
+up in one PUT (`object_packing`). Once the server refused a copy, no shard
+is copied (said once); a server that refuses multipart uploads fails a
+shard too large for one PUT, with one line.
 """
 
 from __future__ import annotations
@@ -25,21 +28,30 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import object_packing
 from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index
 from .object_listing import ListedObject, keys_in, tag
 from .object_packing import MEMORY_BYTES, ShardMemory, pack_one
 from .s3_api import ConditionRefused
 from .s3_objects import LIST_PAGE
-from .s3_parts import Part, Piece, is_md5, multipart_tag, shard_parts
+from .s3_parts import (
+    MAX_PARTS,
+    SMALLEST_PART,
+    Part,
+    Piece,
+    is_md5,
+    multipart_tag,
+    shard_parts,
+)
 
 if TYPE_CHECKING:
     from .s3_objects import S3Objects
 
 __all__ = ["UPLOADED_PARTS_AT_ONCE", "pack_copying"]
 
-UPLOADED_PARTS_AT_ONCE = 8
+UPLOADED_PARTS_AT_ONCE = 4
 """The parts of one shard that go up from the client at once (5 MiB and a chunk each at most): what
-it holds of a shard, not the shard."""
+it holds of a shard, not the shard (within what `object_packing.ShardMemory` reserves for one)."""
 
 Source = tuple[str, int, str]  # a source's object, where its bytes start in it, its ETag
 
@@ -68,21 +80,29 @@ def pack_copying(
     # one round of requests: the listings, and a killed run's uploads aborted
     done: dict[Any, Any] = files.run({None: _aborting(files, keys), **listings}, limit=False)
     del done[None]  # best effort: a failure there is no failure of the pack
-    pack = _Pack(_by_path(ranges, done))
+    pack = _Pack(_by_path(ranges, done), copying=files.server_copy)
     memory = ShardMemory(MEMORY_BYTES)
 
     async def one(
         shard: Shard, requests: asyncio.Semaphore, versions: dict[str, asyncio.Task[str | None]]
     ) -> Packed:
+        try:
+            return await packed(shard, requests, versions)
+        except Exception:
+            files.before_write()  # a run that lost its lock meanwhile stops: this failure is that
+            raise
+
+    async def packed(
+        shard: Shard, requests: asyncio.Semaphore, versions: dict[str, asyncio.Task[str | None]]
+    ) -> Packed:
         sizes = _source_sizes(shard, pack.listed)
-        parts = shard_parts(sizes) if pack.copying and sizes is not None else None
-        if parts is not None:
-            assert sizes is not None
+        while sizes is not None and (parts := _parts(sizes, pack.copying)) is not None:
             try:
                 async with memory.reserved(len(shard.sources)):
-                    return await _assemble(files, pack, shard, sizes, parts, requests, versions)
+                    packed = await _assemble(files, pack, shard, sizes, parts, requests, versions)
+                return packed if pack.refused is None else packed._replace(refused=pack.refused)
             except OSError as exc:
-                if exc.errno != errno.ENOSYS:
+                if exc.errno != errno.ENOSYS or not any(part.copied for part in parts):
                     raise
                 # a server that is not AWS S3: no copies from now on, their parts go up
                 pack.copying = False
@@ -123,6 +143,18 @@ async def _aborting(files: S3Objects, keys: set[str]) -> None:
             return
         arguments["KeyMarker"] = answer["NextKeyMarker"]
         arguments["UploadIdMarker"] = answer["NextUploadIdMarker"]
+
+
+def _parts(sizes: list[int | None], copying: bool) -> list[Part] | None:
+    """A shard's parts where it is a multipart upload (`s3_parts`): where S3 copies some of it, or
+    where it is larger than one PUT of `object_packing.WHOLE_SHARD_BYTES`, in parts of 5 MiB or
+    more (as few as S3's limit on their number asks); None: one PUT."""
+    parts = shard_parts(sizes) if copying else None
+    total = sum(size or 0 for size in sizes)
+    if parts is None and total > object_packing.WHOLE_SHARD_BYTES:
+        smallest = max(SMALLEST_PART, -(-total // (MAX_PARTS - 1)))
+        parts = shard_parts(sizes, smallest, copy=False)
+    return parts
 
 
 def _source_sizes(
@@ -336,7 +368,8 @@ async def _complete(
 
     answer = await _where_none(files, shard.path, complete, lambda found: found == expected)
     if answer is None:
-        await files.api.call("abort_multipart_upload", **upload)
+        with suppress(FileNotFoundError):  # aborted already (by a run that took the lock over)
+            await files.api.call("abort_multipart_upload", **upload)
         return False
     if expected is not None and tag(answer.get("ETag")) != tag(expected):
         raise ShardError(f"{name}: S3 assembled other bytes than its parts say")

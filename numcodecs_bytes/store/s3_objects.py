@@ -185,10 +185,9 @@ class S3Objects(ObjectFiles):
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:
-        """As `ObjectFiles.pack`; where ``server_copy``, a shard with an inner chunk of 5 MiB or
-        more is a multipart upload S3 assembles from the chunk objects (`s3_copy`)."""
-        if not self.server_copy:
-            return super().pack(shards, on_progress)
+        """As `ObjectFiles.pack`, but a shard with an inner chunk of 5 MiB or more (where
+        ``server_copy``) or too large for one PUT is a multipart upload S3 completes only where no
+        object is, or replacing the one found (`s3_copy`)."""
         from .s3_copy import pack_copying
 
         return pack_copying(self, list(shards), on_progress)
