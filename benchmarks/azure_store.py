@@ -44,7 +44,7 @@ from shard import S3_CHUNKS, SHARD_MIB, Bench, run_process, write_v2_array
 from store_tools import _free_port, _wait_for, delaying_proxy
 
 from numcodecs_bytes.store import JOBS
-from numcodecs_bytes.to_v3.sharding import shard_shape
+from numcodecs_bytes.to_v3.rules.sharding import shard_shape
 
 ACCOUNT = "devstoreaccount1"
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="

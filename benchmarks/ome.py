@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 from shard import Bench, has, run_process
 
-from numcodecs_bytes.to_v3.ome import attributes_05
-from numcodecs_bytes.to_v3.sharding import shard_shape
+from numcodecs_bytes.to_v3.rules.ome import attributes_05
+from numcodecs_bytes.to_v3.rules.sharding import shard_shape
 
 CHUNK = (1, 1, 8, 256, 256)
 SHARD_MIB = 64

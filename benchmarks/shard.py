@@ -66,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from numcodecs_bytes.to_v3.sharding import shard_shape
+from numcodecs_bytes.to_v3.rules.sharding import shard_shape
 
 CHUNK = (256, 1024)
 CHUNK_TEXT = ",".join(map(str, CHUNK))

@@ -26,8 +26,8 @@ DOCTESTS_NEED = {
     "docs/guides/zarr-v2-filter.md::zarr-v2-filter.md": ("zarr", "xarray"),
     "docs/guides/zarr-v3-codec.md::zarr-v3-codec.md": ("zarr",),
     "docs/guides/v2-to-v3.md::v2-to-v3.md": ("zarr", "xarray"),
-    "numcodecs_bytes/to_v3/rules.py::numcodecs_bytes.to_v3.rules.v3_encoding": ("zarr",),
-    "numcodecs_bytes/to_v3/rules.py::numcodecs_bytes.to_v3.rules.array_document": ("zarr",),
+    "numcodecs_bytes/to_v3/rules.py::numcodecs_bytes.to_v3.rules.arrays.v3_encoding": ("zarr",),
+    "numcodecs_bytes/to_v3/rules.py::numcodecs_bytes.to_v3.rules.arrays.array_document": ("zarr",),
 }
 
 

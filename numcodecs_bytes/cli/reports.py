@@ -192,7 +192,7 @@ def run_to_v3(
     too, with ``verbose``); return the exit code (`EXIT_CODES`)."""
     # imports zarr when run: only this command needs it
     from ..to_v3 import NodeResult, convert_store
-    from ..to_v3.ome import kind_of
+    from ..to_v3.rules.ome import kind_of
 
     written = ("zarr.json", "to write" if dry_run else "written")
     status = Progress(tool, sys.stderr.isatty() if progress is None else progress, written)

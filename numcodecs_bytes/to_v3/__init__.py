@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from ..store.layout import V2_METADATA_FILES
 from .report import ConversionReport, NodeResult
-from .rules import UnconvertibleError, v3_encoding
+from .rules.arrays import UnconvertibleError, v3_encoding
 from .run import convert_store
 
 __all__ = [

@@ -12,10 +12,10 @@ from typing import Any, NamedTuple
 
 from ..store import Store
 from ..store.layout import REMOVING_V2, RETIRED
-from .consolidations import Consolidation
-from .documents import parents
 from .report import ConversionReport
-from .rules import ReadersNeed
+from .rules.arrays import ReadersNeed
+from .rules.consolidations import Consolidation
+from .rules.documents import parents
 
 __all__ = ["READ", "Consolidation", "Node", "NodeIndex", "RunState"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .rules import ReadersNeed
+from .rules.arrays import ReadersNeed
 
 __all__ = ["ConversionReport", "NodeResult"]
 

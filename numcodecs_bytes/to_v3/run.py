@@ -20,21 +20,21 @@ from ..store.distributed import pack_on_cluster
 from ..store.layout import NODE_FILES, V2_METADATA_FILES, chunk_folders
 from ..zarr_versions import version_numbers
 from ._zarr_api import zarr_api
-from .documents import existing_document, parents
-from .groups import consolidated, groups_by_depth
+from .metadata_pass.groups import consolidated, groups_by_depth
+from .metadata_pass.reading import NodeReader
+from .metadata_pass.sampling import Sampler
+from .metadata_pass.settle import disagreement, files_to_time, settle, settled_by_documents
+from .metadata_pass.switch import Switch
 from .nodes import READ, Node, NodeIndex, RunState
-from .ome import kind_of, level_dimension_names, ome_05
-from .ome_validation import rejected
-from .plan import ArrayFound
-from .reading import NodeReader
-from .removal import Removals
+from .removal.removals import Removals
 from .report import ConversionReport, NodeResult
-from .rules import UnconvertibleError
-from .sampling import Sampler
-from .settle import disagreement, files_to_time, settle, settled_by_documents
-from .shard_pass import Packer, ShardOptions, ShardPass
-from .sharding import layout_of
-from .switch import Switch
+from .rules.arrays import UnconvertibleError
+from .rules.documents import existing_document, parents
+from .rules.ome import kind_of, level_dimension_names, ome_05
+from .rules.ome_validation import rejected
+from .rules.plan import ArrayFound
+from .rules.sharding import layout_of
+from .sharding_pass.rounds import Packer, ShardOptions, ShardPass
 
 __all__ = ["convert_store"]
 
@@ -111,7 +111,7 @@ def convert_store(
         removed are listed in the report.
     verify : bool, optional
         Deprecated: ``sample_check``. It named the sample check only, while
-        the checks of what was packed (`to_v3.verify`) always run; it still
+        the checks of what was packed (`to_v3.sharding_pass.verify`) always run; it still
         works, with a `DeprecationWarning`, until 0.2.
 
     Returns

@@ -421,11 +421,11 @@ def test_the_walk_sees_the_store_alike_from_one_listing_or_folder_by_folder(
 
 STOPS = {
     "its old shards written down, before its switch": (
-        "numcodecs_bytes.to_v3.removal:Removals.mark",
+        "numcodecs_bytes.to_v3.removal.removals:Removals.mark",
         1,
     ),
     "its new shards packed": ("numcodecs_bytes.store.object_files:ObjectFiles.pack", 1),
-    "its switch": ("numcodecs_bytes.to_v3.switch:Switch.arrays", 1),
+    "its switch": ("numcodecs_bytes.to_v3.metadata_pass.switch:Switch.arrays", 1),
     "its first removal": ("numcodecs_bytes.store.object_files:ObjectFiles.remove", 1),
 }
 

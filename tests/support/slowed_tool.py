@@ -25,8 +25,9 @@ def slowed_tool(seconds: float, *names: str, batch: int | None = None) -> str:
 def stopped_tool(step: str, calls: int = 1) -> str:
     """Code for ``python -c`` that runs ``numcodecs-bytes`` (its arguments follow the code) and
     stops the process dead, as a killed machine stops it, right after the ``calls``-th return of
-    ``step`` (``module:attribute``, e.g. ``numcodecs_bytes.to_v3.removal:Removals.mark``): no
-    cleanup, no handler, exit code 137."""
+    ``step`` (``module:attribute``, e.g.
+    ``numcodecs_bytes.to_v3.removal.removals:Removals.mark``): no cleanup, no handler, exit code
+    137."""
     module, _, attribute = step.partition(":")
     *owners, name = attribute.split(".")
     return (

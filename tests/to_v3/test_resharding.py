@@ -249,11 +249,11 @@ def test_a_resharding_killed_anywhere_reads_right_and_a_rerun_finishes(
 
 STOPS = {
     "its old shards written down, before its switch": (
-        "numcodecs_bytes.to_v3.removal:Removals.mark",
+        "numcodecs_bytes.to_v3.removal.removals:Removals.mark",
         1,
     ),
     "one of two new shards placed": ("numcodecs_bytes.store.local_shards:_placed_shard", 1),
-    "its switch": ("numcodecs_bytes.to_v3.switch:Switch.arrays", 1),
+    "its switch": ("numcodecs_bytes.to_v3.metadata_pass.switch:Switch.arrays", 1),
     "its old shards removed, the list not yet": ("numcodecs_bytes.store.local:LocalFiles.tidy", 1),
 }
 
@@ -355,7 +355,7 @@ def test_an_old_shard_another_writer_changes_after_the_switch_stays_on_every_rer
     had open): the shard stays, reported, and so does the list naming it; a rerun, with a shard
     size or without, does not take it for a killed run's leftover, and says why the array is not
     sharded anew while it is there. Removed by hand, the next run finishes."""
-    from numcodecs_bytes.to_v3 import removal
+    from numcodecs_bytes.to_v3.removal import removals as removal
 
     root = tmp_path / "a"
     zarr_sharded(root, (2, 5))
@@ -433,7 +433,7 @@ def test_what_a_killed_run_left_is_removed_only_where_the_document_does_not_read
     wrote down, those the document reads stay; a shard named as a killed run's leftover is never a
     key the document reads, and is a key of this tool's new shards (v3's default encoding, the
     other separator)."""
-    from numcodecs_bytes.to_v3.plan import ArrayFound, retiring, unread_shards
+    from numcodecs_bytes.to_v3.rules.plan import ArrayFound, retiring, unread_shards
 
     document, names = found
     read = zarr_reads_keys(document)

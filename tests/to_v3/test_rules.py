@@ -26,8 +26,8 @@ from support.stack import ZARR_HANDS_FILTERS_NATIVE_ARRAYS, ZARR_SWAPS_STRUCT_FI
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.to_v3 import convert_store
-from numcodecs_bytes.to_v3.rules import UnconvertibleError, array_document, group_document
-from numcodecs_bytes.to_v3.xarray import xarray_fill_value
+from numcodecs_bytes.to_v3.rules.arrays import UnconvertibleError, array_document, group_document
+from numcodecs_bytes.to_v3.rules.xarray import xarray_fill_value
 
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 

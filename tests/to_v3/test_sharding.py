@@ -35,7 +35,7 @@ from support.v2_stores import (
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.to_v3 import convert_store
-from numcodecs_bytes.to_v3.sharding import (
+from numcodecs_bytes.to_v3.rules.sharding import (
     ShardLayout,
     is_sharding_of,
     layout_of,
@@ -307,7 +307,7 @@ def test_the_checks_of_many_arrays_read_their_chunks_together(
     another's; with a byte budget below a chunk, a batch per array, every array checked and
     sharded as well."""
     from numcodecs_bytes.store.local import LocalFiles
-    from numcodecs_bytes.to_v3 import verify
+    from numcodecs_bytes.to_v3.sharding_pass import verify
 
     root = tmp_path / "s.zarr"
     written = _arrays_to_shard(root, 6)

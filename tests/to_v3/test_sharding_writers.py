@@ -32,7 +32,7 @@ from support.zarr_read import read_in_a_fresh_process as zarr_reads
 
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.to_v3 import convert_store
-from numcodecs_bytes.to_v3.rules import array_document
+from numcodecs_bytes.to_v3.rules.arrays import array_document
 
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 

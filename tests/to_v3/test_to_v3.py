@@ -34,7 +34,7 @@ from support.v2_stores import (
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.to_v3 import convert_store
-from numcodecs_bytes.to_v3.rules import array_document
+from numcodecs_bytes.to_v3.rules.arrays import array_document
 
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do
 

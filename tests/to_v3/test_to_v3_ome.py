@@ -5,7 +5,7 @@ The oracles: ome-zarr-models' 0.4 classes say the samples are valid 0.4, its
 0.5 classes that the results are valid 0.5 (each in a fresh process); the
 values are zarr-python's (before as v2, after as v3, in fresh interpreters);
 ome-zarr-py writes 0.4 samples of its own and reads the results as 0.5 where its
-Python allows (3.12 and later). The rules (`numcodecs_bytes.to_v3.ome`) are
+Python allows (3.12 and later). The rules (`numcodecs_bytes.to_v3.rules.ome`) are
 tested by examples and a property on attributes.
 """
 
@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numcodecs_bytes.to_v3.ome import OME_KEYS, attributes_05, kind_of, ome_05
+from numcodecs_bytes.to_v3.rules.ome import OME_KEYS, attributes_05, kind_of, ome_05
 
 SUPPORT = Path(__file__).parents[1] / "support"
 

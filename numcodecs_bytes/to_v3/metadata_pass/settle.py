@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from ..problems import reason
-from .documents import differences, existing_document
-from .nodes import Node
-from .ome import attributes_05, is_ome_04
+from ...problems import reason
+from ..nodes import Node
+from ..rules.documents import differences, existing_document
+from ..rules.ome import attributes_05, is_ome_04
 
 __all__ = ["Settled", "disagreement", "files_to_time", "settle", "settled_by_documents"]
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..problems import reason
-from ..store import Replacement
-from .documents import encoded, parents, update
+from ...problems import reason
+from ...store import Replacement
+from ..nodes import Node, RunState
+from ..report import NodeResult
+from ..rules.documents import encoded, parents, update
+from ..rules.plan import Pack
 from .groups import consolidated
-from .nodes import Node, RunState
-from .plan import Pack
-from .report import NodeResult
 
 __all__ = ["Switch"]
 

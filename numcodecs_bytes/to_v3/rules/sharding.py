@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from itertools import product
 from typing import Any, NamedTuple
 
-from ..store.chunks import index_size
-from .rules import UnconvertibleError
+from ...store.chunks import index_size
+from .arrays import UnconvertibleError
 
 __all__ = [
     "INDEX_CODECS",
@@ -148,7 +148,7 @@ TOO_SMALL = (
 def _itemsize(document: dict[str, Any]) -> int | None:
     """The bytes of one element, uncompressed, from a v3 document's data type (as zarr-python reads
     it); None where elements have no fixed size."""
-    from ._zarr_api import zarr_api
+    from .._zarr_api import zarr_api
 
     native = zarr_api().array_v3.from_dict(dict(document)).dtype.to_native_dtype()
     return None if native.kind in "OT" else int(native.itemsize)

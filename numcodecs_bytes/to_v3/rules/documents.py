@@ -7,8 +7,8 @@ import json
 import re
 from typing import Any
 
-from ..problems import reason
-from .rules import UnconvertibleError
+from ...problems import reason
+from .arrays import UnconvertibleError
 
 __all__ = [
     "differences",

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any, NamedTuple
 
-from ..problems import reason
-from ..store import Files
-from ..store.layout import chunk_indices, chunk_key
+from ...problems import reason
+from ...store import Files
+from ...store.layout import chunk_indices, chunk_key
+from ..nodes import Node, NodeIndex
 from .check import check_chunk, check_fill_value, pipelines_key
-from .nodes import Node, NodeIndex
 
 __all__ = ["Sampler"]
 

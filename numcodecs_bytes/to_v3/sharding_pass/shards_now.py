@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..problems import reason
-from ..store import ByteRange, Store
-from ..store.chunks import ShardError, parsed_index
-from ..store.layout import ChunkKeys
-from .plan import OldShard
-from .sharding import ShardLayout
+from ...problems import reason
+from ...store import ByteRange, Store
+from ...store.chunks import ShardError, parsed_index
+from ...store.layout import ChunkKeys
+from ..rules.plan import OldShard
+from ..rules.sharding import ShardLayout
 
 __all__ = ["ShardsNow", "read_shards"]
 

@@ -27,11 +27,11 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from ..data_types import needs_endian, same_type
-from ..names import CODEC_IDS, v2_id
-from ..store.layout import chunk_key, chunk_region
-from ._zarr_api import zarr_api
-from .rules import UnconvertibleError
+from ...data_types import needs_endian, same_type
+from ...names import CODEC_IDS, v2_id
+from ...store.layout import chunk_key, chunk_region
+from .._zarr_api import zarr_api
+from ..rules.arrays import UnconvertibleError
 
 __all__ = [
     "check_chunk",

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from ._zarr_api import zarr_api
+from .._zarr_api import zarr_api
 from .documents import depth, encoded
 
 __all__ = ["CLASSES", "rejected"]

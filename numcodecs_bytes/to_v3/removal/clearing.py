@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..problems import reason
-from ..store import Removal, Store
-from ..store.chunks import source_path
-from .nodes import NodeIndex
-from .plan import Clear
-from .removal import Removals
+from ...problems import reason
+from ...store import Removal, Store
+from ...store.chunks import source_path
+from ..nodes import NodeIndex
+from ..rules.plan import Clear
+from .removals import Removals
 
 __all__ = ["clear", "clearable"]
 

@@ -27,12 +27,12 @@ import json
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from ..problems import reason
-from ..store import Removal, Replacement, digest
-from ..store.layout import REMOVING_V2, RETIRED
-from .documents import encoded
-from .nodes import RunState
-from .plan import ArrayFound, Finish
+from ...problems import reason
+from ...store import Removal, Replacement, digest
+from ...store.layout import REMOVING_V2, RETIRED
+from ..nodes import RunState
+from ..rules.documents import encoded
+from ..rules.plan import ArrayFound, Finish
 
 __all__ = ["Removals"]
 

@@ -31,12 +31,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
-from ..problems import reason
-from ..store import Removal, Store
-from ..store.chunks import Packed, Shard, source_path
-from .clearing import clear
-from .nodes import NodeIndex, RunState
-from .plan import (
+from ...problems import reason
+from ...store import Removal, Store
+from ...store.chunks import Packed, Shard, source_path
+from ..metadata_pass.switch import Switch
+from ..nodes import NodeIndex, RunState
+from ..removal.clearing import clear
+from ..removal.removals import Removals
+from ..report import ConversionReport
+from ..rules.plan import (
     ArrayFound,
     Clear,
     Finish,
@@ -50,11 +53,8 @@ from .plan import (
     shard_count,
     unread_shards,
 )
-from .removal import Removals
-from .report import ConversionReport
-from .sharding import ShardLayout
+from ..rules.sharding import ShardLayout
 from .shards_now import ShardsNow, read_shards
-from .switch import Switch
 from .verify import packed_right, unchanged
 
 __all__ = ["ROUND", "Packer", "ShardOptions", "ShardPass"]

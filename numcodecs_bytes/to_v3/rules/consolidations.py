@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from .arrays import UnconvertibleError
 from .documents import depth
-from .rules import UnconvertibleError
 
 __all__ = ["Consolidation", "attributes_listed", "differs_from_listing", "listing_of", "v3_listing"]
 

@@ -11,23 +11,29 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from ..problems import reason
-from ..store import Folder, digest
-from ..store.layout import REMOVING_V2, RETIRED, chunk_folders, nested_layout
-from ..zarr_versions import release
-from .consolidations import (
+from ...problems import reason
+from ...store import Folder, digest
+from ...store.layout import REMOVING_V2, RETIRED, chunk_folders, nested_layout
+from ...zarr_versions import release
+from ..nodes import Node, NodeIndex
+from ..rules.arrays import (
+    Conversion,
+    UnconvertibleError,
+    array_document,
+    check_grid,
+    group_document,
+)
+from ..rules.consolidations import (
     Consolidation,
     attributes_listed,
     differs_from_listing,
     listing_of,
     v3_listing,
 )
-from .documents import encoded, existing_document, holds_consolidation
-from .nodes import Node, NodeIndex
-from .ome import with_dimension_names
-from .plan import may_hold_unread_shards
-from .rules import Conversion, UnconvertibleError, array_document, check_grid, group_document
-from .sharding import holds_chunks_of, is_sharding_of
+from ..rules.documents import encoded, existing_document, holds_consolidation
+from ..rules.ome import with_dimension_names
+from ..rules.plan import may_hold_unread_shards
+from ..rules.sharding import holds_chunks_of, is_sharding_of
 
 __all__ = ["NodeReader"]
 

@@ -42,13 +42,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..codec import BytesCodec
-from ..data_types import dtype_from_json, needs_endian, same_type
-from ..names import CODEC_ID, CODEC_IDS, v2_id, v3_entry, v3_name
-from ..problems import Problem
-from ..swap import ENDIANS, Endian
-from ..zarr_versions import FILTERS_GET_NATIVE_ARRAYS, STRUCT_FIELDS_BY_ENDIAN, release, zarr_has
-from ._zarr_api import zarr_api
+from ...codec import BytesCodec
+from ...data_types import dtype_from_json, needs_endian, same_type
+from ...names import CODEC_ID, CODEC_IDS, v2_id, v3_entry, v3_name
+from ...problems import Problem
+from ...swap import ENDIANS, Endian
+from ...zarr_versions import FILTERS_GET_NATIVE_ARRAYS, STRUCT_FIELDS_BY_ENDIAN, release, zarr_has
+from .._zarr_api import zarr_api
 from .xarray import XARRAY_DIMENSIONS, xarray_conventions
 
 __all__ = [
@@ -115,7 +115,7 @@ def check_grid(zarray: Mapping[str, Any]) -> None:
     >>> check_grid({"shape": [10], "chunks": [0]})
     Traceback (most recent call last):
     ...
-    numcodecs_bytes.to_v3.rules.UnconvertibleError: .zarray's chunks [0] are not whole numbers ...
+    numcodecs_bytes.to_v3.rules.arrays.UnconvertibleError: .zarray's chunks [0] are not whole numbers ...
     """
     shape: Any = zarray.get("shape")
     chunks: Any = zarray.get("chunks")
@@ -579,7 +579,7 @@ def v3_encoding(encoding: Mapping[str, Any]) -> dict[str, Any]:
     (BytesCodec(endian='big'), None, (GzipCodec(level=5),), (4,))
     """
     zarr = zarr_api()
-    from ..zarr3 import BytesCodec as Serializer
+    from ...zarr3 import BytesCodec as Serializer
 
     filters = list(encoding.get("filters") or ())
     v3 = dict(encoding)

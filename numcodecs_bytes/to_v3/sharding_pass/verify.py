@@ -24,12 +24,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
 from typing import Any, NamedTuple
 
-from ..problems import reason
-from ..store import ByteRange, Store
-from ..store.chunks import Packed, Shard, index_size, source_path
-from .check import Buffer, check_sharded_chunk
-from .plan import Pack
-from .sharding import ShardPlan
+from ...problems import reason
+from ...store import ByteRange, Store
+from ...store.chunks import Packed, Shard, index_size, source_path
+from ..metadata_pass.check import Buffer, check_sharded_chunk
+from ..rules.plan import Pack
+from ..rules.sharding import ShardPlan
 
 __all__ = ["SAMPLE_BYTES", "packed_right", "unchanged"]
 
@@ -321,7 +321,7 @@ def _fixed_chunk_size(sharded: dict[str, Any]) -> int | None:
     names = [codec.get("name") for codec in configuration["codecs"]]
     if any(name not in ("bytes", "transpose") for name in names):
         return None
-    from ._zarr_api import zarr_api
+    from .._zarr_api import zarr_api
 
     itemsize = zarr_api().array_v3.from_dict(dict(sharded)).dtype.to_native_dtype().itemsize
     return int(math.prod(configuration["chunk_shape"]) * itemsize)

@@ -8,10 +8,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ._zarr_api import zarr_api
-from .documents import IMPLICIT_GROUP, depth, encoded, parents
-from .nodes import Node, NodeIndex
-from .rules import UnconvertibleError
+from .._zarr_api import zarr_api
+from ..nodes import Node, NodeIndex
+from ..rules.arrays import UnconvertibleError
+from ..rules.documents import IMPLICIT_GROUP, depth, encoded, parents
 
 __all__ = ["consolidated", "groups_by_depth"]
 

@@ -1,0 +1,1 @@
+"""The metadata pass: nodes read, settled, checked, and their zarr.json written."""

@@ -1,0 +1,1 @@
+"""The sharding pass: rounds of arrays planned, packed, checked, switched and cleared."""
