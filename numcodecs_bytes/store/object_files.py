@@ -8,30 +8,30 @@ server holds both conditions. A write whose answer was lost (the server
 acted, then obstore's retry was refused) is read back before it is called a
 conflict. obstore has no conditional delete: an object is checked just
 before it is removed (a window of one request to a second writer), and a
-shard is read back after it is written. The listings, the walk among them,
-are `object_listing`'s; the lock object `object_lock`'s.
+shard is read back after it is written. The requests are `object_client`'s,
+the listings (the walk among them) `object_listing`'s, the lock object
+`object_lock`'s.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from ..problems import NotAStoreError
 from .chunks import Packed, Shard
 from .cloud_options import azure_location
-from .files import BACKUP_SUFFIX, Folder, Listed, Probe, changed, digest
-from .lease import LeaseHold, LockObject
-from .listing import Listing, metadata_versions
-from .object_listing import files_and_versions, tag, walk
+from .files import BACKUP_SUFFIX, Listed, Probe, changed, digest
+from .lease import LockObject
+from .object_client import ObjectClient, first_line
+from .object_listing import files_and_versions, walk
 from .object_lock import ObjectLock
 from .options import StoreOptions
-from .per_path import PerPath, Stat
-from .requests import Requests, loop_thread
+from .per_path import Stat
 
-__all__ = ["ObjectFiles", "client_settings", "first_line", "made", "open_azure"]
+__all__ = ["ObjectFiles", "client_settings", "made", "open_azure"]
 
 _T = TypeVar("_T")
 
@@ -87,44 +87,9 @@ def client_settings(options: StoreOptions, client_options: Mapping[str, Any]) ->
     }
 
 
-class ObjectFiles(PerPath):
-    """An obstore store (its container's objects by ``container/key``): requests batched, ``jobs``
-    in flight."""
-
-    def __init__(
-        self, store: Any, container: str, root: str, options: StoreOptions, deadline: float | None
-    ) -> None:
-        super().__init__(options, deadline, loop_thread())
-        self.store, self.container, self.root = store, container, root
-        # the version (ETag) of each metadata object as the walk listed it, or as read where not
-        # listed: what a replacement holds on
-        self._versions: dict[str, str] = {}
-        # the store's lock while a run holds it: every write checks it first
-        self.hold = LeaseHold(self.lock_object)
-
-    # -- requests ----------------------------------------------------------------------------------
-
-    def key(self, path: str) -> str:
-        """The object key of a path (``container/key``)."""
-        return path[len(self.container) + 1 :]
-
-    def run(
-        self, work: Mapping[Any, Awaitable[_T]], limit: bool = True
-    ) -> dict[Any, _T | Exception]:
-        """As `Requests.run`, obstore's errors in one line each (what a report prints)."""
-        return {
-            path: _plain(result) if isinstance(result, Exception) else result
-            for path, result in super().run(work, limit).items()
-        }
-
-    def ask(self, job: Awaitable[_T], plain: bool = True) -> _T:
-        """One request in its time: what it returned; what it raised, raised (obstore's own error
-        where not ``plain``, for the caller to tell its kind)."""
-        answers = self.run({"": job}) if plain else Requests.run(self, {"": job})
-        answer = answers[""]
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+class ObjectFiles(ObjectClient):
+    """An obstore store as `Files` (its container's objects by ``container/key``): requests
+    batched, ``jobs`` in flight."""
 
     def probe(self) -> Probe:
         """What opening a store asks: a folder is a key prefix some object has."""
@@ -152,104 +117,12 @@ class ObjectFiles(PerPath):
             names_in=lambda folder: self.ask(names_in(folder)),
         )
 
-    async def listing_of(self, folder: str) -> Any:
-        """One folder's listing (its objects and the prefixes below it): one request."""
-        import obstore
-
-        return await obstore.list_with_delimiter_async(self.store, self.key(folder) or None)
-
-    async def stat(self, path: str) -> Stat | None:
-        """One HEAD."""
-        import obstore
-
-        try:
-            head = await obstore.head_async(self.store, self.key(path))
-        except FileNotFoundError:
-            return None
-        return Stat(int(head["size"]), tag(head["e_tag"]), head["last_modified"].timestamp())
-
-    async def version_of(self, path: str) -> str | None:
-        """An object's ETag (None where there is none): one HEAD."""
-        found = await self.stat(path)
-        return None if found is None else found.tag
-
-    async def get(self, path: str) -> tuple[bytes, str]:
-        """An object's bytes and ETag, from one GET."""
-        import obstore
-
-        answer = await obstore.get_async(self.store, self.key(path))
-        return bytes(await answer.bytes_async()), tag(answer.meta["e_tag"])
-
-    async def bytes_of(self, path: str) -> bytes:
-        return (await self.get(path))[0]
-
-    async def range_of(self, path: str, start: int, end: int) -> bytes:
-        import obstore
-
-        data = bytes(
-            await obstore.get_range_async(self.store, self.key(path), start=start, end=end)
-        )
-        if len(data) != end - start:
-            raise OSError(f"{path}: {start + len(data):,} bytes, not {end:,}")
-        return data
-
-    async def put(self, path: str, data: bytes, mode: Any, checked: bool = True) -> str:
-        """``data`` put at ``path`` in ``mode`` (obstore's put modes); where ``checked``, only while
-        this run holds the store's lock."""
-        import obstore
-
-        if checked:
-            self.before_write()
-        answer = await obstore.put_async(self.store, self.key(path), data, mode=mode)
-        return tag(answer["e_tag"])
-
-    async def put_in_parts(
-        self, path: str, pieces: AsyncIterator[bytes], part_bytes: int, parts_at_once: int
-    ) -> str:
-        """``pieces`` put at ``path`` as one object, a multipart upload of parts of ``part_bytes``
-        (``parts_at_once`` going up at once): whole or not at all (an object there replaced)."""
-        import obstore
-
-        self.before_write()
-        answer = await obstore.put_async(
-            self.store,
-            self.key(path),
-            pieces,
-            mode="overwrite",
-            chunk_size=part_bytes,
-            max_concurrency=parts_at_once,
-        )
-        return tag(answer["e_tag"])
-
-    async def stream(self, path: str, piece_bytes: int) -> AsyncIterator[bytes]:
-        """An object's bytes, ``piece_bytes`` or so at a time."""
-        import obstore
-
-        answer = await obstore.get_async(self.store, self.key(path))
-        async for piece in answer.stream(min_chunk_size=piece_bytes):
-            yield bytes(piece)
-
-    async def delete(self, path: str) -> None:
-        import obstore
-
-        self.before_write()
-        try:
-            await obstore.delete_async(self.store, self.key(path))
-        except FileNotFoundError:
-            pass
-
     # -- the walk ----------------------------------------------------------------------------------
 
     def walk(self, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
         """The whole store from one listing of all its keys where that pays (`listing.WholeStore`),
         else one folder a request, the folders of a level at once (`object_listing`)."""
         return walk(self, left_out)
-
-    def found(self, listings: dict[str, Listing]) -> list[Folder]:
-        """The folders of one batch of the walk; the versions of their metadata files kept (what
-        their replacements hold on)."""
-        self._versions.update(metadata_versions(listings))
-        return [listing.folder(path) for path, listing in listings.items()]
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -340,22 +213,6 @@ class ObjectFiles(PerPath):
 
     # -- shards ------------------------------------------------------------------------------------
 
-    def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
-        return self.each_of(paths, self.version_of)
-
-    ETAGS_ARE_MD5 = False
-    """Whether the store's ETag of an object written in one request is the MD5 of its bytes (and of
-    a multipart upload, made of its parts' MD5s)."""
-
-    def version_holds(self, version: str, data: bytes) -> bool | None:
-        """An Azure ETag is no digest of the bytes: it does not tell."""
-        return None
-
-    def parts_hold(self, version: str, part_md5s: list[str] | None) -> bool:
-        """Whether a multipart upload's ETag says its parts were the bytes of these MD5s (hex);
-        False where it does not tell (the object is then read back)."""
-        return False
-
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Packed | Exception]:
@@ -383,12 +240,6 @@ class ObjectFiles(PerPath):
         ranges `key_ranges` gives."""
         return files_and_versions(self, folders, paths)
 
-    def key_ranges(self, names: list[str]) -> list[tuple[str | None, str | None]]:
-        """The ranges of keys (from the first after ``after``, or the first, to ``until`` at
-        least, or the last) that a folder is listed in, for its sorted ``names`` wanted: here the
-        whole folder in one listing (a store that lists from an offset does better)."""
-        return [(None, None)]
-
     def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
         """Nothing: an object is written whole in one request (no temporary), and there are no
         folders."""
@@ -401,21 +252,6 @@ class ObjectFiles(PerPath):
         (`lease.LOCK_NAME`), held by a lease (`lease.LeaseHold`)."""
         return self.hold.during(top)
 
-    def before_write(self) -> None:
-        self.hold.check()
-
     def lock_object(self, path: str) -> LockObject:
         """The lock object at ``path``."""
         return ObjectLock(self, path)
-
-
-def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def _plain(exc: Exception) -> Exception:
-    """obstore's error (several lines, a debug dump) as an OSError of its first line; others as
-    they are."""
-    if type(exc).__module__.startswith("obstore") and not isinstance(exc, FileNotFoundError):
-        return OSError(first_line(exc))
-    return exc

@@ -10,27 +10,20 @@ from typing import TYPE_CHECKING, Any
 from .files import BATCH, Listed, breadth_first
 from .fsspec_files import child_path
 from .listing import Listing, WholeStore, folders_listed
+from .object_client import tag
 
 if TYPE_CHECKING:
-    from .object_files import ObjectFiles
+    from .object_client import ObjectClient
 
-__all__ = ["ListedObject", "files_and_versions", "keys_in", "tag", "walk"]
+__all__ = ["ListedObject", "files_and_versions", "keys_in", "walk"]
 
 ListedObject = tuple[str, int]  # an object's ETag and size, as listed
-
-
-def tag(tag: str | None) -> str:
-    """An ETag in quotes, as answers give it (Azure's listings leave the quotes out); an answer
-    without one is an OSError (a version is what every condition holds on)."""
-    if not tag:
-        raise OSError("the store's answer gave no ETag")
-    return '"' + tag.strip('"') + '"'
 
 
 # -- the walk --------------------------------------------------------------------------------------
 
 
-def walk(files: ObjectFiles, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
+def walk(files: ObjectClient, left_out: Mapping[str, set[str]]) -> Iterator[Listed]:
     """The whole store from one listing of all its keys where that pays (`listing.WholeStore`),
     else one folder a request, the folders of a level at once."""
     whole = _whole_store(files)
@@ -45,7 +38,7 @@ def walk(files: ObjectFiles, left_out: Mapping[str, set[str]]) -> Iterator[Liste
     return breadth_first(files.root, listed, child_path, left_out, whole.problems)
 
 
-def _whole_store(files: ObjectFiles) -> WholeStore | None:
+def _whole_store(files: ObjectClient) -> WholeStore | None:
     import obstore
 
     whole = WholeStore(files.root, files.jobs)
@@ -68,7 +61,7 @@ def _whole_store(files: ObjectFiles) -> WholeStore | None:
     return whole if pays is True else None
 
 
-def _listed_batch(files: ObjectFiles, paths: list[str]) -> Listed:
+def _listed_batch(files: ObjectClient, paths: list[str]) -> Listed:
     def listing(path: str, answer: Any) -> Listing:
         found = Listing()
         for entry in answer["objects"]:
@@ -101,11 +94,11 @@ def _listed(entry: Mapping[str, Any]) -> str | None:
 
 
 def files_and_versions(
-    files: ObjectFiles, folders: Iterable[str], paths: Iterable[str]
+    files: ObjectClient, folders: Iterable[str], paths: Iterable[str]
 ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
     """One listing of each folder gives both: its keys, each with its ETag (the versions of paths
     below none of the folders from HEADs). A folder is listed in the ranges of keys
-    `ObjectFiles.key_ranges` gives for the names of ``paths`` below it, the ranges at once."""
+    `ObjectClient.key_ranges` gives for the names of ``paths`` below it, the ranges at once."""
     below: dict[str, list[str]] = {folder: [] for folder in folders}
     elsewhere = []
     for path in paths:
@@ -142,7 +135,7 @@ def files_and_versions(
 
 
 async def keys_in(
-    files: ObjectFiles,
+    files: ObjectClient,
     folder: str,
     after: str | None,
     until: str | None,

@@ -7,10 +7,10 @@ import datetime
 from typing import TYPE_CHECKING
 
 from .lease import LockHeld, LockLost, LockRead
-from .object_listing import tag
+from .object_client import tag
 
 if TYPE_CHECKING:
-    from .object_files import ObjectFiles
+    from .object_client import ObjectClient
 
 __all__ = ["ObjectLock"]
 
@@ -20,7 +20,7 @@ class ObjectLock:
     this machine's clock (obstore does not give the server's own). Removed where it is the version
     written, checked just before (obstore has no conditional delete; S3's own: `s3_objects`)."""
 
-    def __init__(self, files: ObjectFiles, path: str) -> None:
+    def __init__(self, files: ObjectClient, path: str) -> None:
         self.files, self.path = files, path
 
     def create(self, body: bytes) -> str:

@@ -31,7 +31,7 @@ from .chunks import (
 )
 
 if TYPE_CHECKING:
-    from .object_files import ObjectFiles
+    from .object_client import ObjectClient
 
 __all__ = [
     "MEMORY_BYTES",
@@ -96,7 +96,7 @@ class ShardMemory:
 
 
 async def pack_one(
-    files: ObjectFiles,
+    files: ObjectClient,
     shard: Shard,
     requests: asyncio.Semaphore,
     versions: dict[str, asyncio.Task[str | None]],
@@ -132,7 +132,7 @@ async def pack_one(
 
 
 def _reader(
-    files: ObjectFiles,
+    files: ObjectClient,
     requests: asyncio.Semaphore,
     versions: dict[str, asyncio.Task[str | None]],
     memory: ShardMemory,
@@ -189,7 +189,7 @@ async def _in_order(
 
 
 async def _in_parts(
-    files: ObjectFiles, shard: Shard, first: list[Read], rest: AsyncIterator[Read]
+    files: ObjectClient, shard: Shard, first: list[Read], rest: AsyncIterator[Read]
 ) -> Packed:
     """A shard larger than `WHOLE_SHARD_BYTES` written as a multipart upload while the rest of its
     sources are read, then read back as a stream and compared by SHA-256 and size."""
@@ -235,7 +235,7 @@ async def _in_parts(
 
 class _PartDigests:
     """The MD5 of each part of ``part_bytes`` a stream makes (where ``wanted``: a store whose
-    ETag of a multipart upload is made of them, `ObjectFiles.parts_hold`)."""
+    ETag of a multipart upload is made of them, `ObjectClient.parts_hold`)."""
 
     def __init__(self, part_bytes: int, wanted: bool) -> None:
         self.part_bytes, self.wanted = part_bytes, wanted
@@ -263,7 +263,7 @@ class _PartDigests:
         return self.done + ([self.md5.hexdigest()] if self.filled else [])
 
 
-async def _write_whole(files: ObjectFiles, shard: Shard, body: bytes) -> bool:
+async def _write_whole(files: ObjectClient, shard: Shard, body: bytes) -> bool:
     """The shard's object holding ``body``, read back: False where it held it already. Written
     where no object is; one there is an interrupted run's (no zarr.json reads it: the caller made
     sure), replaced only while it is the version found (a run that lost its lock mid-request
@@ -289,7 +289,7 @@ async def _write_whole(files: ObjectFiles, shard: Shard, body: bytes) -> bool:
     return True
 
 
-async def _read_back(files: ObjectFiles, path: str, size: int) -> tuple[int, bytes] | None:
+async def _read_back(files: ObjectClient, path: str, size: int) -> tuple[int, bytes] | None:
     """The size and SHA-256 of the object at ``path``, read as a stream (None where there is none,
     or where its size is not ``size``: one HEAD, not its bytes)."""
     found = await files.stat(path)

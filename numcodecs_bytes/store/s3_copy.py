@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import object_packing
 from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index
-from .object_listing import ListedObject, keys_in, tag
+from .object_client import tag
+from .object_listing import ListedObject, keys_in
 from .object_packing import MEMORY_BYTES, ShardMemory, pack_one
-from .s3_api import ConditionRefused
-from .s3_objects import LIST_PAGE
+from .s3_api import ConditionRefused, S3Api
 from .s3_parts import (
     MAX_PARTS,
     SMALLEST_PART,
@@ -45,9 +45,14 @@ from .s3_parts import (
 )
 
 if TYPE_CHECKING:
-    from .s3_objects import S3Objects
+    from .object_client import ObjectClient
 
-__all__ = ["UPLOADED_PARTS_AT_ONCE", "pack_copying"]
+__all__ = ["LIST_PAGE", "UPLOADED_PARTS_AT_ONCE", "bucket_key", "pack_copying"]
+
+LIST_PAGE = 1000
+"""Keys S3 lists in one request at most: a folder's names are cut into ranges of as many, each range
+listed on its own and the ranges at once (a listing's pages, a request after another, took a round
+trip each)."""
 
 UPLOADED_PARTS_AT_ONCE = 4
 """The parts of one shard that go up from the client at once (5 MiB and a chunk each at most): what
@@ -61,6 +66,7 @@ class _Pack:
     """One pack's state, passed to each shard: the listed chunk objects, whether S3 still copies,
     why it stopped, the uploads begun."""
 
+    api: S3Api
     listed: dict[str, ListedObject | Exception | None]
     copying: bool = True
     refused: str | None = None
@@ -68,7 +74,11 @@ class _Pack:
 
 
 def pack_copying(
-    files: S3Objects, shards: list[Shard], on_progress: Callable[[int, int], None] | None
+    files: ObjectClient,
+    api: S3Api,
+    shards: list[Shard],
+    on_progress: Callable[[int, int], None] | None,
+    copying: bool,
 ) -> dict[str, Packed | Exception]:
     """Each shard packed: assembled by S3 where some inner chunk is 5 MiB or more, else through the
     client; as many at once as `object_packing.MEMORY_BYTES` holds."""
@@ -78,9 +88,9 @@ def pack_copying(
     ranges = _ranges(_by_folder(s for shard in shards for s in shard.sources if isinstance(s, str)))
     listings = {key: _listed(files, key[0], names) for key, names in ranges.items()}
     # one round of requests: the listings, and a killed run's uploads aborted
-    done: dict[Any, Any] = files.run({None: _aborting(files, keys), **listings}, limit=False)
+    done: dict[Any, Any] = files.run({None: _aborting(files, api, keys), **listings}, limit=False)
     del done[None]  # best effort: a failure there is no failure of the pack
-    pack = _Pack(_by_path(ranges, done), copying=files.server_copy)
+    pack = _Pack(api, _by_path(ranges, done), copying)
     memory = ShardMemory(MEMORY_BYTES)
 
     async def one(
@@ -114,10 +124,10 @@ def pack_copying(
         return files.pack_each(shards, one, on_progress, shards_at_once=len(shards))
     finally:
         if pack.uploads_begun:  # one whose answer was lost (a retry made another)
-            files.run({"": _aborting(files, keys)})
+            files.run({"": _aborting(files, api, keys)})
 
 
-async def _aborting(files: S3Objects, keys: set[str]) -> None:
+async def _aborting(files: ObjectClient, api: S3Api, keys: set[str]) -> None:
     """Every multipart upload not completed on one of these paths aborted, where the server lets
     this run list and abort them: a killed run's (no other run writes them: this run holds the
     store's lock). Best effort (its failure is for the caller to drop): a server without the
@@ -126,10 +136,10 @@ async def _aborting(files: S3Objects, keys: set[str]) -> None:
     prefix = os.path.commonpath([files.key(path) for path in keys])
     arguments: dict[str, Any] = {"Bucket": files.container, "Prefix": prefix}
     while True:
-        answer = await files.api.call("list_multipart_uploads", **arguments)
+        answer = await api.call("list_multipart_uploads", **arguments)
         await asyncio.gather(
             *(
-                files.api.call(
+                api.call(
                     "abort_multipart_upload",
                     Bucket=files.container,
                     Key=upload["Key"],
@@ -176,7 +186,7 @@ def _source_sizes(
 
 
 async def _assemble(
-    files: S3Objects,
+    files: ObjectClient,
     pack: _Pack,
     shard: Shard,
     sizes: list[int | None],
@@ -210,9 +220,9 @@ async def _assemble(
     pack.uploads_begun += 1
     async with requests:
         created = await files.in_time(
-            files.api.call("create_multipart_upload", **files.bucket_key(shard.path))
+            pack.api.call("create_multipart_upload", **bucket_key(files, shard.path))
         )
-    upload = {**files.bucket_key(shard.path), "UploadId": created["UploadId"]}
+    upload = {**bucket_key(files, shard.path), "UploadId": created["UploadId"]}
     held = asyncio.Semaphore(UPLOADED_PARTS_AT_ONCE)
     part = _Parts(files, pack, upload, sources, requests, index, len(parts))
 
@@ -225,10 +235,10 @@ async def _assemble(
     try:
         tags = await asyncio.gather(*(put(number, one) for number, one in enumerate(parts, 1)))
         async with requests:
-            written = await files.in_time(_complete(files, shard, upload, list(tags)))
+            written = await files.in_time(_complete(files, pack.api, shard, upload, list(tags)))
     except BaseException:
         with suppress(Exception):
-            await files.api.call("abort_multipart_upload", **upload)
+            await pack.api.call("abort_multipart_upload", **upload)
         raise
     copied = sum(one.size for one in parts if one.copied)
     versions_read = tuple(None if source is None else source[2] for source in sources)
@@ -240,7 +250,7 @@ class _Parts:
 
     def __init__(
         self,
-        files: S3Objects,
+        files: ObjectClient,
         pack: _Pack,
         upload: Mapping[str, str],
         sources: Sequence[Source | None],
@@ -268,7 +278,7 @@ class _Parts:
             answer = await _on_source(
                 files,
                 path,
-                files.api.call(
+                self.pack.api.call(
                     "upload_part_copy",
                     PartNumber=number,
                     CopySource={"Bucket": files.container, "Key": files.key(path)},
@@ -293,7 +303,7 @@ class _Parts:
         async with self.requests:
             files.before_write()
             answer = await files.in_time(
-                files.api.call(
+                self.pack.api.call(
                     "upload_part",
                     PartNumber=number,
                     Body=body,
@@ -331,7 +341,7 @@ class _Parts:
         return data
 
 
-async def _on_source(files: S3Objects, path: str, request: Awaitable[Any]) -> Any:
+async def _on_source(files: ObjectClient, path: str, request: Awaitable[Any]) -> Any:
     """A request on a chunk object held on the ETag listed, in its time: an object gone is
     `chunks.gone`, one that is no longer that version changed (another writer)."""
     from obstore.exceptions import PreconditionError
@@ -345,7 +355,7 @@ async def _on_source(files: S3Objects, path: str, request: Awaitable[Any]) -> An
 
 
 async def _complete(
-    files: S3Objects, shard: Shard, upload: Mapping[str, str], tags: list[str]
+    files: ObjectClient, api: S3Api, shard: Shard, upload: Mapping[str, str], tags: list[str]
 ) -> bool:
     """The upload completed where no object is, or replacing an interrupted run's object (held on
     its ETag); False where that object is this shard already (its parts' ETag). The ETag S3
@@ -356,7 +366,7 @@ async def _complete(
 
     async def complete(condition: dict[str, str]) -> Any:
         try:
-            return await files.api.call(
+            return await api.call(
                 "complete_multipart_upload", MultipartUpload=parts, **upload, **condition
             )
         except FileNotFoundError:
@@ -369,7 +379,7 @@ async def _complete(
     answer = await _where_none(files, shard.path, complete, lambda found: found == expected)
     if answer is None:
         with suppress(FileNotFoundError):  # aborted already (by a run that took the lock over)
-            await files.api.call("abort_multipart_upload", **upload)
+            await api.call("abort_multipart_upload", **upload)
         return False
     if expected is not None and tag(answer.get("ETag")) != tag(expected):
         raise ShardError(f"{name}: S3 assembled other bytes than its parts say")
@@ -377,7 +387,7 @@ async def _complete(
 
 
 async def _where_none(
-    files: S3Objects,
+    files: ObjectClient,
     path: str,
     write: Callable[[dict[str, str]], Awaitable[Any]],
     holds_it: Callable[[str], bool],
@@ -402,6 +412,11 @@ async def _where_none(
         if holds_it(existing):
             return None
         condition = {"IfMatch": existing}
+
+
+def bucket_key(files: ObjectClient, path: str) -> dict[str, str]:
+    """botocore's ``Bucket`` and ``Key`` of a path."""
+    return {"Bucket": files.container, "Key": files.key(path)}
 
 
 def _range(start: int, end: int) -> str:
@@ -439,7 +454,7 @@ def _ranges(names: Mapping[str, list[str]]) -> dict[tuple[str, int], list[str]]:
 
 
 async def _listed(
-    files: S3Objects, folder: str, names: list[str]
+    files: ObjectClient, folder: str, names: list[str]
 ) -> dict[str, ListedObject | None]:
     """The ETag and size of each of sorted ``names`` below ``folder`` (None: no such object): their
     range listed, at most a page per 100 names; the rest from HEADs."""

@@ -22,19 +22,15 @@ from .chunks import Packed, Shard
 from .cloud_options import s3_location
 from .files import Probe, changed, digest
 from .lease import LockObject
+from .object_client import tag
 from .object_files import ObjectFiles, client_settings, made
-from .object_listing import tag
 from .object_lock import ObjectLock
 from .options import StoreOptions
 from .s3_api import ConditionRefused, S3Api
+from .s3_copy import LIST_PAGE, bucket_key, pack_copying
 from .s3_parts import is_md5, multipart_tag
 
-__all__ = ["LIST_PAGE", "S3Objects", "open_s3"]
-
-LIST_PAGE = 1000
-"""Keys S3 lists in one request at most: a folder's names are cut into ranges of as many, each range
-listed on its own and the ranges at once (a listing's pages, a request after another, took a round
-trip each)."""
+__all__ = ["S3Objects", "open_s3"]
 
 
 def open_s3(
@@ -108,10 +104,6 @@ class S3Objects(ObjectFiles):
         self.server_copy = options.server_copy
         super().__init__(store, bucket, root, options, deadline)
 
-    def bucket_key(self, path: str) -> dict[str, str]:
-        """botocore's ``Bucket`` and ``Key`` of a path."""
-        return {"Bucket": self.container, "Key": self.key(path)}
-
     # -- reads -------------------------------------------------------------------------------------
 
     def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
@@ -174,7 +166,7 @@ class S3Objects(ObjectFiles):
         """The object removed while it is ``version`` (gone already: no failure)."""
         self.before_write()
         try:
-            await self.api.call("delete_object", IfMatch=version, **self.bucket_key(path))
+            await self.api.call("delete_object", IfMatch=version, **bucket_key(self, path))
         except FileNotFoundError:
             pass  # gone already (or removed by a retry whose answer was lost)
         except ConditionRefused:
@@ -188,9 +180,7 @@ class S3Objects(ObjectFiles):
         """As `ObjectFiles.pack`, but a shard with an inner chunk of 5 MiB or more (where
         ``server_copy``) or too large for one PUT is a multipart upload S3 completes only where no
         object is, or replacing the one found (`s3_copy`)."""
-        from .s3_copy import pack_copying
-
-        return pack_copying(self, list(shards), on_progress)
+        return pack_copying(self, self.api, list(shards), on_progress, self.server_copy)
 
     def lock_object(self, path: str) -> LockObject:
         return _S3Lock(self, path)
@@ -205,7 +195,7 @@ class _S3Lock(ObjectLock):
         async def remove() -> None:
             try:
                 await self.files.api.call(
-                    "delete_object", IfMatch=tag(version), **self.files.bucket_key(self.path)
+                    "delete_object", IfMatch=tag(version), **bucket_key(self.files, self.path)
                 )
             except FileNotFoundError:
                 pass  # gone already
