@@ -26,8 +26,12 @@ DOCTESTS_NEED = {
     "docs/guides/zarr-v2-filter.md::zarr-v2-filter.md": ("zarr", "xarray"),
     "docs/guides/zarr-v3-codec.md::zarr-v3-codec.md": ("zarr",),
     "docs/guides/v2-to-v3.md::v2-to-v3.md": ("zarr", "xarray"),
-    "numcodecs_bytes/to_v3/rules.py::numcodecs_bytes.to_v3.rules.arrays.v3_encoding": ("zarr",),
-    "numcodecs_bytes/to_v3/rules.py::numcodecs_bytes.to_v3.rules.arrays.array_document": ("zarr",),
+    **{
+        f"numcodecs_bytes/to_v3/rules/arrays.py::numcodecs_bytes.to_v3.rules.arrays.{name}": (
+            "zarr",
+        )
+        for name in ("v3_encoding", "array_document")
+    },
 }
 
 
