@@ -92,15 +92,23 @@ class ObjectFiles(ObjectClient):
     batched, ``jobs`` in flight."""
 
     def probe(self) -> Probe:
-        """What opening a store asks: a folder is a key prefix some object has."""
+        """What opening a store asks: a folder is a key prefix some object has. A folder is listed
+        once for both questions (whether it is one, and the names in it: a round trip each)."""
+        listed: dict[str, Any] = {}
+
+        async def listing(folder: str) -> Any:
+            if folder not in listed:
+                listed[folder] = await self.listing_of(folder)
+            return listed[folder]
 
         async def is_dir(path: str) -> bool:
-            listing = await self.listing_of(path)
-            return bool(listing["objects"] or listing["common_prefixes"]) or path == self.container
+            found = await listing(path)
+            return bool(found["objects"] or found["common_prefixes"]) or path == self.container
 
         async def names_in(folder: str) -> set[str]:
-            listing = await self.listing_of(folder)
-            return {entry["path"].rsplit("/", 1)[-1] for entry in listing["objects"]}
+            return {
+                entry["path"].rsplit("/", 1)[-1] for entry in (await listing(folder))["objects"]
+            }
 
         def any_exists(paths: list[str]) -> bool:
             found = self.run({path: self.stat(path) for path in paths})

@@ -628,7 +628,7 @@ def test_opening_a_store_asks_of_each_node_file_above_it_once(
 ) -> None:
     """Whether the folder above a store is a Zarr node (where runs lock it) is one HEAD per node
     file: no listing of each name as a folder after a HEAD that found nothing. A node above is found
-    the same way."""
+    the same way. The store's own folder is listed once."""
     from numcodecs_bytes.store.layout import NODE_FILES
 
     upload_v2_store(s3, tmp_path, 1)
@@ -638,6 +638,8 @@ def test_opening_a_store_asks_of_each_node_file_above_it_once(
     heads = sorted(key for method, key in asked if method == "HEAD")
     assert heads == sorted(f"{BUCKET}/{name}" for name in NODE_FILES), asked
     assert not [key for _, key in asked if "max-keys=1" in key], asked
+    # the store's folder listed once: whether it is one, and the names in it
+    assert len([key for _, key in asked if "delimiter=/" in key]) == 1, asked
     s3.pipe_file(f"{BUCKET}/.zgroup", b'{"zarr_format": 2}')
     assert open_store(f"s3://{BUCKET}/s", options).top == BUCKET
 
