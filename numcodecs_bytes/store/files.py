@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar
 
-from .chunks import ByteRange, Held, Packed, Shard
+from .shard_format import ByteRange, Held, Packed, Shard
 
 __all__ = [
     "BACKUP_SUFFIX",

@@ -18,14 +18,6 @@ from contextlib import AbstractContextManager, nullcontext, suppress
 from datetime import datetime
 from typing import Any, TypeVar
 
-from .chunks import (
-    Packed,
-    Shard,
-    ShardError,
-    gone,
-    shard_index,
-    source_path,
-)
 from .files import (
     BACKUP_SUFFIX,
     ByteRange,
@@ -38,6 +30,14 @@ from .files import (
 from .listing import Listing, folders_listed
 from .options import StoreOptions
 from .per_path import PerPath, Stat, content_version
+from .shard_format import (
+    Packed,
+    Shard,
+    ShardError,
+    gone,
+    shard_index,
+    source_path,
+)
 
 __all__ = ["FsspecFiles"]
 

@@ -23,7 +23,6 @@ from typing import Any
 
 from ..problems import StoreBusyError
 from . import local_shards
-from .chunks import Held, Packed, Shard
 from .disk import durable, file_version, made_for, temporary_beside, temporary_name, umask
 from .files import (
     BACKUP_SUFFIX,
@@ -39,6 +38,7 @@ from .files import (
     each,
     failures,
 )
+from .shard_format import Held, Packed, Shard
 
 try:
     import fcntl

@@ -1,5 +1,5 @@
-"""A local folder's shards, packed from its chunk files (see `store.chunks`): copied in the kernel,
-read back and compared, made durable a batch at a time, then linked into place.
+"""A local folder's shards, packed from its chunk files (see `store.shard_format`): copied in the
+kernel, read back and compared, made durable a batch at a time, then linked into place.
 
 Resources stay bounded whatever the shard size: one source file is open at a
 time, and comparisons read `COMPARE_BLOCK` bytes of each side at a time (no
@@ -16,7 +16,9 @@ from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
-from .chunks import (
+from .disk import durable, file_version, made_for, past_their_tick, temporary_beside, umask
+from .files import BATCH, each
+from .shard_format import (
     ByteRange,
     Held,
     Packed,
@@ -28,8 +30,6 @@ from .chunks import (
     shard_index,
     source_path,
 )
-from .disk import durable, file_version, made_for, past_their_tick, temporary_beside, umask
-from .files import BATCH, each
 
 __all__ = ["COMPARE_BLOCK", "held", "pack", "versions"]
 

@@ -21,7 +21,6 @@ from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from ..problems import NotAStoreError
-from .chunks import Packed, Shard
 from .cloud_options import azure_location
 from .files import BACKUP_SUFFIX, Listed, Probe, changed, digest
 from .lease import LockObject
@@ -30,6 +29,7 @@ from .object_listing import files_and_versions, walk
 from .object_lock import ObjectLock
 from .options import StoreOptions
 from .per_path import Stat
+from .shard_format import Packed, Shard
 
 __all__ = ["ObjectFiles", "client_settings", "made", "open_azure"]
 

@@ -20,7 +20,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from .chunks import (
+from .shard_format import (
     ByteRange,
     Packed,
     Shard,

@@ -9,9 +9,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from .chunks import ByteRange, Held, Shard, ShardError, index_size, parsed_index, source_path
 from .files import Removal, Replacement, digest, failures
 from .requests import Requests
+from .shard_format import ByteRange, Held, Shard, ShardError, index_size, parsed_index, source_path
 
 __all__ = ["PerPath", "Stat", "content_version"]
 

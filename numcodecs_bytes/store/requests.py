@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable, 
 from typing import Any, TypeVar, cast
 
 from ..problems import StoreBusyError
-from .chunks import Packed, Shard
 from .files import BATCH
 from .options import StoreOptions
+from .shard_format import Packed, Shard
 
 __all__ = ["PackOne", "Requests", "loop_thread"]
 

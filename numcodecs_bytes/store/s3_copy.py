@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import object_packing
-from .chunks import ByteRange, Packed, Shard, ShardError, gone, shard_index
 from .object_client import tag
 from .object_listing import ListedObject, keys_in
 from .object_packing import MEMORY_BYTES, ShardMemory, pack_one
@@ -43,6 +42,7 @@ from .s3_parts import (
     multipart_tag,
     shard_parts,
 )
+from .shard_format import ByteRange, Packed, Shard, ShardError, gone, shard_index
 
 if TYPE_CHECKING:
     from .object_client import ObjectClient

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..problems import NotAStoreError
-from .chunks import Packed, Shard
 from .cloud_options import s3_location
 from .files import Probe, changed, digest
 from .lease import LockObject
@@ -29,6 +28,7 @@ from .options import StoreOptions
 from .s3_api import ConditionRefused, S3Api
 from .s3_copy import LIST_PAGE, bucket_key, pack_copying
 from .s3_parts import is_md5, multipart_tag
+from .shard_format import Packed, Shard
 
 __all__ = ["S3Objects", "open_s3"]
 

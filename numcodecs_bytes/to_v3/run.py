@@ -15,15 +15,15 @@ from typing import Any, NamedTuple
 
 from ..problems import RefusedError, reason
 from ..store import Folder, Store, StoreBatch, StoreOptions, Walk, open_store
-from ..store.chunks import Shard
 from ..store.distributed import pack_on_cluster
 from ..store.layout import NODE_FILES, V2_METADATA_FILES, chunk_folders
+from ..store.shard_format import Shard
 from ..zarr_versions import version_numbers
 from ._zarr_api import zarr_api
+from .metadata_pass.disagreements import disagreement, files_to_time, settle, settled_by_documents
 from .metadata_pass.groups import consolidated, groups_by_depth
 from .metadata_pass.reading import NodeReader
 from .metadata_pass.sampling import Sampler
-from .metadata_pass.settle import disagreement, files_to_time, settle, settled_by_documents
 from .metadata_pass.switch import Switch
 from .nodes import READ, Node, NodeIndex, RunState
 from .removal.removals import Removals

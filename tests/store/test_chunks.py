@@ -1,5 +1,5 @@
-"""The chunk mover (`store.chunks`, each backend's ``pack`` and ``versions``): shards made of chunk
-files, byte for byte, on a local disk, an fsspec file system (memory) and S3 (moto).
+"""The chunk mover (`store.shard_format`, each backend's ``pack`` and ``versions``): shards made of
+chunk files, byte for byte, on a local disk, an fsspec file system (memory), S3 (moto) and Azure.
 
 The oracle is the shard format as the spec gives it, rebuilt here with a CRC-32C
 that shares no code with the package's: each chunk file's bytes one after
@@ -23,8 +23,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numcodecs_bytes.store import ByteRange, Store, disk, local_shards, open_store
-from numcodecs_bytes.store.chunks import Held, Packed, Shard, ShardError, parsed_index, shard_index
 from numcodecs_bytes.store.local import LocalFiles
+from numcodecs_bytes.store.shard_format import (
+    Held,
+    Packed,
+    Shard,
+    ShardError,
+    parsed_index,
+    shard_index,
+)
 
 EMPTY = 2**64 - 1
 
@@ -61,7 +68,7 @@ def test_the_crc32c_oracle_gives_the_check_value() -> None:
 def test_the_crc32c_without_a_library_is_the_oracles(data: bytes) -> None:
     """Where neither google-crc32c nor crc32c is installed (no zarr), the index's checksum comes
     from a table."""
-    from numcodecs_bytes.store.chunks import _table_crc32c
+    from numcodecs_bytes.store.shard_format import _table_crc32c
 
     assert _table_crc32c(data) == crc32c(data)
 
@@ -395,7 +402,7 @@ BOUNDED = """
 import os, resource, sys
 from pathlib import Path
 from numcodecs_bytes.store import local_shards
-from numcodecs_bytes.store.chunks import Packed, Shard
+from numcodecs_bytes.store.shard_format import Packed, Shard
 folder, count, size = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 sources = []

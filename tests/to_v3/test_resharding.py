@@ -30,7 +30,7 @@ from support.zarr_read import fingerprint
 from support.zarr_read import read_in_a_fresh_process as zarr_reads
 
 from numcodecs_bytes.cli import main
-from numcodecs_bytes.store.chunks import parsed_index
+from numcodecs_bytes.store.shard_format import parsed_index
 from numcodecs_bytes.to_v3 import convert_store
 
 zarr: Any = pytest.importorskip("zarr")  # typed loosely: the tests call zarr as users do

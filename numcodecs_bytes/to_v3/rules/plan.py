@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ...store.chunks import ByteRange, Shard
 from ...store.layout import METADATA_NAMES, ChunkKeys
+from ...store.shard_format import ByteRange, Shard
 from .sharding import (
     ShardLayout,
     ShardPlan,

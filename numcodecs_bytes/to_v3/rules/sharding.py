@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from itertools import product
 from typing import Any, NamedTuple
 
-from ...store.chunks import index_size
+from ...store.shard_format import index_size
 from .arrays import UnconvertibleError
 
 __all__ = [

@@ -8,7 +8,7 @@ they replace. Each round:
 1. re-reads each array's ``zarr.json`` (one that changed since the metadata
    run read it was written by someone else: left as it is), lists the files
    below its folder and, where it is sharded anew, reads its shards' indexes
-   (`shards_now`), right before it plans from them (`plan`); an array no
+   (`existing_shards`), right before it plans from them (`plan`); an array no
    shards can be made for (one chunk, say) is left from its document alone,
    before any round (`plan.decided_by_document`: nothing to write, nothing to
    read);
@@ -33,10 +33,10 @@ from typing import NamedTuple
 
 from ...problems import reason
 from ...store import Removal, Store
-from ...store.chunks import Packed, Shard, source_path
+from ...store.shard_format import Packed, Shard, source_path
 from ..metadata_pass.switch import Switch
 from ..nodes import NodeIndex, RunState
-from ..removal.clearing import clear
+from ..removal.chunk_files import clear
 from ..removal.removals import Removals
 from ..report import ConversionReport
 from ..rules.plan import (
@@ -54,7 +54,7 @@ from ..rules.plan import (
     unread_shards,
 )
 from ..rules.sharding import ShardLayout
-from .shards_now import ShardsNow, read_shards
+from .existing_shards import ShardsNow, read_shards
 from .verify import packed_right, unchanged
 
 __all__ = ["ROUND", "Packer", "ShardOptions", "ShardPass"]

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from ...problems import reason
 from ...store import ByteRange, Store
-from ...store.chunks import Packed, Shard, index_size, source_path
+from ...store.shard_format import Packed, Shard, index_size, source_path
 from ..metadata_pass.check import Buffer, check_sharded_chunk
 from ..rules.plan import Pack
 from ..rules.sharding import ShardPlan

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...problems import reason
 from ...store import Removal, Store
-from ...store.chunks import source_path
+from ...store.shard_format import source_path
 from ..nodes import NodeIndex
 from ..rules.plan import Clear
 from .removals import Removals

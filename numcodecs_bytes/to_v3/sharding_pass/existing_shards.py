@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 from ...problems import reason
 from ...store import ByteRange, Store
-from ...store.chunks import ShardError, parsed_index
 from ...store.layout import ChunkKeys
+from ...store.shard_format import ShardError, parsed_index
 from ..rules.plan import OldShard
 from ..rules.sharding import ShardLayout
 
