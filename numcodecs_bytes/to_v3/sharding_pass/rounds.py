@@ -37,6 +37,7 @@ from ...store.shard_format import Packed, Shard, source_path
 from ..metadata_pass.switch import Switch
 from ..nodes import NodeIndex, RunState
 from ..removal.chunk_files import clear
+from ..removal.leftovers import clear_unread, retire_killed
 from ..removal.removals import Removals
 from ..report import ConversionReport
 from ..rules.plan import (
@@ -49,9 +50,7 @@ from ..rules.plan import (
     decided_by_document,
     plan,
     reshard_from,
-    retiring,
     shard_count,
-    unread_shards,
 )
 from ..rules.sharding import ShardLayout
 from .existing_shards import ShardsNow, read_shards
@@ -89,6 +88,7 @@ class ShardPass:
         removals: Removals,
         removing: bool,
     ) -> None:
+        self.state = state
         self.store, self.index = state.store, state.index
         self.report, self.dry_run = state.report, state.dry_run
         self.options, self.switch = options, switch
@@ -139,14 +139,14 @@ class ShardPass:
             arrays if self.dry_run else _still_read(self.store, self.index, self.current, arrays)
         )
         # what killed runs switched away from, first, where the arrays read other files now
-        self._retire_killed([array for array in arrays if array.retired])
+        retire_killed(self.state, self.removals, [array for array in arrays if array.retired])
         listed = self.store.files.files_below(array.folder for array in arrays)
         names = {
             array.folder: found
             for array in arrays
             if not isinstance(found := listed[array.folder], Exception)
         }
-        names = self._clear_unread(arrays, names)
+        names = clear_unread(self.state, arrays, names)
         listed = {**listed, **names}
         resharded = [
             (array.folder, tuple(array.document["shape"]), old, names[array.folder])
@@ -166,64 +166,6 @@ class ShardPass:
             return
         clear(self.store, self.index, self.removals, clears)
         self._pack(packs, names)
-
-    def _retire_killed(self, arrays: list[ArrayFound]) -> None:
-        """What killed runs wrote down as switched away from, removed (`Removals.retire`): only the
-        files each array's ``zarr.json``, as read now, no longer reads (`plan.retiring`); the others
-        stay, the marker goes (that run was killed before its switch: the plan starts over)."""
-        retire = []
-        for array in arrays:
-            going, staying = retiring(array)
-            if staying:
-                self.report.notes.append(
-                    (
-                        array.path or ".",
-                        f"an interrupted run wrote down {len(staying):,} file(s) to remove that "
-                        "its zarr.json still reads (it stopped before its switch): they stay",
-                    )
-                )
-            retire.append(array._replace(retired=going))
-        if not self.dry_run:
-            self.removals.retire(retire)
-
-    def _clear_unread(
-        self, arrays: list[ArrayFound], names: Mapping[str, list[str]]
-    ) -> dict[str, list[str]]:
-        """The shards killed runs placed below these arrays that their ``zarr.json`` does not read
-        (`plan.unread_shards`: keys this tool writes, of any grid) removed, each while it is the
-        version listed (in a dry run, only told); the files below each array's folder without
-        them."""
-        # (not the files a list of a killed run's names: that list decides what becomes of them)
-        unread = {
-            array.folder: [
-                name
-                for name in unread_shards(array.document, names[array.folder])
-                if name not in array.retired
-            ]
-            for array in arrays
-            if array.folder in names
-        }
-        paths = [f"{folder}/{name}" for folder, found in unread.items() for name in found]
-        failed: dict[str, Exception] = {}
-        if paths and not self.dry_run:
-            found_versions = self.store.files.versions(paths)
-            failed = self.store.files.remove(
-                Removal(path, None, version)
-                for path, version in found_versions.items()
-                if isinstance(version, str)
-            )
-            self.store.files.tidy(f"{folder}/c" for folder, found in unread.items() if found)
-        for path in paths:
-            if path in failed:
-                self.report.failures.append((self.store.relative(path), reason(failed[path])))
-            else:
-                self.report.leftovers_removed.append(self.store.relative(path))
-        kept = dict(names)
-        for folder, found in unread.items():
-            if found:
-                removed = set(found)
-                kept[folder] = [name for name in names[folder] if name not in removed]
-        return kept
 
     def _would_remove(self, packs: list[Pack], clears: list[Clear]) -> None:
         """In a dry run, the data files the real run would remove once the arrays read their new
