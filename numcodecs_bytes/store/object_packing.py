@@ -211,18 +211,23 @@ async def _in_parts(
         return data
 
     async def body() -> AsyncIterator[bytes]:
+        # The lock checked before each piece: a run that lost it mid-upload (paused past its
+        # lease) stops, and the upload, not completed, is no object. What remains is the window of
+        # the last part and the completion (obstore's completion holds on no condition).
         nonlocal total
         for found in first:
             if (data := taken(found)) is not None:
                 yield data
         first.clear()  # not held past their upload
         async for found in rest:
+            files.before_write()
             if (data := taken(found)) is not None:
                 yield data
         index = shard_index(sizes)
         written.update(index)
         parts.update(index)
         total += len(index)
+        files.before_write()
         yield index
 
     version = await files.put_in_parts(shard.path, body(), PART_BYTES, PARTS_AT_ONCE)
@@ -280,8 +285,11 @@ async def _write_whole(files: ObjectClient, shard: Shard, body: bytes) -> bool:
         found = await files.stat(shard.path)
         if found is not None and await _read_back(files, shard.path, expected[0]) == expected:
             return False
+        # none there, yet a create refused: an interrupted upload's blocks (Azurite refuses a
+        # create over them, and they stay for days): written over them, a window of one request
+        mode = "overwrite" if found is None else {"e_tag": found.tag}
         try:
-            await files.put(shard.path, body, "create" if found is None else {"e_tag": found.tag})
+            await files.put(shard.path, body, mode)
         except (AlreadyExistsError, PreconditionError, FileNotFoundError):
             raise ShardError(f"{name}: written by someone else meanwhile: left as it is") from None
     if await _read_back(files, shard.path, expected[0]) != expected:

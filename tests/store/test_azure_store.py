@@ -352,6 +352,85 @@ def test_a_large_shard_goes_up_in_parts_as_its_chunks_are_read(
     np.testing.assert_array_equal(group["big"][...], values)  # type: ignore[index]
 
 
+SMALL_PARTS = (
+    "object_packing.WHOLE_SHARD_BYTES = 1000",
+    "object_packing.PART_BYTES = 4096",
+    "object_packing.READ_AHEAD_BYTES = 1024",
+)
+"""`small_parts` in a run of its own (`support.s3.tool_code`)."""
+
+
+def test_a_run_paused_past_its_lease_mid_upload_completes_nothing_once_it_resumes(
+    azure: Any, azurite: str, tmp_path: Path
+) -> None:
+    """Run B (a lease of 4 s) is stopped (SIGSTOP) at its large shard's second part for longer than
+    60% of its lease; run A takes the lock over and shards the array (its chunk objects stay, so
+    B could read on); B, resumed, sends no more of its upload (its lock is checked before each
+    piece: the upload, never completed, is no blob) and ends with exit 2: A's shard is the blob it
+    was, and zarr reads the values."""
+    import signal
+    import time
+
+    from support.s3 import tool_code
+
+    values = upload_large_array(azure, tmp_path / "v2")
+    lease = 4.0
+    url = f"az://{CONTAINER}/data"
+    seen: list[tuple[subprocess.CompletedProcess[str], Any]] = []
+    with fault_proxy(azurite) as proxy:
+        endpoint = f"endpoint={proxy.endpoint}/{ACCOUNT}"
+        b_command = [sys.executable, "-c", tool_code(True, lease, *SMALL_PARTS), "to-v3", url]
+        run_b = subprocess.Popen(
+            [*b_command, "--shard-size", "1MiB", "--storage-option", endpoint],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+        def pause_b_and_run_a() -> None:
+            os.kill(run_b.pid, signal.SIGSTOP)
+            try:
+                time.sleep(0.6 * lease + 1)
+                a_command = [sys.executable, "-c", tool_code(True, lease), "to-v3", url]
+                run_a = subprocess.run(
+                    [*a_command, "--shard-size", "1MiB"],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                try:
+                    seen.append((run_a, obstore.head(azure, "data/big/c/0/0")))
+                except FileNotFoundError:
+                    seen.append((run_a, None))
+            finally:  # B goes on whatever happened here
+                os.kill(run_b.pid, signal.SIGCONT)
+
+        proxy.add(
+            Fault("delay", method="PUT", key=r"data/big/c/0/0\?comp=block&"),  # the first part
+            Fault(
+                "before", method="PUT", key=r"data/big/c/0/0\?comp=block&", hook=pause_b_and_run_a
+            ),
+        )
+        try:
+            _, err = run_b.communicate(timeout=120)
+        finally:
+            run_b.kill()
+        blocks = [key for method, key in proxy.requests if "comp=block&" in key]
+        lists = [key for method, key in proxy.requests if "comp=blocklist" in key]
+    [(run_a, shard_after_a)] = seen
+    assert run_a.returncode == 0, run_a.stderr
+    assert run_b.returncode == 2, err
+    assert "stopped, nothing more written; run again to finish" in err, err
+    assert len(blocks) <= 3 and not lists, (blocks, lists)  # B: two parts at most, no completion
+    shard_now = obstore.head(azure, "data/big/c/0/0")
+    assert (shard_now["e_tag"], shard_now["last_modified"]) == (
+        shard_after_a["e_tag"],
+        shard_after_a["last_modified"],
+    )
+    group = zarr.open_group(zarr_store(azurite, CONTAINER, "data"), mode="r", zarr_format=3)
+    np.testing.assert_array_equal(group["big"][...], values)  # type: ignore[index]
+
+
 def test_a_chunk_gone_while_its_shard_goes_up_leaves_no_shard_and_the_v2_array_whole(
     azure: Any, azurite: str, tmp_path: Path, small_parts: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -336,11 +336,16 @@ def fault_proxy(endpoint: str) -> Iterator[FaultProxy]:
         thread.join(10)
 
 
-def tool_code(lock: bool = True, lease: float | None = None) -> str:
+def tool_code(lock: bool = True, lease: float | None = None, *settings: str) -> str:
     """Code for ``python -c`` that runs ``numcodecs-bytes`` (its arguments follow the code) with no
     lock on S3 (``lock=False``: as where no lock can be had), or with a lease of ``lease`` seconds
-    on the lock."""
-    lines = ["import contextlib, sys", "from numcodecs_bytes.store import lease, s3_objects"]
+    on the lock; ``settings``, lines of code, run before it (``object_packing.PART_BYTES = 4096``:
+    its module imported)."""
+    lines = [
+        "import contextlib, sys",
+        "from numcodecs_bytes.store import lease, object_packing, s3_objects",
+        *settings,
+    ]
     if not lock:
         lines.append("s3_objects.S3Objects.lock = lambda self, top: contextlib.nullcontext()")
     if lease is not None:
