@@ -122,37 +122,10 @@ class FsspecFiles(PerPath):
     # -- reads -------------------------------------------------------------------------------------
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
-        return self.each_of(paths, self.read_metadata)
-
-    async def read_metadata(self, path: str) -> bytes:
-        """A metadata file's bytes (what a later replacement or removal holds on)."""
-        return await self.bytes_of(path)
+        return self.each_of(paths, self.bytes_of)
 
     async def bytes_of(self, path: str) -> bytes:
         return bytes(await self._call("cat_file", path, **self._whole_read))
-
-    def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
-        return self.each_of(
-            wanted.items(), lambda item: self.tail_of(*item), key=lambda item: item[0]
-        )
-
-    async def tail_of(self, path: str, size: int) -> tuple[int, bytes]:
-        """A file's last ``size`` bytes, and its size."""
-        total = int((await self._call("info", path))["size"])
-        if total < size:
-            raise OSError(f"{path}: {total:,} bytes, fewer than {size:,}")
-        return total, await self.range_of(path, total - size, total)
-
-    def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
-        async def modified(path: str) -> float:
-            when = _written(await self._call("info", path))
-            if when is None:
-                raise OSError("its file system keeps no time it was written")
-            return when
-
-        return self.each_of(paths, modified)
-
-    # -- writes ------------------------------------------------------------------------------------
 
     def before_write(self) -> None:
         """Called before each request that writes or removes a file: nothing here (on S3, the run's

@@ -142,30 +142,6 @@ class ObjectFiles(ObjectClient):
 
         return self.each_of(paths, read)
 
-    def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
-        async def tail(path: str, size: int) -> tuple[int, bytes]:
-            # Azure takes no suffix range: the size first
-            found = await self.stat(path)
-            if found is None:
-                raise FileNotFoundError(path)
-            total = found.size
-            if total < size:
-                raise OSError(f"{path}: {total:,} bytes, fewer than {size:,}")
-            return total, await self.range_of(path, total - size, total)
-
-        return self.each_of(wanted.items(), lambda item: tail(*item), key=lambda item: item[0])
-
-    def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
-        async def modified(path: str) -> float:
-            found = await self.stat(path)
-            if found is None:
-                raise FileNotFoundError(path)
-            if found.written is None:
-                raise OSError("its store keeps no time it was written")
-            return found.written
-
-        return self.each_of(paths, modified)
-
     # -- writes ------------------------------------------------------------------------------------
 
     async def replace_one(self, path: str, data: bytes, expected: bytes, backup: bool) -> None:

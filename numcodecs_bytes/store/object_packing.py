@@ -269,29 +269,31 @@ class _PartDigests:
 
 
 async def _write_whole(files: ObjectClient, shard: Shard, body: bytes) -> bool:
-    """The shard's object holding ``body``, read back: False where it held it already. Written
-    where no object is; one there is an interrupted run's (no zarr.json reads it: the caller made
-    sure), replaced only while it is the version found (a run that lost its lock mid-request
-    overwrites nothing made since)."""
+    """The shard's object holding ``body``, checked: False where it held it already. Written where
+    no object is; one there is an interrupted run's (no zarr.json reads it: the caller made sure),
+    replaced only while it is the version found (a run that lost its lock mid-request overwrites
+    nothing made since). Checked by the ETag where it is the MD5 of what the store got, else read
+    back."""
     from obstore.exceptions import AlreadyExistsError, PreconditionError
 
     name = shard.path.rsplit("/", 1)[-1]
     expected = (len(body), hashlib.sha256(body).digest())
     try:
         version = await files.put(shard.path, body, "create")
-        if files.version_holds(version, body):  # the store's MD5 of what it got: no read-back
-            return True
     except (AlreadyExistsError, PreconditionError):
         found = await files.stat(shard.path)
-        if found is not None and await _read_back(files, shard.path, expected[0]) == expected:
-            return False
+        if found is not None and found.size == len(body):
+            if await _sha256_of(files, shard.path) == expected[1]:
+                return False
         # none there, yet a create refused: an interrupted upload's blocks (Azurite refuses a
         # create over them, and they stay for days): written over them, a window of one request
         mode = "overwrite" if found is None else {"e_tag": found.tag}
         try:
-            await files.put(shard.path, body, mode)
+            version = await files.put(shard.path, body, mode)
         except (AlreadyExistsError, PreconditionError, FileNotFoundError):
             raise ShardError(f"{name}: written by someone else meanwhile: left as it is") from None
+    if files.version_holds(version, body):  # the store's MD5 of what it got: no read-back
+        return True
     if await _read_back(files, shard.path, expected[0]) != expected:
         raise ShardError(f"{name}: not what was written, read back")
     return True
@@ -303,7 +305,12 @@ async def _read_back(files: ObjectClient, path: str, size: int) -> tuple[int, by
     found = await files.stat(path)
     if found is None or found.size != size:
         return None
+    return size, await _sha256_of(files, path)
+
+
+async def _sha256_of(files: ObjectClient, path: str) -> bytes:
+    """The SHA-256 of the object at ``path``, read as a stream."""
     digest = hashlib.sha256()
     async for piece in files.stream(path, PART_BYTES):
         digest.update(piece)
-    return size, digest.digest()
+    return digest.digest()

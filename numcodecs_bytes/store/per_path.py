@@ -32,7 +32,8 @@ def content_version(data: bytes) -> str:
 
 class PerPath(Requests, ABC):
     """`Files`' reads, writes, removals and `held` of a network backend, from its one-path
-    coroutines: `bytes_of`, `range_of`, `stat`, `replace_one`, `create_one`, `remove_one`."""
+    coroutines: `bytes_of`, `range_of`, `stat`, `replace_one`, `create_one`, `remove_one` (and
+    `tails` and `modified` from `stat`)."""
 
     @abstractmethod
     async def bytes_of(self, path: str) -> bytes:
@@ -57,6 +58,33 @@ class PerPath(Requests, ABC):
     @abstractmethod
     async def remove_one(self, path: str, read: bytes | None, version: str | None = None) -> None:
         """A `Removal`."""
+
+    def tails(self, wanted: Mapping[str, int]) -> dict[str, tuple[int, bytes] | Exception]:
+        """Each file's last bytes and its size: its size first (`stat`), then a range (a store that
+        reads a suffix in one request does better)."""
+
+        async def tail(path: str, size: int) -> tuple[int, bytes]:
+            found = await self.stat(path)
+            if found is None:
+                raise FileNotFoundError(path)
+            if found.size < size:
+                raise OSError(f"{path}: {found.size:,} bytes, fewer than {size:,}")
+            return found.size, await self.range_of(path, found.size - size, found.size)
+
+        return self.each_of(wanted.items(), lambda item: tail(*item), key=lambda item: item[0])
+
+    def modified(self, paths: Iterable[str]) -> dict[str, float | Exception]:
+        """When each file was last written (`stat`)."""
+
+        async def modified(path: str) -> float:
+            found = await self.stat(path)
+            if found is None:
+                raise FileNotFoundError(path)
+            if found.written is None:
+                raise OSError("its store keeps no time it was written")
+            return found.written
+
+        return self.each_of(paths, modified)
 
     def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
         async def read(path: str) -> bytes | None:

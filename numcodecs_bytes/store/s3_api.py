@@ -86,9 +86,6 @@ class S3Api:
         except BotoCoreError as exc:
             raise OSError(str(exc)) from None
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
 
 def _error(exc: Any) -> OSError:
     """A botocore `ClientError` as the store tools' error of its kind."""

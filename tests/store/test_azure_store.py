@@ -368,10 +368,8 @@ def test_a_run_paused_past_its_lease_mid_upload_completes_nothing_once_it_resume
     B could read on); B, resumed, sends no more of its upload (its lock is checked before each
     piece: the upload, never completed, is no blob) and ends with exit 2: A's shard is the blob it
     was, and zarr reads the values."""
-    import signal
-    import time
-
     from support.s3 import tool_code
+    from support.slowed_tool import paused_past_its_lease
 
     values = upload_large_array(azure, tmp_path / "v2")
     lease = 4.0
@@ -387,29 +385,24 @@ def test_a_run_paused_past_its_lease_mid_upload_completes_nothing_once_it_resume
             text=True,
         )
 
-        def pause_b_and_run_a() -> None:
-            os.kill(run_b.pid, signal.SIGSTOP)
+        def run_a() -> tuple[subprocess.CompletedProcess[str], Any]:
+            a_command = [sys.executable, "-c", tool_code(True, lease), "to-v3", url]
+            done = subprocess.run(
+                [*a_command, "--shard-size", "1MiB"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             try:
-                time.sleep(0.6 * lease + 1)
-                a_command = [sys.executable, "-c", tool_code(True, lease), "to-v3", url]
-                run_a = subprocess.run(
-                    [*a_command, "--shard-size", "1MiB"],
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                )
-                try:
-                    seen.append((run_a, obstore.head(azure, "data/big/c/0/0")))
-                except FileNotFoundError:
-                    seen.append((run_a, None))
-            finally:  # B goes on whatever happened here
-                os.kill(run_b.pid, signal.SIGCONT)
+                return done, obstore.head(azure, "data/big/c/0/0")
+            except FileNotFoundError:
+                return done, None
+
+        pause_b = paused_past_its_lease(run_b.pid, lease, run_a, seen)
 
         proxy.add(
             Fault("delay", method="PUT", key=r"data/big/c/0/0\?comp=block&"),  # the first part
-            Fault(
-                "before", method="PUT", key=r"data/big/c/0/0\?comp=block&", hook=pause_b_and_run_a
-            ),
+            Fault("before", method="PUT", key=r"data/big/c/0/0\?comp=block&", hook=pause_b),
         )
         try:
             _, err = run_b.communicate(timeout=120)
@@ -417,8 +410,8 @@ def test_a_run_paused_past_its_lease_mid_upload_completes_nothing_once_it_resume
             run_b.kill()
         blocks = [key for method, key in proxy.requests if "comp=block&" in key]
         lists = [key for method, key in proxy.requests if "comp=blocklist" in key]
-    [(run_a, shard_after_a)] = seen
-    assert run_a.returncode == 0, run_a.stderr
+    [(a_done, shard_after_a)] = seen
+    assert a_done.returncode == 0, a_done.stderr
     assert run_b.returncode == 2, err
     assert "stopped, nothing more written; run again to finish" in err, err
     assert len(blocks) <= 3 and not lists, (blocks, lists)  # B: two parts at most, no completion

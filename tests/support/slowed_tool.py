@@ -3,6 +3,14 @@ can watch a run, interrupt it or kill it halfway."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+_T = TypeVar("_T")
+
 
 def slowed_tool(seconds: float, *names: str, batch: int | None = None) -> str:
     """Code for ``python -c`` that runs ``numcodecs-bytes`` (its arguments follow the code) with
@@ -44,3 +52,21 @@ def stopped_tool(step: str, calls: int = 1) -> str:
         "from numcodecs_bytes.cli import console; sys.argv[0] = 'numcodecs-bytes'; "
         "sys.exit(console())"
     )
+
+
+def paused_past_its_lease(
+    pid: int, lease: float, meanwhile: Callable[[], _T], seen: list[_T]
+) -> Callable[[], None]:
+    """A fault's hook: the process ``pid`` stopped (SIGSTOP) for longer than 60% of its lease of
+    ``lease`` seconds (another run may take its lock over), ``meanwhile`` run then and what it
+    returned kept in ``seen``; the process goes on (SIGCONT) whatever happened meanwhile."""
+
+    def hook() -> None:
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.6 * lease + 1)
+            seen.append(meanwhile())
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    return hook

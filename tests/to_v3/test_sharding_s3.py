@@ -249,12 +249,11 @@ def test_a_run_paused_past_its_lease_writes_nothing_more_once_it_resumes(
     its lease; run A takes the lock over, shards everything and removes the v2 files; B, resumed,
     stops at its next write (exit 2): the store reads as A left it."""
     import os
-    import signal
     import subprocess
     import sys
-    import time
 
     from support.s3 import CREDENTIALS, tool_code
+    from support.slowed_tool import paused_past_its_lease
 
     upload(s3, tmp_path)
     before = zarr_reads(URL, 2, endpoint)
@@ -278,21 +277,17 @@ def test_a_run_paused_past_its_lease_writes_nothing_more_once_it_resumes(
     )
     seen: list[Any] = []
 
-    def pause_b_and_run_a() -> None:
-        os.kill(run_b.pid, signal.SIGSTOP)
-        try:
-            time.sleep(0.6 * lease + 1)
-            seen.append(other_run(endpoint, "--remove-v2-metadata", lease=lease))
-        finally:  # B goes on whatever happened here
-            os.kill(run_b.pid, signal.SIGCONT)
+    def run_a() -> Any:
+        return other_run(endpoint, "--remove-v2-metadata", lease=lease)
 
-    proxy.add(Fault("before", "PUT", r"/c/", hook=pause_b_and_run_a))
+    pause_b = paused_past_its_lease(run_b.pid, lease, run_a, seen)
+    proxy.add(Fault("before", "PUT", r"/c/", hook=pause_b))
     try:
         _, err = run_b.communicate(timeout=120)
     finally:
         run_b.kill()
-    [run_a] = seen
-    assert run_a.returncode == 0, run_a.stderr
+    [a_done] = seen
+    assert a_done.returncode == 0, a_done.stderr
     assert run_b.returncode == 2, err
     assert "stopped, nothing more written; run again to finish" in err and err.count("\n") == 1, err
     assert zarr_reads(URL, 3, endpoint) == before
@@ -331,8 +326,8 @@ def test_without_a_lock_a_run_that_finds_its_chunk_files_gone_removes_nothing(
     )
     code, _, err = run(proxy, capsys)
     assert zarr_reads(URL, 3, endpoint) == before
-    [run_a] = seen
-    assert run_a.returncode == 0, run_a.stderr
+    [a_done] = seen
+    assert a_done.returncode == 0, a_done.stderr
     assert code == 1 and "Traceback" not in err, err
 
 

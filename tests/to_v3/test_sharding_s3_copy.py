@@ -237,6 +237,7 @@ def test_a_run_paused_past_its_lease_mid_upload_overwrites_nothing_once_it_resum
     object is) and stops at its next write (exit 2): A's shard is the object it was, no upload is
     left, and zarr reads the values."""
     from support.s3 import tool_code
+    from support.slowed_tool import paused_past_its_lease
 
     data, local = small_chunks_store(tmp_path)
     upload(s3, local, "s")
@@ -262,30 +263,26 @@ def test_a_run_paused_past_its_lease_mid_upload_overwrites_nothing_once_it_resum
     )
     seen: list[Any] = []
 
-    def pause_b_and_run_a() -> None:
-        os.kill(run_b.pid, signal.SIGSTOP)
-        try:
-            time.sleep(0.6 * lease + 1)
-            run_a = subprocess.run(
-                command(endpoint, "--remove-v2-metadata"),
-                env=env,
-                capture_output=True,
-                text=True,
-                check=False,
-                timeout=120,
-            )
-            s3.invalidate_cache()
-            seen.append((run_a, s3.info(f"{BUCKET}/s/a/c/0")))
-        finally:  # B goes on whatever happened here
-            os.kill(run_b.pid, signal.SIGCONT)
+    def run_a() -> tuple[Any, Any]:
+        done = subprocess.run(
+            command(endpoint, "--remove-v2-metadata"),
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        s3.invalidate_cache()
+        return done, s3.info(f"{BUCKET}/s/a/c/0")
 
-    proxy.add(Fault("before", "POST", r"s/a/c/0\?uploadId=", hook=pause_b_and_run_a))
+    pause_b = paused_past_its_lease(run_b.pid, lease, run_a, seen)
+    proxy.add(Fault("before", "POST", r"s/a/c/0\?uploadId=", hook=pause_b))
     try:
         _, err = run_b.communicate(timeout=120)
     finally:
         run_b.kill()
-    [(run_a, shard_after_a)] = seen
-    assert run_a.returncode == 0, run_a.stderr
+    [(a_done, shard_after_a)] = seen
+    assert a_done.returncode == 0, a_done.stderr
     assert run_b.returncode == 2, err
     assert "stopped, nothing more written; run again to finish" in err, err
     s3.invalidate_cache()
