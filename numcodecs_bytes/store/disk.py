@@ -11,12 +11,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .files import TEMP_SUFFIX
+from .files import TEMP_SUFFIX, temporary_entry
 
 __all__ = [
     "durable",
     "file_version",
-    "made_for",
     "past_their_tick",
     "temporary_beside",
     "temporary_name",
@@ -61,10 +60,9 @@ def durable(paths: list[str], root: Path) -> None:
 
 
 def temporary_name(path: str, tag: str) -> str:
-    """A temporary file's name beside ``path``: ``.NAME.TAG`` and `TEMP_SUFFIX` (what `made_for`
-    reads back)."""
+    """A temporary file's path beside ``path`` (`files.temporary_entry`)."""
     folder, name = os.path.split(path)
-    return os.path.join(folder, f".{name}.{tag}{TEMP_SUFFIX}")
+    return os.path.join(folder, temporary_entry(name, tag))
 
 
 def temporary_beside(path: str) -> tuple[int, str]:
@@ -72,14 +70,6 @@ def temporary_beside(path: str) -> tuple[int, str]:
     random tag."""
     folder, name = os.path.split(path)
     return tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=TEMP_SUFFIX)
-
-
-def made_for(entry: str) -> str | None:
-    """The name of the file a temporary file named ``entry`` was made beside (`temporary_name`);
-    None for any other name."""
-    if not (entry.startswith(".") and entry.endswith(TEMP_SUFFIX)):
-        return None
-    return entry[1 : -len(TEMP_SUFFIX)].rpartition(".")[0] or None
 
 
 def umask() -> int:

@@ -32,6 +32,8 @@ __all__ = [
     "digest",
     "each",
     "failures",
+    "made_for",
+    "temporary_entry",
 ]
 
 TEMP_SUFFIX = ".numcodecs-bytes-tmp"
@@ -255,3 +257,17 @@ def failures(results: Mapping[str, object]) -> dict[str, Exception]:
 def changed(what: str = "") -> OSError:
     """The error of a file someone else changed since it was read."""
     return OSError(f"changed by someone else since it was read{what}: left as it is")
+
+
+def temporary_entry(name: str, tag: str) -> str:
+    """The name of a temporary file made beside the file ``name``: ``.NAME.TAG`` and `TEMP_SUFFIX`
+    (what `made_for` reads back), on disks and object stores alike."""
+    return f".{name}.{tag}{TEMP_SUFFIX}"
+
+
+def made_for(entry: str) -> str | None:
+    """The name of the file a temporary file named ``entry`` was made beside (`temporary_entry`);
+    None for any other name."""
+    if not (entry.startswith(".") and entry.endswith(TEMP_SUFFIX)):
+        return None
+    return entry[1 : -len(TEMP_SUFFIX)].rpartition(".")[0] or None

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..problems import StoreBusyError
 from . import local_shards
-from .disk import durable, file_version, made_for, temporary_beside, temporary_name, umask
+from .disk import durable, file_version, temporary_beside, temporary_name, umask
 from .files import (
     BACKUP_SUFFIX,
     ByteRange,
@@ -37,6 +37,7 @@ from .files import (
     digest,
     each,
     failures,
+    made_for,
 )
 from .shard_format import Held, Packed, Shard
 

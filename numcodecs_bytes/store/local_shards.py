@@ -16,8 +16,8 @@ from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
-from .disk import durable, file_version, made_for, past_their_tick, temporary_beside, umask
-from .files import BATCH, each
+from .disk import durable, file_version, past_their_tick, temporary_beside, umask
+from .files import BATCH, each, made_for
 from .shard_format import (
     ByteRange,
     Held,

@@ -116,7 +116,8 @@ class ObjectClient(PerPath):
         self, path: str, pieces: AsyncIterator[bytes], part_bytes: int, parts_at_once: int
     ) -> str:
         """``pieces`` put at ``path`` as one object, a multipart upload of parts of ``part_bytes``
-        (``parts_at_once`` going up at once): whole or not at all (an object there replaced)."""
+        (``parts_at_once`` going up at once): whole or not at all, an object there replaced (its
+        completion holds on no condition: for a temporary object of this run's own)."""
         import obstore
 
         self.before_write()
@@ -138,6 +139,24 @@ class ObjectClient(PerPath):
         async for piece in answer.stream(min_chunk_size=piece_bytes):
             yield bytes(piece)
 
+    async def copy(self, source: str, path: str, overwrite: bool) -> None:
+        """The object at ``source`` copied to ``path`` by the store; where not ``overwrite``, only
+        where no object is (``AlreadyExistsError`` where one is)."""
+        import obstore
+
+        self.before_write()
+        await obstore.copy_async(self.store, self.key(source), self.key(path), overwrite=overwrite)
+
+    async def discard(self, path: str) -> None:
+        """A temporary object of this run's own removed, whether or not the run holds the lock
+        still (none other reads it)."""
+        import obstore
+
+        try:
+            await obstore.delete_async(self.store, self.key(path))
+        except FileNotFoundError:
+            pass
+
     async def delete(self, path: str) -> None:
         import obstore
 
@@ -156,18 +175,9 @@ class ObjectClient(PerPath):
     def versions(self, paths: Iterable[str]) -> dict[str, str | Exception | None]:
         return self.each_of(paths, self.version_of)
 
-    ETAGS_ARE_MD5 = False
-    """Whether the store's ETag of an object written in one request is the MD5 of its bytes (and of
-    a multipart upload, made of its parts' MD5s)."""
-
     def version_holds(self, version: str, data: bytes) -> bool | None:
         """An Azure ETag is no digest of the bytes: it does not tell."""
         return None
-
-    def parts_hold(self, version: str, part_md5s: list[str] | None) -> bool:
-        """Whether a multipart upload's ETag says its parts were the bytes of these MD5s (hex);
-        False where it does not tell (the object is then read back)."""
-        return False
 
     def key_ranges(self, names: list[str]) -> list[tuple[str | None, str | None]]:
         """The ranges of keys (from the first after ``after``, or the first, to ``until`` at

@@ -203,9 +203,10 @@ class ObjectFiles(ObjectClient):
         """Each shard's sources read (each chunk object with its ETag from the same GET, a byte
         range of an old shard held on that shard's ETag), the shard written and read back
         (`object_packing`): as many shards at once as `object_packing.MEMORY_BYTES` holds."""
-        from .object_packing import MEMORY_BYTES, ShardMemory, pack_one
+        from .object_packing import MEMORY_BYTES, ShardMemory, pack_one, without_temporaries
 
         shards = list(shards)
+        self.run({"": without_temporaries(self, shards)})  # best effort: no failure of the pack
         memory = ShardMemory(MEMORY_BYTES)
         return self.pack_each(
             shards,
@@ -225,8 +226,8 @@ class ObjectFiles(ObjectClient):
         return files_and_versions(self, folders, paths)
 
     def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
-        """Nothing: an object is written whole in one request (no temporary), and there are no
-        folders."""
+        """Nothing: there are no folders, and the temporary objects of killed runs' uploads go
+        where the same shards are packed again (`object_packing.without_temporaries`)."""
         return {}
 
     # -- the lock ----------------------------------------------------------------------------------

@@ -4,22 +4,31 @@ the shard written, then read back and compared, in memory bounded by bytes.
 A shard of up to `WHOLE_SHARD_BYTES` goes up in one PUT: its chunks are read
 at once. A larger one goes up as a multipart upload while its chunks are read
 in order: the client holds `READ_AHEAD_BYTES` of chunks being read and
-`PARTS_AT_ONCE` parts of `PART_BYTES` going up, not the shard. Either is read
-back as a stream and compared by its SHA-256. A pack's shards at once are as
-many as `MEMORY_BYTES` holds (`ShardMemory`: each shard reserves what it may
-hold, estimated from the largest chunk read so far), whatever ``jobs`` and
-the shard size.
+`PARTS_AT_ONCE` parts of `PART_BYTES` going up, not the shard. obstore's
+multipart upload completes on no condition, so it goes to a temporary object
+beside the shard (`files.temporary_entry`), which the store then copies into
+place only where no object is; a killed run's temporaries go at the next
+pack of the same shards. Either way a shard is placed by one rule
+(`_placed`): where no object is, or over an interrupted run's object while
+it is the version found; it is read back as a stream and compared by its
+SHA-256 where its ETag does not tell. A pack's shards at once are as many as
+`MEMORY_BYTES` holds (`ShardMemory`: each shard reserves what it may hold,
+estimated from the largest chunk read so far), whatever ``jobs`` and the
+shard size.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+from .files import made_for, temporary_entry
+from .per_path import Stat
 from .shard_format import (
     ByteRange,
     Packed,
@@ -41,6 +50,7 @@ __all__ = [
     "WHOLE_SHARD_BYTES",
     "ShardMemory",
     "pack_one",
+    "without_temporaries",
 ]
 
 MEMORY_BYTES = 128 * 2**20
@@ -191,12 +201,12 @@ async def _in_order(
 async def _in_parts(
     files: ObjectClient, shard: Shard, first: list[Read], rest: AsyncIterator[Read]
 ) -> Packed:
-    """A shard larger than `WHOLE_SHARD_BYTES` written as a multipart upload while the rest of its
-    sources are read, then read back as a stream and compared by SHA-256 and size."""
+    """A shard larger than `WHOLE_SHARD_BYTES` written as a multipart upload to a temporary object
+    while the rest of its sources are read, copied into place by the store (`_placed`), then read
+    back as a stream and compared by SHA-256 and size."""
     sizes: list[int | None] = []
     versions: list[str | None] = []
     written = hashlib.sha256()
-    parts = _PartDigests(PART_BYTES, files.ETAGS_ARE_MD5)
     total = 0
 
     def taken(found: Read) -> bytes | None:
@@ -206,14 +216,12 @@ async def _in_parts(
         versions.append(version)
         if data is not None:
             written.update(data)
-            parts.update(data)
             total += len(data)
         return data
 
     async def body() -> AsyncIterator[bytes]:
-        # The lock checked before each piece: a run that lost it mid-upload (paused past its
-        # lease) stops, and the upload, not completed, is no object. What remains is the window of
-        # the last part and the completion (obstore's completion holds on no condition).
+        # the lock checked before each piece: a run that lost it mid-upload (paused past its
+        # lease) stops sending what it may not place
         nonlocal total
         for found in first:
             if (data := taken(found)) is not None:
@@ -225,77 +233,111 @@ async def _in_parts(
                 yield data
         index = shard_index(sizes)
         written.update(index)
-        parts.update(index)
         total += len(index)
-        files.before_write()
         yield index
 
-    version = await files.put_in_parts(shard.path, body(), PART_BYTES, PARTS_AT_ONCE)
-    if files.parts_hold(version, parts.digests()):
-        return Packed(tuple(sizes), tuple(versions), True)
-    if await _read_back(files, shard.path, total) != (total, written.digest()):
-        raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
-    return Packed(tuple(sizes), tuple(versions), True)
+    temporary = _temporary_beside(shard.path)
+    try:
+        await files.put_in_parts(temporary, body(), PART_BYTES, PARTS_AT_ONCE)
+        expected = (total, written.digest())
+
+        async def create() -> None:
+            await files.copy(temporary, shard.path, overwrite=False)
+
+        async def replace(found: Stat | None) -> None:
+            # obstore's copy holds on no version: the object found is removed while it is that
+            # version (held by the store where it can, else checked just before), then created
+            if found is not None:
+                await files.remove_one(shard.path, None, found.tag)
+            await files.copy(temporary, shard.path, overwrite=found is None)
+
+        placed = await _placed(files, shard.path, expected, create, replace)
+    finally:
+        await asyncio.shield(files.discard(temporary))
+    if placed and await _read_back(files, shard.path, total) != expected:
+        raise ShardError(f"{_name(shard.path)}: not what was written, read back")
+    return Packed(tuple(sizes), tuple(versions), placed)
 
 
-class _PartDigests:
-    """The MD5 of each part of ``part_bytes`` a stream makes (where ``wanted``: a store whose
-    ETag of a multipart upload is made of them, `ObjectClient.parts_hold`)."""
+def _temporary_beside(path: str) -> str:
+    """A new temporary object's path beside ``path`` (a random tag: this upload's alone)."""
+    folder, name = path.rsplit("/", 1)
+    return f"{folder}/{temporary_entry(name, os.urandom(6).hex())}"
 
-    def __init__(self, part_bytes: int, wanted: bool) -> None:
-        self.part_bytes, self.wanted = part_bytes, wanted
-        self.done: list[str] = []
-        self.md5 = hashlib.md5(usedforsecurity=False)
-        self.filled = 0
 
-    def update(self, data: bytes) -> None:
-        if not self.wanted:
-            return
-        view = memoryview(data)
-        while view:
-            taken = min(len(view), self.part_bytes - self.filled)
-            self.md5.update(view[:taken])
-            self.filled += taken
-            view = view[taken:]
-            if self.filled == self.part_bytes:
-                self.done.append(self.md5.hexdigest())
-                self.md5, self.filled = hashlib.md5(usedforsecurity=False), 0
+async def without_temporaries(files: ObjectClient, shards: Sequence[Shard]) -> None:
+    """The temporary objects killed runs left beside these shards (their uploads in parts, not
+    placed) removed: only these shards' own, each folder listed once, at once."""
+    names: dict[str, set[str]] = {}
+    for shard in shards:
+        folder, name = shard.path.rsplit("/", 1)
+        names.setdefault(folder, set()).add(name)
 
-    def digests(self) -> list[str] | None:
-        """Each part's MD5 (None where not ``wanted``)."""
-        if not self.wanted:
-            return None
-        return self.done + ([self.md5.hexdigest()] if self.filled else [])
+    async def tidied(folder: str, here: set[str]) -> None:
+        listing = await files.in_time(files.listing_of(folder))
+        for entry in listing["objects"]:
+            name = entry["path"].rsplit("/", 1)[-1]
+            if made_for(name) in here:
+                await files.in_time(files.discard(f"{folder}/{name}"))
+
+    await asyncio.gather(*(tidied(folder, here) for folder, here in names.items()))
 
 
 async def _write_whole(files: ObjectClient, shard: Shard, body: bytes) -> bool:
-    """The shard's object holding ``body``, checked: False where it held it already. Written where
-    no object is; one there is an interrupted run's (no zarr.json reads it: the caller made sure),
-    replaced only while it is the version found (a run that lost its lock mid-request overwrites
-    nothing made since). Checked by the ETag where it is the MD5 of what the store got, else read
-    back."""
-    from obstore.exceptions import AlreadyExistsError, PreconditionError
-
-    name = shard.path.rsplit("/", 1)[-1]
+    """The shard's object holding ``body``, put in one request (placed as `_placed` says); checked
+    by the ETag where it is the MD5 of what the store got, else read back. False where it held it
+    already."""
     expected = (len(body), hashlib.sha256(body).digest())
-    try:
-        version = await files.put(shard.path, body, "create")
-    except (AlreadyExistsError, PreconditionError):
-        found = await files.stat(shard.path)
-        if found is not None and found.size == len(body):
-            if await _sha256_of(files, shard.path) == expected[1]:
-                return False
-        # none there, yet a create refused: an interrupted upload's blocks (Azurite refuses a
-        # create over them, and they stay for days): written over them, a window of one request
+    versions: list[str] = []
+
+    async def create() -> None:
+        versions.append(await files.put(shard.path, body, "create"))
+
+    async def replace(found: Stat | None) -> None:
         mode = "overwrite" if found is None else {"e_tag": found.tag}
-        try:
-            version = await files.put(shard.path, body, mode)
-        except (AlreadyExistsError, PreconditionError, FileNotFoundError):
-            raise ShardError(f"{name}: written by someone else meanwhile: left as it is") from None
-    if files.version_holds(version, body):  # the store's MD5 of what it got: no read-back
+        versions.append(await files.put(shard.path, body, mode))
+
+    if not await _placed(files, shard.path, expected, create, replace):
+        return False
+    if files.version_holds(versions[-1], body):  # the store's MD5 of what it got: no read-back
         return True
     if await _read_back(files, shard.path, expected[0]) != expected:
-        raise ShardError(f"{name}: not what was written, read back")
+        raise ShardError(f"{_name(shard.path)}: not what was written, read back")
+    return True
+
+
+async def _placed(
+    files: ObjectClient,
+    path: str,
+    expected: tuple[int, bytes],
+    create: Callable[[], Awaitable[None]],
+    replace: Callable[[Stat | None], Awaitable[None]],
+) -> bool:
+    """A shard placed at ``path``: ``create()`` writes it where no object is (the store holds the
+    condition). An object there is an interrupted run's (no zarr.json reads it: the caller made
+    sure): left where it holds what is written already (``expected``: size and SHA-256; False),
+    else ``replace(found)`` writes over it only while it is the version found (a run that lost its
+    lock mid-request overwrites nothing made since; refused: someone else's, `ShardError`).
+    ``replace(None)``: a create refused where there is no object, as over an interrupted upload's
+    blocks (Azurite refuses a create there, and they stay for days): written over them, a window of
+    one request."""
+    from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+    try:
+        await files.in_time(create())
+    except (AlreadyExistsError, PreconditionError):
+        pass
+    else:
+        return True
+    found = await files.in_time(files.stat(path))
+    if found is not None and found.size == expected[0]:
+        if await _sha256_of(files, path) == expected[1]:
+            return False
+    try:
+        await files.in_time(replace(found))
+    except (AlreadyExistsError, PreconditionError, FileNotFoundError):
+        someone_else = f"{_name(path)}: written by someone else meanwhile: left as it is"
+        raise ShardError(someone_else) from None
     return True
 
 
@@ -314,3 +356,7 @@ async def _sha256_of(files: ObjectClient, path: str) -> bytes:
     async for piece in files.stream(path, PART_BYTES):
         digest.update(piece)
     return digest.digest()
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from . import object_packing
 from .object_client import tag
 from .object_listing import ListedObject, keys_in
-from .object_packing import MEMORY_BYTES, ShardMemory, pack_one
+from .object_packing import MEMORY_BYTES, ShardMemory, pack_one, without_temporaries
 from .s3_api import ConditionRefused, S3Api
 from .s3_parts import (
     MAX_PARTS,
@@ -87,9 +87,11 @@ def pack_copying(
     keys = {shard.path for shard in shards}
     ranges = _ranges(_by_folder(s for shard in shards for s in shard.sources if isinstance(s, str)))
     listings = {key: _listed(files, key[0], names) for key, names in ranges.items()}
-    # one round of requests: the listings, and a killed run's uploads aborted
-    done: dict[Any, Any] = files.run({None: _aborting(files, api, keys), **listings}, limit=False)
-    del done[None]  # best effort: a failure there is no failure of the pack
+    # one round of requests: the listings, and what killed runs left (uploads, temporaries) gone
+    leftovers = {None: _aborting(files, api, keys), "": without_temporaries(files, shards)}
+    done: dict[Any, Any] = files.run({**leftovers, **listings}, limit=False)
+    for key in leftovers:
+        del done[key]  # best effort: a failure there is no failure of the pack
     pack = _Pack(api, _by_path(ranges, done), copying)
     memory = ShardMemory(MEMORY_BYTES)
 

@@ -27,7 +27,7 @@ from .object_lock import ObjectLock
 from .options import StoreOptions
 from .s3_api import ConditionRefused, S3Api
 from .s3_copy import LIST_PAGE, bucket_key, pack_copying
-from .s3_parts import is_md5, multipart_tag
+from .s3_parts import is_md5
 from .shard_format import Packed, Shard
 
 __all__ = ["S3Objects", "open_s3"]
@@ -56,7 +56,8 @@ def open_s3(
         url,
         lambda: S3Store(
             location.bucket,
-            config=location.config,  # type: ignore[arg-type]
+            # a copy where no object is: a multipart copy S3 completes with If-None-Match
+            config={**location.config, "copy_if_not_exists": "multipart"},  # type: ignore[arg-type]
             **client_settings(options, location.client_options),
             **provider,
         ),
@@ -122,8 +123,6 @@ class S3Objects(ObjectFiles):
 
         return self.each_of(wanted.items(), lambda item: tail(*item), key=lambda item: item[0])
 
-    ETAGS_ARE_MD5 = True
-
     def key_ranges(self, names: list[str]) -> list[tuple[str | None, str | None]]:
         """Ranges that hold `LIST_PAGE` of the sorted ``names`` each (a page each where
         they are all there; a range's last name is its bound), listed at once: an array of a
@@ -137,11 +136,6 @@ class S3Objects(ObjectFiles):
         if is_md5(version):
             return version.strip('"') == hashlib.md5(data, usedforsecurity=False).hexdigest()
         return None
-
-    def parts_hold(self, version: str, part_md5s: list[str] | None) -> bool:
-        """S3's ETag of a multipart upload is the MD5 of its parts' MD5s, then their number
-        (`s3_parts.multipart_tag`; not so with KMS: then False, and the shard is read back)."""
-        return bool(part_md5s) and tag(version) == multipart_tag(part_md5s or [])
 
     # -- removals ----------------------------------------------------------------------------------
 

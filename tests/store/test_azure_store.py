@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,9 @@ from support.slowed_tool import stopped_tool
 
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.store import StoreOptions, open_store
+from numcodecs_bytes.store.files import TEMP_SUFFIX
 from numcodecs_bytes.store.object_files import ObjectFiles
+from numcodecs_bytes.store.shard_format import Packed
 
 pytestmark = pytest.mark.same_on_every_stack
 
@@ -352,6 +355,59 @@ def test_a_large_shard_goes_up_in_parts_as_its_chunks_are_read(
     np.testing.assert_array_equal(group["big"][...], values)  # type: ignore[index]
 
 
+@pytest.mark.parametrize("left", ["another object", "blocks of no blob"])
+def test_what_an_interrupted_run_left_where_a_large_shard_goes_is_replaced_or_kept(
+    azure: Any, azurite: str, tmp_path: Path, small_parts: None, left: str
+) -> None:
+    """At the place of a shard that goes up in parts (through a temporary object copied into place
+    where no blob is), an interrupted run left an object no zarr.json reads (replaced, while it is
+    the version found), or an upload's uncommitted blocks, which Azurite refuses a create over
+    (written over); beside it, its temporary objects (removed). Each time zarr reads the values."""
+    from azure.storage.blob import BlobClient
+
+    values = upload_large_array(azure, tmp_path / "v2")
+    url, shard = f"az://{CONTAINER}/data", "data/big/c/0/0"
+    options = ["--shard-size", "1MiB"]
+    if left == "another object":
+        obstore.put(azure, shard, b"x" * 17_000)
+    else:
+        blob = BlobClient.from_connection_string(connection_string(azurite), CONTAINER, shard)
+        blob.stage_block("YmxvY2sx", b"x" * 100)
+    temporaries = [
+        f"data/big/c/0/.0.0123abcd{TEMP_SUFFIX}",
+        f"data/big/c/0/.9.0123abcd{TEMP_SUFFIX}",
+    ]
+    for temporary in temporaries:
+        obstore.put(azure, temporary, b"left by a killed run")
+    assert main(["to-v3", url, *options, "--remove-v2-metadata"]) == 0
+    after = objects(azure)
+    assert not [key for key in after if key.endswith(TEMP_SUFFIX)]
+    group = zarr.open_group(zarr_store(azurite, CONTAINER, "data"), mode="r", zarr_format=3)
+    np.testing.assert_array_equal(group["big"][...], values)  # type: ignore[index]
+
+
+def test_a_large_shard_packed_again_is_left_as_it_is(
+    azure: Any, azurite: str, tmp_path: Path, small_parts: None
+) -> None:
+    """A shard that goes up in parts, packed again where it is already: the copy into place is
+    refused, the shard found holds the same bytes, and it stays the blob it was (not written)."""
+    from numcodecs_bytes.store.shard_format import Shard
+
+    upload_large_array(azure, tmp_path / "v2")
+    store = open_store(f"az://{CONTAINER}/data")
+    names = [f"{row}.{column}" for row in range(8) for column in range(8)]
+    shard = Shard(f"{CONTAINER}/data/big/c/0/0", tuple(f"{CONTAINER}/data/big/{n}" for n in names))
+    [first] = store.files.pack([shard]).values()
+    placed = obstore.head(azure, "data/big/c/0/0")
+    [again] = store.files.pack([shard]).values()
+    assert isinstance(first, Packed) and isinstance(again, Packed), (first, again)
+    assert first.written and not again.written
+    assert again.sizes == first.sizes == (256,) * 64
+    now = obstore.head(azure, "data/big/c/0/0")
+    assert (now["e_tag"], now["last_modified"]) == (placed["e_tag"], placed["last_modified"])
+    assert not [key for key in objects(azure) if key.endswith(TEMP_SUFFIX)]
+
+
 SMALL_PARTS = (
     "object_packing.WHOLE_SHARD_BYTES = 1000",
     "object_packing.PART_BYTES = 4096",
@@ -360,14 +416,22 @@ SMALL_PARTS = (
 """`small_parts` in a run of its own (`support.s3.tool_code`)."""
 
 
-def test_a_run_paused_past_its_lease_mid_upload_completes_nothing_once_it_resumes(
-    azure: Any, azurite: str, tmp_path: Path
+TEMPORARY_BLOCKS = r"data/big/c/0/\.0\.[0-9a-f]+\.numcodecs-bytes-tmp\?comp=block"
+"""The requests of the large shard's upload, to its temporary object beside it: a part's
+(``comp=block&``) and the completion's (``comp=blocklist``)."""
+
+
+@pytest.mark.parametrize("paused_at", ["second part", "completion"])
+def test_a_run_paused_past_its_lease_mid_upload_places_nothing_once_it_resumes(
+    azure: Any, azurite: str, tmp_path: Path, paused_at: str
 ) -> None:
-    """Run B (a lease of 4 s) is stopped (SIGSTOP) at its large shard's second part for longer than
-    60% of its lease; run A takes the lock over and shards the array (its chunk objects stay, so
-    B could read on); B, resumed, sends no more of its upload (its lock is checked before each
-    piece: the upload, never completed, is no blob) and ends with exit 2: A's shard is the blob it
-    was, and zarr reads the values."""
+    """Run B (a lease of 4 s) is stopped (SIGSTOP) for longer than 60% of its lease, at its large
+    shard's second part or at the completion of its upload; run A takes the lock over and shards
+    the array (its chunk objects stay, so B could read on); B, resumed, places nothing (its upload
+    goes to a temporary object, and its lock is checked before each piece and before the copy
+    into place) and ends with exit 2, its temporary object gone: A's shard is the blob it was, and
+    zarr reads the values. Before the upload went to a temporary object, B's completion, resumed,
+    wrote over A's shard."""
     from support.s3 import tool_code
     from support.slowed_tool import paused_past_its_lease
 
@@ -399,27 +463,39 @@ def test_a_run_paused_past_its_lease_mid_upload_completes_nothing_once_it_resume
                 return done, None
 
         pause_b = paused_past_its_lease(run_b.pid, lease, run_a, seen)
-
-        proxy.add(
-            Fault("delay", method="PUT", key=r"data/big/c/0/0\?comp=block&"),  # the first part
-            Fault("before", method="PUT", key=r"data/big/c/0/0\?comp=block&", hook=pause_b),
-        )
+        if paused_at == "second part":
+            proxy.add(
+                Fault("delay", method="PUT", key=TEMPORARY_BLOCKS + "&"),  # the first part
+                Fault("before", method="PUT", key=TEMPORARY_BLOCKS + "&", hook=pause_b),
+            )
+        else:
+            proxy.add(Fault("before", method="PUT", key=TEMPORARY_BLOCKS + "list", hook=pause_b))
         try:
             _, err = run_b.communicate(timeout=120)
         finally:
             run_b.kill()
-        blocks = [key for method, key in proxy.requests if "comp=block&" in key]
-        lists = [key for method, key in proxy.requests if "comp=blocklist" in key]
+        blocks = [key for method, key in proxy.requests if re.search(TEMPORARY_BLOCKS + "&", key)]
+        lists = [key for method, key in proxy.requests if re.search(TEMPORARY_BLOCKS + "list", key)]
+        on_the_shard = [
+            (method, key)
+            for method, key in proxy.requests
+            if method != "GET" and re.search(r"data/big/c/0/0(\?|$)", key)
+        ]
     [(a_done, shard_after_a)] = seen
     assert a_done.returncode == 0, a_done.stderr
     assert run_b.returncode == 2, err
     assert "stopped, nothing more written; run again to finish" in err, err
-    assert len(blocks) <= 3 and not lists, (blocks, lists)  # B: two parts at most, no completion
+    if paused_at == "second part":
+        assert len(blocks) <= 3 and not lists, (blocks, lists)  # two parts at most, no completion
+    else:
+        assert len(blocks) == 5 and len(lists) == 1, (blocks, lists)  # all its parts: the window
+    assert not [request for request in on_the_shard if request[0] != "HEAD"], on_the_shard
     shard_now = obstore.head(azure, "data/big/c/0/0")
     assert (shard_now["e_tag"], shard_now["last_modified"]) == (
         shard_after_a["e_tag"],
         shard_after_a["last_modified"],
     )
+    assert not [key for key in objects(azure) if key.endswith(TEMP_SUFFIX)]
     group = zarr.open_group(zarr_store(azurite, CONTAINER, "data"), mode="r", zarr_format=3)
     np.testing.assert_array_equal(group["big"][...], values)  # type: ignore[index]
 

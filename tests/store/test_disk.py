@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from numcodecs_bytes.store.disk import made_for, temporary_beside, temporary_name
-from numcodecs_bytes.store.files import TEMP_SUFFIX
+from numcodecs_bytes.store.disk import temporary_beside, temporary_name
+from numcodecs_bytes.store.files import TEMP_SUFFIX, made_for
 
 
 def test_a_temporary_file_names_the_file_it_was_made_beside(tmp_path: Path) -> None:

@@ -120,29 +120,3 @@ def test_shards_wait_while_the_memory_is_reserved_and_all_finish() -> None:
     asyncio.run(both())
     assert order == ["a in", "a out", "b in", "b out"]
     assert memory.free == 10
-
-
-@given(
-    pieces=st.lists(st.binary(max_size=40), max_size=12),
-    part_bytes=st.integers(1, 33),
-)
-def test_part_digests_are_the_md5s_of_the_stream_cut_into_parts(
-    pieces: list[bytes], part_bytes: int
-) -> None:
-    """The MD5 of each ``part_bytes`` of a stream however it comes in pieces (the last part the
-    rest), as S3 makes a multipart upload's ETag of them; nothing where not wanted."""
-    import hashlib
-
-    digests = object_packing._PartDigests(part_bytes, wanted=True)
-    for piece in pieces:
-        digests.update(piece)
-    stream = b"".join(pieces)
-    expected = [
-        hashlib.md5(stream[at : at + part_bytes], usedforsecurity=False).hexdigest()
-        for at in range(0, len(stream), part_bytes)
-    ]
-    assert digests.digests() == expected
-    unwanted = object_packing._PartDigests(part_bytes, wanted=False)
-    for piece in pieces:
-        unwanted.update(piece)
-    assert unwanted.digests() is None

@@ -664,3 +664,42 @@ def test_storage_options_and_jobs_from_the_command_line(
     assert (
         usage.value.code == 2 and "must be KEY=VALUE, got 'endpoint_url'" in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize("left", [None, "another object"])
+def test_a_shard_through_the_client_in_parts_is_copied_into_place_where_none_is(
+    s3: Any, monkeypatch: pytest.MonkeyPatch, left: str | None
+) -> None:
+    """The client's way of packing a shard too large for one PUT (S3 takes it where a chunk's
+    listing failed): a multipart upload to a temporary object, which S3 copies into place only
+    where no object is (a multipart copy completed with ``If-None-Match``, obstore's
+    ``copy_if_not_exists``); an interrupted run's object there replaced while it is the version
+    found (``If-Match`` on its removal). Packed again, the shard is left as it is; no temporary
+    object stays."""
+    from numcodecs_bytes.store import object_packing
+    from numcodecs_bytes.store.files import TEMP_SUFFIX
+    from numcodecs_bytes.store.object_files import ObjectFiles
+    from numcodecs_bytes.store.shard_format import Packed, Shard, shard_index
+
+    monkeypatch.setattr(object_packing, "WHOLE_SHARD_BYTES", 1000)
+    monkeypatch.setattr(object_packing, "PART_BYTES", 5 * 2**20)  # S3's smallest part
+    chunks = {f"{BUCKET}/s/a/{i}": bytes([i]) * (2 * 2**20 + i) for i in range(4)}
+    s3.pipe_file(f"{BUCKET}/s/.zgroup", b'{"zarr_format": 2}')
+    s3.pipe(chunks)
+    target = f"{BUCKET}/s/a/c/0"
+    if left is not None:
+        s3.pipe_file(target, b"left by an interrupted run")
+    files = open_store(f"s3://{BUCKET}/s").files
+    assert isinstance(files, S3Objects)
+    shard = Shard(target, tuple(chunks))
+    [first] = ObjectFiles.pack(files, [shard]).values()
+    s3.invalidate_cache()
+    placed = s3.info(target)
+    [again] = ObjectFiles.pack(files, [shard]).values()
+    assert isinstance(first, Packed) and isinstance(again, Packed), (first, again)
+    assert first.written and not again.written
+    sizes = tuple(len(data) for data in chunks.values())
+    assert s3.cat_file(target) == b"".join(chunks.values()) + shard_index(sizes)
+    s3.invalidate_cache()
+    assert s3.info(target)["ETag"] == placed["ETag"]
+    assert not [key for key in s3.find(f"{BUCKET}/s") if key.endswith(TEMP_SUFFIX)]
