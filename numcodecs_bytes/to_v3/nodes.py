@@ -12,7 +12,6 @@ from typing import Any, NamedTuple
 
 from ..store import Store
 from ..store.layout import REMOVING_V2, RETIRED
-from .report import ConversionReport
 from .rules.arrays import ReadersNeed
 from .rules.consolidations import Consolidation
 from .rules.documents import parents
@@ -70,12 +69,12 @@ class Node(NamedTuple):
 class NodeIndex:
     """What one run knows of the store's nodes so far."""
 
-    def __init__(self, report: ConversionReport) -> None:
-        self.report = report
+    def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}  # every node that converts (or was converted), by path
         # paths of arrays: a node below one is not part of the hierarchy
         self.arrays: set[str] = set()
-        self.failed: set[str] = set()  # paths that stay as they are
+        # paths that stay as they are (what the run recorded: `findings.Findings.fail`)
+        self.failed: set[str] = set()
         # what each consolidated group's consolidated metadata lists
         self.listed: dict[str, Consolidation] = {}
         # each node's notes, reported once its zarr.json is written
@@ -84,10 +83,6 @@ class NodeIndex:
         self.standing: dict[str, list[str]] = {}
         # nodes not found by the walk: their folders' files are not known
         self.unlisted: set[str] = set()
-
-    def fail(self, path: str, why: str) -> None:
-        self.failed.add("" if path == "." else path)
-        self.report.failures.append((path or ".", why))
 
     def note(self, path: str, what: str) -> None:
         self.notes.setdefault(path, []).append(what)
@@ -119,15 +114,11 @@ class NodeIndex:
 
 @dataclass(frozen=True)
 class RunState:
-    """What the rooms of one run share: the store, what the run knows of its nodes (its report with
-    it), and whether it writes (a dry run reads and checks the same, and writes nothing)."""
+    """What the rooms of one run share: the store, what the run knows of its nodes, and whether it
+    writes (a dry run reads and checks the same, and writes nothing)."""
 
     store: Store
     index: NodeIndex
     dry_run: bool
     # told of each data file removed (or, in a dry run, that would be), by its path in the store
     on_removed: Callable[[str], None] | None = None
-
-    @property
-    def report(self) -> ConversionReport:
-        return self.index.report

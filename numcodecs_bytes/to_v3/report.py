@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .rules.arrays import ReadersNeed
@@ -62,6 +62,20 @@ class ConversionReport:
     # OME-Zarr 0.4 groups whose zarr.json this run wrote as 0.5: (path, "image", "label image",
     # "labels", "plate", "well", "collection" or "series")
     ome: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, part: ConversionReport) -> None:
+        """``part`` (what one room of the run found) taken in: its lists after these, its counts
+        added, its flags or'ed; a reason given once kept."""
+        for entry in fields(self):
+            mine, theirs = getattr(self, entry.name), getattr(part, entry.name)
+            if isinstance(mine, list):
+                mine.extend(theirs)
+            elif isinstance(mine, bool):
+                setattr(self, entry.name, mine or theirs)
+            elif isinstance(mine, int):
+                setattr(self, entry.name, mine + theirs)
+            elif mine is None:
+                setattr(self, entry.name, theirs)
 
     @property
     def written(self) -> list[NodeResult]:

@@ -20,15 +20,15 @@ from ..store.layout import NODE_FILES, V2_METADATA_FILES, chunk_folders
 from ..store.shard_format import Shard
 from ..zarr_versions import version_numbers
 from ._zarr_api import zarr_api
+from .findings import Findings
 from .metadata_pass.disagreements import disagreement, files_to_time, settle, settled_by_documents
-from .metadata_pass.groups import consolidated, groups_by_depth
+from .metadata_pass.groups import NotConsolidated, consolidated, groups_by_depth
 from .metadata_pass.reading import NodeReader
 from .metadata_pass.sampling import Sampler
 from .metadata_pass.switch import Switch
 from .nodes import READ, Node, NodeIndex, RunState
 from .removal.removals import Removals
 from .report import ConversionReport, NodeResult
-from .rules.arrays import UnconvertibleError
 from .rules.documents import existing_document, parents
 from .rules.ome import kind_of, level_dimension_names, ome_05
 from .rules.ome_validation import rejected
@@ -177,20 +177,17 @@ def convert_store(
         walk = store.walk(dry_run=dry_run, on_progress=on_progress)
         run = _Run(store, walk, options)
         if below_v2 is not None:
-            run.report.notes.append(
-                (
-                    ".",
-                    f"it lies below the Zarr v2 group {below_v2}: Zarr v3 readers open it at its "
-                    f"own path only, until the whole store ({store.top}) is converted",
-                )
+            found = Findings()
+            found.note(
+                ".",
+                f"it lies below the Zarr v2 group {below_v2}: Zarr v3 readers open it at its own "
+                f"path only, until the whole store ({store.top}) is converted",
             )
+            run.record(found)
         for batch in walk:
             run.take(batch)
         run.take_nodes_the_walk_missed()
-        made_ome = make_ome_05(run.index)
-        write_groups(run.state, run.switch)
-        written = {node.path for node in run.report.written}
-        run.report.ome = [(path, kind) for path, kind in made_ome.items() if path in written]
+        run.write_groups()
         removing = remove_v2_metadata and not run.report.failures
         pack = _packer(store, client, location, store_options)
         run.shard(ShardOptions(shard_size, shapes, pack, on_shards), removing)
@@ -278,16 +275,17 @@ class _Options(NamedTuple):
 
 class _Run:
     """One run of `convert_store` over a store: it takes the walk's batches, and writes what they
-    convert to."""
+    convert to. Its rooms return what they found (`Findings`); the run alone records it (`record`):
+    its report, and the nodes that stay as they are."""
 
     def __init__(self, store: Store, walk: Walk, options: _Options) -> None:
         self.store, self.walk, self.options = store, walk, options
         self.report = ConversionReport()
-        self.index = NodeIndex(self.report)
+        self.index = NodeIndex()
         self.state = RunState(store, self.index, options.dry_run, options.on_removed)
         self.reader = NodeReader(self.index, options.oldest_zarr)
-        self.sampler = Sampler(store.files, self.index)
-        self.switch = Switch(self.state, options.on_node)
+        self.sampler = Sampler(store.files)
+        self.switch = Switch(self.state)
         self.removal = Removals(self.state)
         # the arrays the sharding pass takes, as this run left them
         self.to_shard: dict[str, ArrayFound] = {}
@@ -299,7 +297,7 @@ class _Run:
         """The nodes of one batch of the walk: converted, checked and (arrays) written."""
         self.report.leftovers_removed += batch.leftovers_removed
         for path, why in batch.problems:
-            self.index.fail(path, why)
+            self.fail(path, why)
         found: list[tuple[Folder, str]] = []
         for folder in batch.folders:
             path = self.store.relative(folder.path)
@@ -308,7 +306,7 @@ class _Run:
             container = self.index.container(path)
             if container is not None:
                 self.index.arrays.add(path)
-                self.index.fail(
+                self.fail(
                     path,
                     f"a node inside the array {container or '.'}: Zarr v3 arrays "
                     "hold no nodes; left as v2",
@@ -335,7 +333,7 @@ class _Run:
                 node = self.reader.node(folder, path, files)
             # one node's problem, whatever it is, is reported; the rest converts
             except Exception as exc:
-                self.index.fail(path, reason(exc))
+                self.fail(path, reason(exc))
                 if ".zarray" in folder.files:
                     self.index.arrays.add(path)
                     if walk is not None:  # no digit folder holds a node that zarr reads
@@ -344,7 +342,8 @@ class _Run:
             if walk is not None:
                 walk.leave_out(folder, node.leave_out)
             built.append(node)
-        settled = settled_by_times(self.store, self.index, built)
+        settled, disagreements = settled_by_times(self.store, self.index, built)
+        self.record(disagreements)
         self._write_arrays(settled)
         for node in settled:
             if node.kind == "group":
@@ -353,8 +352,9 @@ class _Run:
     def _write_arrays(self, nodes: list[Node]) -> None:
         arrays = [node for node in nodes if node.kind == "array"]
         if self.options.sample_check:
-            arrays = self.sampler.passing(arrays)
-        self.index.failed |= self.switch.documents([(node, node.document) for node in arrays])
+            arrays, found = self.sampler.passing(arrays)
+            self.record(found)
+        self.record(self.switch.documents([(node, node.document) for node in arrays]))
         for node in arrays:
             if node.path not in self.index.failed:
                 self.index.nodes[node.path] = node.kept()
@@ -395,11 +395,15 @@ class _Run:
                 found.append((Folder(folders[path], (), tuple(sorted(present))), path))
                 self.index.unlisted.add(path)
             elif problem is not None and not isinstance(problem, FileNotFoundError):
-                self.index.fail(path, reason(problem))
+                self.fail(path, reason(problem))
             else:
-                node = self.reader.from_consolidation(
-                    Folder(folders[path], (), ()), path, *missing[path]
-                )
+                try:
+                    node = self.reader.from_consolidation(
+                        Folder(folders[path], (), ()), path, *missing[path]
+                    )
+                except Exception as exc:
+                    self.fail(path, reason(exc))
+                    continue
                 if node is not None and node.kind == "array":
                     self._write_arrays([node])
                 elif node is not None:
@@ -408,12 +412,20 @@ class _Run:
 
     # -- writing -----------------------------------------------------------------------------------
 
+    def write_groups(self) -> None:
+        """The OME-Zarr groups made 0.5 where they hold together (`make_ome_05`), then every
+        group's ``zarr.json`` (`write_groups`)."""
+        made_ome, found = make_ome_05(self.index)
+        self.record(found)
+        self.record(write_groups(self.index, self.store.path, self.switch))
+        written = {node.path for node in self.report.written}
+        self.report.ome = [(path, kind) for path, kind in made_ome.items() if path in written]
+
     def shard(self, options: ShardOptions, removing: bool) -> None:
-        """The sharding pass (`shard_pass`) over the arrays it takes."""
+        """The sharding pass (`sharding_pass.rounds`) over the arrays it takes."""
         if self.to_shard:
-            ShardPass(self.state, options, self.switch, self.removal, removing).run(
-                list(self.to_shard.values())
-            )
+            sharding = ShardPass(self.state, options, self.switch, self.removal, removing)
+            self.record(sharding.run(list(self.to_shard.values())))
 
     def remove_v2_metadata(self) -> None:
         """The v2 metadata of every node whose v2 files are still there, where nothing below it
@@ -421,8 +433,23 @@ class _Run:
         last. A group that keeps its v2 metadata then has its ``.zmetadata`` list only the nodes
         that are still v2."""
         going, keeping = _v2_metadata_going(self.index, self.removal.removed)
-        self.removal.metadata((node.path, node.folder, node.digests) for node in going)
-        self.removal.consolidations(keeping)
+        self.record(self.removal.metadata((node.path, node.folder, node.digests) for node in going))
+        self.record(self.removal.consolidations(keeping))
+
+    def record(self, found: Findings) -> None:
+        """What a room found, recorded: the run's one writer of its outcome (the report, and the
+        nodes that stay as they are); each node converted told to the caller."""
+        self.report.add(found.report)
+        self.index.failed |= found.failed
+        if self.options.on_node is not None:
+            for result in found.report.converted:
+                self.options.on_node(result)
+
+    def fail(self, path: str, why: str) -> None:
+        """The node at ``path`` stays as it is, for ``why``: what the run found itself."""
+        found = Findings()
+        found.fail(path, why)
+        self.record(found)
 
 
 def _v2_metadata_going(index: NodeIndex, removed: set[str]) -> tuple[list[Node], list[str]]:
@@ -485,11 +512,12 @@ def ome_level_names(
     return names
 
 
-def make_ome_05(index: NodeIndex) -> dict[str, str]:
+def make_ome_05(index: NodeIndex) -> tuple[dict[str, str], Findings]:
     """The OME-Zarr 0.4 groups among the nodes made 0.5 where their hierarchy holds together
     (`ome.ome_05`) and ome-zarr-models, where installed, finds them valid as they are about to be
     written (`ome_validation`: a group it rejects, and those holding or naming it, are not made
-    0.5), the others noted; what each group made 0.5 is, by path."""
+    0.5), the others noted; what each group made 0.5 is, by path, and what was found."""
+    found = Findings()
     nodes = index.nodes
     documents = {path: node.document for path, node in nodes.items()}
     convertible = {path for path, node in nodes.items() if node.origin != "v3"}
@@ -500,7 +528,7 @@ def make_ome_05(index: NodeIndex) -> dict[str, str]:
             {path: kind_of(document) or "" for path, document in made.items()},
         )
         if verdicts is None:
-            index.report.notes.append((".", OME_NOT_VALIDATED))
+            found.note(".", OME_NOT_VALIDATED)
             break
         if not verdicts:
             break
@@ -518,7 +546,8 @@ def make_ome_05(index: NodeIndex) -> dict[str, str]:
         index.note(path, why)
     for path, document in made.items():
         nodes[path] = nodes[path]._replace(document=document)
-    return {path: kind_of(document) or "OME group" for path, document in sorted(made.items())}
+    kinds = {path: kind_of(document) or "OME group" for path, document in sorted(made.items())}
+    return kinds, found
 
 
 OME_NOT_VALIDATED = (
@@ -527,25 +556,24 @@ OME_NOT_VALIDATED = (
 )
 
 
-def write_groups(state: RunState, switch: Switch) -> None:
+def write_groups(index: NodeIndex, folder_of: Callable[[str], str], switch: Switch) -> Findings:
     """Every group's ``zarr.json``, deepest first (a batch per depth), each only once everything
-    below it converted; the root last."""
-    index, report = state.index, state.report
+    below it converted; the root last. What was found."""
+    found = Findings()
     blocked = {parent for path in index.failed for parent in parents(path)}
-    for groups in groups_by_depth(index, state.store.path):
+    for groups in groups_by_depth(index, folder_of):
         writes = []
         for node in groups:
             if node.path in blocked:
-                below = sum(
-                    path.startswith(f"{node.path}/") or not node.path for path in index.failed
-                )
+                failed = index.failed | found.failed
+                below = sum(path.startswith(f"{node.path}/") or not node.path for path in failed)
                 if node.origin == "v2" and node.existing is None:
-                    index.fail(
+                    found.fail(
                         node.path,
                         f"left as Zarr v2: {below} path(s) below it could not be converted",
                     )
                 elif node.origin == "v2":
-                    index.fail(
+                    found.fail(
                         node.path,
                         f"its zarr.json is left as it is: {below} path(s) below "
                         "it could not be converted",
@@ -555,25 +583,29 @@ def write_groups(state: RunState, switch: Switch) -> None:
             if node.consolidates:
                 try:
                     document = consolidated(index, node)
-                except UnconvertibleError as exc:
-                    index.fail(node.path, str(exc))
+                except NotConsolidated as exc:
+                    exc.failed_into(found, node.path)
                     continue
             writes.append((node, document))
-        not_written = switch.documents(writes)
-        index.failed |= not_written
-        blocked |= {parent for path in not_written for parent in parents(path)}
-        report.consolidated |= any(
-            node.path == "" and node.consolidates and "" not in not_written for node, _ in writes
+        written = switch.documents(writes)
+        found.add(written)
+        blocked |= {parent for path in written.failed for parent in parents(path)}
+        found.report.consolidated |= any(
+            node.path == "" and node.consolidates and "" not in written.failed for node, _ in writes
         )
+    return found
 
 
-def settled_by_times(store: Store, index: NodeIndex, nodes: list[Node]) -> list[Node]:
+def settled_by_times(
+    store: Store, index: NodeIndex, nodes: list[Node]
+) -> tuple[list[Node], Findings]:
     """The nodes whose ``zarr.json`` and v2 metadata disagree settled by the documents alone where
     they tell (`settled_by_documents`), else by which side was written last (`settle`: the times of
-    their files, read here)."""
+    their files, read here); those that cannot be settled fail."""
+    found = Findings()
     disagreeing = {node.path: what for node in nodes if (what := disagreement(node))}
     if not disagreeing:
-        return nodes
+        return nodes, found
     by_documents = {
         node.path: settled
         for node in nodes
@@ -599,7 +631,7 @@ def settled_by_times(store: Store, index: NodeIndex, nodes: list[Node]) -> list[
         if settled.standing is not None:
             index.standing.setdefault(node.path, []).append(settled.standing)
         if settled.failure is not None:
-            index.fail(node.path, settled.failure)
+            found.fail(node.path, settled.failure)
         if settled.node is not None:
             kept.append(settled.node)
-    return kept
+    return kept, found

@@ -361,10 +361,10 @@ def test_an_old_shard_another_writer_changes_after_the_switch_stays_on_every_rer
     zarr_sharded(root, (2, 5))
     retire = removal.Removals.retire
 
-    def writer_first(self: Any, arrays: list[Any]) -> None:
+    def writer_first(self: Any, arrays: list[Any]) -> Any:
         if any(array.retired for array in arrays):
             (root / "c" / "3" / "1").write_bytes(b"another writer's bytes")
-        retire(self, arrays)
+        return retire(self, arrays)
 
     monkeypatch.setattr(removal.Removals, "retire", writer_first)
     size = ["--shard-size", f"{12 * 10 * 4}B"]

@@ -9,11 +9,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .._zarr_api import zarr_api
+from ..findings import Findings
 from ..nodes import Node, NodeIndex
 from ..rules.arrays import UnconvertibleError
 from ..rules.documents import IMPLICIT_GROUP, depth, encoded, parents
 
-__all__ = ["consolidated", "groups_by_depth"]
+__all__ = ["NotConsolidated", "consolidated", "groups_by_depth"]
 
 
 def groups_by_depth(index: NodeIndex, folder_of: Callable[[str], str]) -> list[list[Node]]:
@@ -33,12 +34,26 @@ def groups_by_depth(index: NodeIndex, folder_of: Callable[[str], str]) -> list[l
     ]
 
 
+class NotConsolidated(UnconvertibleError):
+    """A group not consolidated: zarr-python cannot read the ``zarr.json`` of nodes below it
+    (``unreadable``: why, by path), each a failure of its own."""
+
+    def __init__(self, message: str, unreadable: dict[str, str]) -> None:
+        super().__init__(message)
+        self.unreadable = unreadable
+
+    def failed_into(self, found: Findings, group: str) -> None:
+        """Each node zarr-python cannot read, and the group, failed into ``found``."""
+        for path, why in self.unreadable.items():
+            found.fail(path, why)
+        found.fail(group, str(self))
+
+
 def consolidated(index: NodeIndex, group: Node) -> dict[str, Any]:
     """The group's document with every node below it consolidated, as zarr-python writes it.
 
-    Each node's document is parsed by zarr-python on the way: one it cannot
-    read is reported on its own line (in the index), and the group is not
-    written: `rules.UnconvertibleError`.
+    Each node's document is parsed by zarr-python on the way: where one is not read, the group is
+    not written: `NotConsolidated`, each such node with its reason.
     """
     zarr = zarr_api()
     prefix = f"{group.path}/" if group.path else ""
@@ -61,17 +76,15 @@ def consolidated(index: NodeIndex, group: Node) -> dict[str, Any]:
             zarr.consolidate(zarr.memory_store(keys), zarr_format=3)
         except Exception:
             unreadable = {
-                path: why for path, doc in documents.items() if (why := _unreadable_by_zarr(doc))
+                f"{prefix}{path}".rstrip("/"): f"zarr-python {zarr.version} cannot read its "
+                f"zarr.json ({why}): it cannot be consolidated"
+                for path, doc in documents.items()
+                if (why := _unreadable_by_zarr(doc))
             }
-            for path, why in unreadable.items():
-                index.fail(
-                    f"{prefix}{path}".rstrip("/"),
-                    f"zarr-python {zarr.version} cannot read its zarr.json ({why}): it cannot be "
-                    "consolidated",
-                )
-            raise UnconvertibleError(
+            raise NotConsolidated(
                 f"not consolidated: zarr-python {zarr.version} cannot read the zarr.json of "
-                f"{len(unreadable) or 'some'} node(s) below it"
+                f"{len(unreadable) or 'some'} node(s) below it",
+                unreadable,
             ) from None
     document: dict[str, Any] = json.loads(keys["zarr.json"].to_bytes())
     return {**group.document, "consolidated_metadata": document.get("consolidated_metadata")}

@@ -167,7 +167,8 @@ class NodeReader:
     ) -> Node | None:
         """A node known only from its entry in a consolidated metadata (its own files are gone):
         converted from a v2 entry; a v3 entry is left out of the consolidation with a note. None
-        where there is no node to write."""
+        where there is no node to write; an entry that cannot be converted raises
+        `rules.UnconvertibleError` (or what its rules raise)."""
         below = path[len(group) :].strip("/") if group else path
         entry = listed.entries[below]
         self.index.unlisted.add(path)
@@ -179,14 +180,9 @@ class NodeReader:
             return None
         zattrs, zarray = entry.get(".zattrs", {}), entry.get(".zarray")
         if not isinstance(zattrs, dict):
-            self.index.fail(path, "its .zattrs in .zmetadata is not an object")
-            return None
-        try:
-            v2_array = None if zarray is None else self.as_stored(folder, path, zarray)
-            node = self.converted(folder, path, v2_array, zattrs, {}, None, "consolidated")
-        except Exception as exc:
-            self.index.fail(path, reason(exc))
-            return None
+            raise UnconvertibleError("its .zattrs in .zmetadata is not an object")
+        v2_array = None if zarray is None else self.as_stored(folder, path, zarray)
+        node = self.converted(folder, path, v2_array, zattrs, {}, None, "consolidated")
         self.index.note(
             path,
             "known only from .zmetadata (its own v2 files are gone): converted "

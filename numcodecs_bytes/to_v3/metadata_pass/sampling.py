@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 from ...problems import reason
 from ...store import Files
 from ...store.layout import chunk_indices, chunk_key
-from ..nodes import Node, NodeIndex
+from ..findings import Findings
+from ..nodes import Node
 from .check import check_chunk, check_fill_value, pipelines_key
 
 __all__ = ["Sampler"]
@@ -39,13 +40,14 @@ class _Checking(NamedTuple):
 class Sampler:
     """The check of one run: what it has shown right so far (pipelines), and the arrays it fails."""
 
-    def __init__(self, files: Files, index: NodeIndex) -> None:
-        self.files, self.index = files, index
+    def __init__(self, files: Files) -> None:
+        self.files = files
         self.proven: set[str] = set()  # the pipelines (`pipelines_key`) a check has shown right
 
-    def passing(self, arrays: list[Node]) -> list[Node]:
-        """The arrays whose check passes; the others fail (in the index)."""
-        failed: set[str] = set()
+    def passing(self, arrays: list[Node]) -> tuple[list[Node], Findings]:
+        """The arrays whose check passes; the others fail."""
+        found = Findings()
+        failed = found.failed
         pending: dict[str, _Checking] = {}
         for node in arrays:
             if node.v2_array is None:
@@ -56,8 +58,7 @@ class Sampler:
             try:
                 check_fill_value(node.v2_array, node.document)
             except Exception as exc:
-                self.index.fail(node.path, reason(exc))
-                failed.add(node.path)
+                found.fail(node.path, reason(exc))
                 continue
             indices = chunk_indices(node.v2_array, node.chunk_names)
             pending[node.path] = _Checking(
@@ -81,15 +82,18 @@ class Sampler:
                     del pending[path]
                 samples += [(path, index) for index in more]
             for start in range(0, len(samples), self.files.concurrency):
-                failed |= self._sample(pending, samples[start : start + self.files.concurrency])
+                self._sample(pending, samples[start : start + self.files.concurrency], found)
             size *= 2
-        return [node for node in arrays if node.path not in failed]
+        return [node for node in arrays if node.path not in failed], found
 
     def _sample(
-        self, pending: dict[str, _Checking], samples: list[tuple[str, tuple[int, ...]]]
-    ) -> set[str]:
+        self,
+        pending: dict[str, _Checking],
+        samples: list[tuple[str, tuple[int, ...]]],
+        found: Findings,
+    ) -> None:
         """Read and compare ``samples`` (path, chunk index) of the ``pending`` arrays; those that
-        show the mapping, or fail, leave ``pending``. The paths that failed."""
+        show the mapping, or fail (into ``found``), leave ``pending``."""
         wanted = [
             (path, index)
             for path, index in samples
@@ -100,7 +104,6 @@ class Sampler:
             for path, index in wanted
         }
         chunks = self.files.read_data(files.values())
-        failed: set[str] = set()
         for path, index in wanted:
             if path not in pending:  # failed, or shown right, by an earlier chunk of this batch
                 continue
@@ -110,12 +113,10 @@ class Sampler:
                     checking.zarray, checking.document, index, chunks[files[path, index]]
                 )
             except Exception as exc:
-                self.index.fail(path, reason(exc))
-                failed.add(path)
+                found.fail(path, reason(exc))
                 del pending[path]
                 continue
             if shown:
                 del pending[path]
                 if checking.pipelines is not None:
                     self.proven.add(checking.pipelines)
-        return failed

@@ -1,6 +1,7 @@
-"""The one writer of a run's ``zarr.json`` files, and of each node's outcome in the report: the
-documents the metadata pass converts (`Switch.documents`), the arrays switched to new shards
-(`Switch.arrays`), and the consolidated metadata above them (`Switch.consolidations`).
+"""The one writer of a run's ``zarr.json`` files: the documents the metadata pass converts
+(`Switch.documents`), the arrays switched to new shards (`Switch.arrays`), and the consolidated
+metadata above them (`Switch.consolidations`). Each returns what it found (`Findings`: each node
+written, with its notes, and those that were not), which the run records.
 
 A ``zarr.json`` is created only where none exists, and replaced only while
 it holds what this run read or wrote (`store.Replacement`): an array whose
@@ -11,16 +12,16 @@ array as it was: it reads the files that array read, which stay until then.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ...problems import reason
 from ...store import Replacement
+from ..findings import Findings
 from ..nodes import Node, RunState
 from ..report import NodeResult
 from ..rules.documents import encoded, parents, update
 from ..rules.plan import Pack
-from .groups import consolidated
+from .groups import NotConsolidated, consolidated
 
 __all__ = ["Switch"]
 
@@ -28,22 +29,17 @@ __all__ = ["Switch"]
 class Switch:
     """The writer of one run's ``zarr.json`` files (see the module's docstring)."""
 
-    def __init__(self, state: RunState, on_node: Callable[[NodeResult], None] | None) -> None:
-        self.store, self.index, self.report, self.dry_run = (
-            state.store,
-            state.index,
-            state.report,
-            state.dry_run,
-        )
-        self.on_node = on_node
+    def __init__(self, state: RunState) -> None:
+        self.store, self.index, self.dry_run = state.store, state.index, state.dry_run
         # each node's zarr.json as this run left it (written or found), by path
         self.current: dict[str, bytes] = {}
         # the groups whose consolidated metadata lists an array as it was
         self.stale: set[str] = set()
 
-    def documents(self, writes: list[tuple[Node, dict[str, Any]]]) -> set[str]:
+    def documents(self, writes: list[tuple[Node, dict[str, Any]]]) -> Findings:
         """Each node's ``zarr.json`` in one batch (created; never over another, but a consolidated
-        group's consolidation, or one brought up to date); the paths of the nodes not written."""
+        group's consolidation, or one brought up to date); the nodes not written fail."""
+        found = Findings()
         actions: dict[str, str] = {}
         failures: dict[str, Exception] = {}
         creates: dict[str, bytes] = {}
@@ -67,14 +63,14 @@ class Switch:
             failures |= {by_target[target]: exc for target, exc in written.items()}
         for node, document in writes:
             if node.path in failures:
-                self.index.fail(node.path, reason(failures[node.path]))
+                found.fail(node.path, reason(failures[node.path]))
             else:
-                self._written(node, document, actions[node.path])
-        return set(failures)
+                self._written(node, document, actions[node.path], found)
+        return found
 
-    def _written(self, node: Node, document: dict[str, Any], action: str) -> None:
-        """A node's outcome: kept as this run left it, reported with its notes (those of a node
-        written anew; the standing ones always), told to the caller."""
+    def _written(self, node: Node, document: dict[str, Any], action: str, found: Findings) -> None:
+        """A node's outcome: kept as this run left it, into ``found`` with its notes (those of a
+        node written anew; the standing ones always)."""
         result = NodeResult(
             node.path,
             node.kind,
@@ -85,20 +81,20 @@ class Switch:
             v3_only=node.origin == "v3",
         )
         self.current[node.path] = encoded(document) if action != "kept" else node.existing or b""
-        self.report.converted.append(result)
-        where = node.path or "."
+        found.report.converted.append(result)
         notes = self.index.notes.pop(node.path, [])
-        self.report.notes += [(where, note) for note in self.index.standing.pop(node.path, [])]
+        for note in self.index.standing.pop(node.path, []):
+            found.note(node.path, note)
         if action != "kept":  # a rerun that writes nothing has nothing to tell again
-            self.report.notes += [(where, note) for note in notes]
+            for note in notes:
+                found.note(node.path, note)
             if node.readers is not None:
-                self.report.readers.append((where, node.readers))
-        if self.on_node is not None:
-            self.on_node(result)
+                found.report.readers.append((node.path or ".", node.readers))
 
-    def arrays(self, packs: list[Pack]) -> set[str]:
+    def arrays(self, packs: list[Pack]) -> tuple[set[str], Findings]:
         """Each array's ``zarr.json`` replaced by its sharded document; the paths switched (the
         others fail)."""
+        found = Findings()
         failed = self.store.files.replace(
             Replacement(
                 f"{pack.array.folder}/zarr.json",
@@ -112,28 +108,32 @@ class Switch:
             path = pack.array.path
             problem = failed.get(f"{pack.array.folder}/zarr.json")
             if problem is not None:
-                self.index.fail(path, reason(problem))
+                found.fail(path, reason(problem))
                 continue
             switched.add(path)
-            self.report.sharded.append(path)
+            found.report.sharded.append(path)
             self.current[path] = encoded(pack.sharded)
             if path in self.index.nodes:
                 self.index.nodes[path] = self.index.nodes[path]._replace(document=pack.sharded)
             self.stale |= {group for group in parents(path) if self._consolidates(group)}
-        return switched
+        return switched, found
 
-    def consolidations(self) -> None:
+    def consolidations(self) -> Findings:
         """The consolidated metadata of every group above an array switched since the last call
         brought up to date, the deepest first (a group's consolidated metadata holds those below
         it)."""
+        found = Findings()
         # by the path of its zarr.json: the group, its new bytes
         written: dict[str, tuple[str, bytes]] = {}
         for group in sorted(self.stale, key=lambda path: -path.count("/")):
             node = self.index.nodes[group]
             try:
                 data = encoded(consolidated(self.index, node))
+            except NotConsolidated as exc:
+                exc.failed_into(found, group)
+                continue
             except Exception as exc:
-                self.index.fail(group, reason(exc))
+                found.fail(group, reason(exc))
                 continue
             if data != self.current[group]:
                 written[f"{node.folder}/zarr.json"] = (group, data)
@@ -144,9 +144,10 @@ class Switch:
         )
         for target, (group, data) in written.items():
             if target in failed:
-                self.index.fail(group, reason(failed[target]))
+                found.fail(group, reason(failed[target]))
             else:
                 self.current[group] = data
+        return found
 
     def _consolidates(self, group: str) -> bool:
         node = self.index.nodes.get(group)

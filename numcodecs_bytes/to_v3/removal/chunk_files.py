@@ -10,29 +10,30 @@ from typing import Any
 from ...problems import reason
 from ...store import Removal, Store
 from ...store.shard_format import source_path
-from ..nodes import NodeIndex
+from ..findings import Findings
 from ..rules.plan import Clear
 from .removals import Removals
 
 __all__ = ["clear", "clearable"]
 
 
-def clear(store: Store, index: NodeIndex, removals: Removals, clears: list[Clear]) -> None:
+def clear(store: Store, removals: Removals, clears: list[Clear]) -> Findings:
     """Arrays sharded earlier: their v2 files removed where every chunk file is held by its shard
     (or its shard was written after it: a Zarr v3 writer since, whose write v3 readers read); the
     others fail."""
+    found = Findings()
     if not clears:
-        return
+        return found
     held = store.files.held(shard for clear in clears for shard in clear.shards)
     going = []
-    for found in clears:
-        chunk_removals, problem = clearable(found, held)
+    for each in clears:
+        chunk_removals, problem = clearable(each, held)
         if problem is not None:
-            index.fail(found.array.path, problem)
+            found.fail(each.array.path, problem)
         else:
-            assert found.array.conversion is not None
-            going.append((found.array, found.array.conversion, chunk_removals))
-    removals.arrays(going)
+            assert each.array.conversion is not None
+            going.append((each.array, each.array.conversion, chunk_removals))
+    return found.add(removals.arrays(going))
 
 
 def clearable(clear: Clear, held: Mapping[str, Any]) -> tuple[list[Removal], str | None]:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from ...problems import reason
 from ...store import Removal
+from ..findings import Findings
 from ..nodes import RunState
 from ..rules.plan import ArrayFound, retiring, unread_shards
 from .removals import Removals
@@ -15,33 +16,34 @@ from .removals import Removals
 __all__ = ["clear_unread", "retire_killed"]
 
 
-def retire_killed(state: RunState, removals: Removals, arrays: list[ArrayFound]) -> None:
+def retire_killed(state: RunState, removals: Removals, arrays: list[ArrayFound]) -> Findings:
     """What killed runs wrote down as switched away from, removed (`Removals.retire`): only the
     files each array's ``zarr.json``, as read now, no longer reads (`plan.retiring`); the others
     stay, the marker goes (that run was killed before its switch: the plan starts over)."""
+    found = Findings()
     retire = []
     for array in arrays:
         going, staying = retiring(array)
         if staying:
-            state.report.notes.append(
-                (
-                    array.path or ".",
-                    f"an interrupted run wrote down {len(staying):,} file(s) to remove that "
-                    "its zarr.json still reads (it stopped before its switch): they stay",
-                )
+            found.note(
+                array.path,
+                f"an interrupted run wrote down {len(staying):,} file(s) to remove that its "
+                "zarr.json still reads (it stopped before its switch): they stay",
             )
         retire.append(array._replace(retired=going))
     if not state.dry_run:
-        removals.retire(retire)
+        found.add(removals.retire(retire))
+    return found
 
 
 def clear_unread(
     state: RunState, arrays: list[ArrayFound], names: Mapping[str, list[str]]
-) -> dict[str, list[str]]:
+) -> tuple[dict[str, list[str]], Findings]:
     """The shards killed runs placed below these arrays that their ``zarr.json`` does not read
     (`plan.unread_shards`: keys this tool writes, of any grid) removed, each while it is the
     version listed (in a dry run, only told); the files below each array's folder without
     them."""
+    found = Findings()
     # (not the files a list of a killed run's names: that list decides what becomes of them)
     unread = {
         array.folder: [
@@ -61,15 +63,15 @@ def clear_unread(
             for path, version in found_versions.items()
             if isinstance(version, str)
         )
-        state.store.files.tidy(f"{folder}/c" for folder, found in unread.items() if found)
+        state.store.files.tidy(f"{folder}/c" for folder, here in unread.items() if here)
     for path in paths:
         if path in failed:
-            state.report.failures.append((state.store.relative(path), reason(failed[path])))
+            found.file_stays(state.store.relative(path), reason(failed[path]))
         else:
-            state.report.leftovers_removed.append(state.store.relative(path))
+            found.report.leftovers_removed.append(state.store.relative(path))
     kept = dict(names)
-    for folder, found in unread.items():
-        if found:
-            removed = set(found)
+    for folder, unread_here in unread.items():
+        if unread_here:
+            removed = set(unread_here)
             kept[folder] = [name for name in names[folder] if name not in removed]
-    return kept
+    return kept, found

@@ -30,6 +30,7 @@ from typing import Any
 from ...problems import reason
 from ...store import Removal, Replacement, digest
 from ...store.layout import REMOVING_V2, RETIRED
+from ..findings import Findings
 from ..nodes import RunState
 from ..rules.documents import encoded
 from ..rules.plan import ArrayFound, Finish
@@ -39,18 +40,24 @@ __all__ = ["Removals"]
 
 class Removals:
     """The removals of one run: v2 files, and what arrays switched to new shards read before (or, in
-    a dry run, the list of the v2 metadata files)."""
+    a dry run, the list of the v2 metadata files). Each returns what it found (`Findings`)."""
 
     def __init__(self, state: RunState) -> None:
-        self.store, self.index = state.store, state.index
-        self.report, self.dry_run = state.report, state.dry_run
+        self.store, self.dry_run = state.store, state.dry_run
         self.on_removed = state.on_removed
         self.removed: set[str] = set()  # the nodes whose v2 metadata this run removed
 
-    def metadata(self, nodes: Iterable[tuple[str, str, Mapping[str, bytes]]]) -> set[str]:
+    def metadata(self, nodes: Iterable[tuple[str, str, Mapping[str, bytes]]]) -> Findings:
         """The v2 metadata files of these nodes (path, folder, the digests of their files as read),
-        each only if it still holds what was read; ``.zmetadata`` last. The nodes where one was not
-        removed."""
+        each only if it still holds what was read; ``.zmetadata`` last."""
+        found = Findings()
+        self._metadata(nodes, found)
+        return found
+
+    def _metadata(
+        self, nodes: Iterable[tuple[str, str, Mapping[str, bytes]]], found: Findings
+    ) -> set[str]:
+        """`metadata`, into ``found``: the nodes where a file was not removed."""
         nodes = list(nodes)
         failed = set()
         for last in (False, True):
@@ -69,17 +76,18 @@ class Removals:
             )
             for path, (node, relative, _) in removals.items():
                 if path in problems:
-                    self.report.failures.append((relative, reason(problems[path])))
+                    found.file_stays(relative, reason(problems[path]))
                     failed.add(node)
                 else:
-                    self.report.removed.append(relative)
+                    found.report.removed.append(relative)
         self.removed |= {path for path, _, _ in nodes} - failed
         return failed
 
-    def arrays(self, arrays: list[tuple[ArrayFound, dict[str, Any], list[Removal]]]) -> None:
+    def arrays(self, arrays: list[tuple[ArrayFound, dict[str, Any], list[Removal]]]) -> Findings:
         """Sharded arrays' v2 files: for each (the array, the document its chunk files are chunks
         of, their removals), its v2 metadata kept aside, removed, then its chunk files, then what
         was kept aside."""
+        found = Findings()
         aside = {
             f"{array.folder}/{REMOVING_V2}": encoded({"zarray": array.v2, "unsharded": chunks_of})
             for array, chunks_of, _ in arrays
@@ -89,39 +97,45 @@ class Removals:
         for array, _, removals in arrays:
             problem = not_kept.get(f"{array.folder}/{REMOVING_V2}")
             if problem is not None:
-                self.index.fail(
-                    array.path, f"{REMOVING_V2}: {reason(problem)}; its v2 files are kept"
-                )
+                found.fail(array.path, f"{REMOVING_V2}: {reason(problem)}; its v2 files are kept")
             else:
                 going.append((array, removals))
-        kept = self.metadata((array.path, array.folder, array.digests) for array, _ in going)
+        kept = self._metadata(
+            ((array.path, array.folder, array.digests) for array, _ in going), found
+        )
         done = [(array, removals) for array, removals in going if array.path not in kept]
-        self._remove([removal for _, removals in done for removal in removals], "chunks")
+        self._remove([removal for _, removals in done for removal in removals], found, "chunks")
         self.store.files.tidy(
             folder for array, removals in done for folder in _chunk_folders(array.folder, removals)
         )
         self._remove(
-            [Removal(path, digest(data)) for path, data in aside.items() if path not in not_kept]
+            [Removal(path, digest(data)) for path, data in aside.items() if path not in not_kept],
+            found,
         )
+        return found
 
-    def finish(self, finish: Finish) -> None:
+    def finish(self, finish: Finish) -> Findings:
         """What a killed run left of removing an array's chunk files (each as it is now: no v2
         reader sees them), then the v2 metadata it kept aside."""
         if self.dry_run:
-            self.would_remove(finish.chunks, "chunks")
-            return
-        found = self.store.files.versions(finish.chunks)
+            return self.would_remove(finish.chunks, "chunks")
+        found = Findings()
+        versions = self.store.files.versions(finish.chunks)
         self._remove(
-            [Removal(p, None, v) for p, v in found.items() if isinstance(v, str)], "chunks"
+            [Removal(p, None, v) for p, v in versions.items() if isinstance(v, str)],
+            found,
+            "chunks",
         )
         self.store.files.tidy(finish.folders)
-        self._remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)])
-        self.report.finished_removals.append(finish.array.path)
+        self._remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)], found)
+        found.report.finished_removals.append(finish.array.path)
+        return found
 
-    def mark(self, retiring: Mapping[str, Mapping[str, str]]) -> set[str]:
+    def mark(self, retiring: Mapping[str, Mapping[str, str]]) -> tuple[set[str], Findings]:
         """Beside each array (by folder), the files it is about to stop reading, with their
-        versions, written down (`RETIRED`); the folders where that was written (the others are
-        reported, and must not switch)."""
+        versions, written down (`RETIRED`); the folders where that was written (the others fail,
+        and must not switch)."""
+        found = Findings()
         marks = {
             f"{folder}/{RETIRED}": encoded(
                 {"files": {path[len(folder) + 1 :]: version for path, version in files.items()}}
@@ -137,33 +151,36 @@ class Removals:
                 if isinstance(problem, FileExistsError)
                 else f"{RETIRED}: {reason(problem)}"
             )
-            self.index.fail(self.store.relative(path.removesuffix(f"/{RETIRED}")), why)
-        return {path.removesuffix(f"/{RETIRED}") for path in marks if path not in failed}
+            found.fail(self.store.relative(path.removesuffix(f"/{RETIRED}")), why)
+        return {path.removesuffix(f"/{RETIRED}") for path in marks if path not in failed}, found
 
-    def retire(self, arrays: list[ArrayFound]) -> None:
+    def retire(self, arrays: list[ArrayFound]) -> Findings:
         """What each array was switched away from (`ArrayFound.retired`, by a killed run, or just
         now), removed, each file only while it is the version written down; then what wrote it
         down, where every such file went. A file another writer changed since stays, reported, and
         so does the list naming it: no later run takes it for a killed run's leftover."""
+        found = Findings()
         removals, folders = [], []
         for array in arrays:
             paths = {f"{array.folder}/{name}": version for name, version in array.retired.items()}
             removals += [Removal(path, None, version) for path, version in paths.items()]
             folders += _chunk_folders(array.folder, paths)
-        failed = self._remove(removals, "replaced")
+        failed = self._remove(removals, found, "replaced")
         self.store.files.tidy(folders)
         done = [
             array
             for array in arrays
             if not any(f"{array.folder}/{name}" in failed for name in array.retired)
         ]
-        self._remove([Removal(f"{array.folder}/{RETIRED}", None) for array in done])
+        self._remove([Removal(f"{array.folder}/{RETIRED}", None) for array in done], found)
+        return found
 
-    def consolidations(self, groups: Collection[str]) -> None:
+    def consolidations(self, groups: Collection[str]) -> Findings:
         """The ``.zmetadata`` of these groups (which keep their v2 metadata: a node below them does)
         made to list only the nodes that are still v2: an entry of a node whose v2 files are gone
         would read its chunks as missing, without an error, in v2 readers that open the store
         through it."""
+        found = Findings()
         folders = {self.store.path(group): group for group in groups}
         read = self.store.files.read(f"{folder}/.zmetadata" for folder in folders)
         replacements = []
@@ -172,39 +189,44 @@ class Removals:
             if isinstance(data, FileNotFoundError):
                 continue
             if isinstance(data, Exception):
-                self.report.failures.append((f"{group}/.zmetadata".lstrip("/"), reason(data)))
+                found.file_stays(f"{group}/.zmetadata".lstrip("/"), reason(data))
                 continue
             listed = _without(data, group, self.removed)
             if listed is not None:
                 replacements.append(Replacement(f"{folder}/.zmetadata", listed, data))
         if self.dry_run:
-            return
+            return found
         for path, problem in self.store.files.replace(replacements).items():
-            self.report.failures.append((self.store.relative(path), reason(problem)))
+            found.file_stays(self.store.relative(path), reason(problem))
+        return found
 
-    def would_remove(self, paths: list[str], counted: str) -> None:
+    def would_remove(self, paths: list[str], counted: str) -> Findings:
         """In a dry run: data files the run would remove, told and counted as `_remove` counts
         them."""
-        self._told(paths, counted)
+        found = Findings()
+        self._told(paths, counted, found)
+        return found
 
-    def _remove(self, removals: list[Removal], counted: str | None = None) -> set[str]:
-        """Files removed (in a dry run, none), the failures reported; the data files among them
-        (``counted``: "chunks", v2 chunk files; "replaced", what arrays read before their new
+    def _remove(
+        self, removals: list[Removal], found: Findings, counted: str | None = None
+    ) -> set[str]:
+        """Files removed (in a dry run, none), into ``found`` those that stay; the data files among
+        them (``counted``: "chunks", v2 chunk files; "replaced", what arrays read before their new
         shards) told and counted. The paths that were not removed."""
         if self.dry_run:
             return set()
         failures = self.store.files.remove(removals)
         for path, exc in failures.items():
-            self.report.failures.append((self.store.relative(path), reason(exc)))
+            found.file_stays(self.store.relative(path), reason(exc))
         if counted is not None:
-            self._told([r.path for r in removals if r.path not in failures], counted)
+            self._told([r.path for r in removals if r.path not in failures], counted, found)
         return set(failures)
 
-    def _told(self, paths: list[str], counted: str) -> None:
+    def _told(self, paths: list[str], counted: str, found: Findings) -> None:
         if counted == "chunks":
-            self.report.chunks_removed += len(paths)
+            found.report.chunks_removed += len(paths)
         else:
-            self.report.replaced_removed += len(paths)
+            found.report.replaced_removed += len(paths)
         if self.on_removed is not None:
             for path in paths:
                 self.on_removed(self.store.relative(path))

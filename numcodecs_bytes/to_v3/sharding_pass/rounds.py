@@ -34,12 +34,12 @@ from typing import NamedTuple
 from ...problems import reason
 from ...store import Removal, Store
 from ...store.shard_format import Packed, Shard, source_path
+from ..findings import Findings
 from ..metadata_pass.switch import Switch
-from ..nodes import NodeIndex, RunState
+from ..nodes import RunState
 from ..removal.chunk_files import clear
 from ..removal.leftovers import clear_unread, retire_killed
 from ..removal.removals import Removals
-from ..report import ConversionReport
 from ..rules.plan import (
     ArrayFound,
     Clear,
@@ -78,7 +78,8 @@ class ShardOptions(NamedTuple):
 
 
 class ShardPass:
-    """The sharding pass of one run (see the module's docstring)."""
+    """The sharding pass of one run (see the module's docstring): what it found, returned by
+    `run`."""
 
     def __init__(
         self,
@@ -89,21 +90,22 @@ class ShardPass:
         removing: bool,
     ) -> None:
         self.state = state
-        self.store, self.index = state.store, state.index
-        self.report, self.dry_run = state.report, state.dry_run
+        self.store, self.dry_run = state.store, state.dry_run
         self.options, self.switch = options, switch
         self.removals, self.removing = removals, removing
         self.current = switch.current
         self.done = self.total = self.packed_bytes = 0
+        self.found = Findings()
 
-    def run(self, arrays: list[ArrayFound]) -> None:
-        """Every array in rounds; the consolidated metadata brought up to date."""
+    def run(self, arrays: list[ArrayFound]) -> Findings:
+        """Every array in rounds; the consolidated metadata brought up to date. What the pass
+        found."""
         alone: list[ArrayFound] = []
         planned: list[ArrayFound] = []
         for array in arrays:
             (alone if self._decided_by_document(array) else planned).append(array)
         for chosen in _plans(
-            self.index,
+            self.found,
             alone,
             {array.folder: [] for array in alone},
             {},
@@ -126,7 +128,8 @@ class ShardPass:
                 self._round(round_)
                 round_ = []
         if not self.dry_run:
-            self.switch.consolidations()
+            self.found.add(self.switch.consolidations())
+        return self.found
 
     def _decided_by_document(self, array: ArrayFound) -> bool:
         return decided_by_document(array, self.options.size, self.options.shapes.get(array.path))
@@ -136,17 +139,20 @@ class ShardPass:
 
     def _round(self, arrays: list[ArrayFound]) -> None:
         arrays = (
-            arrays if self.dry_run else _still_read(self.store, self.index, self.current, arrays)
+            arrays if self.dry_run else _still_read(self.store, self.found, self.current, arrays)
         )
         # what killed runs switched away from, first, where the arrays read other files now
-        retire_killed(self.state, self.removals, [array for array in arrays if array.retired])
+        self.found.add(
+            retire_killed(self.state, self.removals, [array for array in arrays if array.retired])
+        )
         listed = self.store.files.files_below(array.folder for array in arrays)
         names = {
             array.folder: found
             for array in arrays
             if not isinstance(found := listed[array.folder], Exception)
         }
-        names = clear_unread(self.state, arrays, names)
+        names, unread = clear_unread(self.state, arrays, names)
+        self.found.add(unread)
         listed = {**listed, **names}
         resharded = [
             (array.folder, tuple(array.document["shape"]), old, names[array.folder])
@@ -156,15 +162,15 @@ class ShardPass:
         shards_now = read_shards(self.store, resharded)
         packs: list[Pack] = []
         clears: list[Clear] = []
-        for chosen in _plans(self.index, arrays, listed, shards_now, self.options, self.removing):
+        for chosen in _plans(self.found, arrays, listed, shards_now, self.options, self.removing):
             self._take(chosen, packs, clears)
         if self.dry_run:
-            self.report.shards_to_write += sum(
+            self.found.report.shards_to_write += sum(
                 any(shard.sources) for pack in packs for shard in pack.shards
             )
             self._would_remove(packs, clears)
             return
-        clear(self.store, self.index, self.removals, clears)
+        self.found.add(clear(self.store, self.removals, clears))
         self._pack(packs, names)
 
     def _would_remove(self, packs: list[Pack], clears: list[Clear]) -> None:
@@ -173,11 +179,11 @@ class ShardPass:
         shards, the chunk files of arrays without v2 metadata)."""
         for pack in packs:
             if pack.old is not None or pack.array.v2 is None:
-                self.removals.would_remove(pack.retired(), "replaced")
+                self.found.add(self.removals.would_remove(pack.retired(), "replaced"))
             elif self.removing:
-                self.removals.would_remove(_sources(pack.shards), "chunks")
-        for found in clears:
-            self.removals.would_remove(_sources(found.shards), "chunks")
+                self.found.add(self.removals.would_remove(_sources(pack.shards), "chunks"))
+        for each in clears:
+            self.found.add(self.removals.would_remove(_sources(each.shards), "chunks"))
 
     def _reshards(self, array: ArrayFound) -> ShardLayout | None:
         return reshard_from(array, self.options.size, self.options.shapes.get(array.path))
@@ -188,12 +194,12 @@ class ShardPass:
         elif isinstance(found, Clear):
             clears.append(found)
         elif isinstance(found, Finish):
-            self.removals.finish(found)
+            self.found.add(self.removals.finish(found))
         elif isinstance(found, Leave):
             if found.note is not None:
-                self.report.notes.append((found.array.path or ".", found.note))
+                self.found.note(found.array.path, found.note)
             if found.problem is not None:
-                self.index.fail(found.array.path, found.problem)
+                self.found.fail(found.array.path, found.problem)
 
     # -- packing -----------------------------------------------------------------------------------
 
@@ -205,13 +211,11 @@ class ShardPass:
         self._packed(0, 0)  # the rate counts from here
         packed = self.options.pack([shard for pack in packs for shard in pack.shards], self._packed)
         for result in packed.values():
-            if (
-                isinstance(result, Packed)
-                and result.refused
-                and not self.report.server_copy_refused
-            ):
-                self.report.server_copy_refused = result.refused
-        good, versions = _checked(self.store, self.index, packs, packed)
+            if isinstance(result, Packed) and result.refused:
+                self.found.report.server_copy_refused = (
+                    self.found.report.server_copy_refused or result.refused
+                )
+        good, versions = _checked(self.store, self.found, packs, packed)
         # What the arrays read before and no longer read once switched (the shards they were sharded
         # in; chunk files no v2 reader reads): written down first, for a killed run's rerun.
         marks = {
@@ -221,14 +225,16 @@ class ShardPass:
             for pack in good
             if pack.old is not None or pack.array.v2 is None
         }
-        marked = self.removals.mark(marks)
+        marked, unmarked = self.removals.mark(marks)
+        self.found.add(unmarked)
         switching = [
             pack for pack in good if pack.array.folder not in marks or pack.array.folder in marked
         ]
-        switched = self.switch.arrays(switching)
+        switched, switch_found = self.switch.arrays(switching)
+        self.found.add(switch_found)
         done = [pack for pack in good if pack.array.path in switched]
         for pack in done:
-            _count_packed(self.report, pack, packed, self.removing)
+            _count_packed(self.found, pack, packed, self.removing)
         retiring = [
             pack.array._replace(
                 retired={
@@ -245,10 +251,12 @@ class ShardPass:
             if self.removing and pack.array.v2 is not None and pack.old is None
         ]
         if going or retiring:
-            self.switch.consolidations()  # before anything it lists goes
-        self.removals.retire(retiring)
-        self.removals.arrays(
-            [(pack.array, pack.array.document, _removals(pack, packed)) for pack in going]
+            self.found.add(self.switch.consolidations())  # before anything it lists goes
+        self.found.add(self.removals.retire(retiring))
+        self.found.add(
+            self.removals.arrays(
+                [(pack.array, pack.array.document, _removals(pack, packed)) for pack in going]
+            )
         )
 
     def _packed(self, shards: int, nbytes: int) -> None:
@@ -259,7 +267,7 @@ class ShardPass:
 
 
 def _plans(
-    index: NodeIndex,
+    found: Findings,
     arrays: list[ArrayFound],
     listed: Mapping[str, list[str] | Exception],
     shards_now: Mapping[str, ShardsNow],
@@ -267,18 +275,18 @@ def _plans(
     removing: bool,
 ) -> Iterator[Plan]:
     """Each array's plan from the files listed below it and its shards' indexes read now; an array
-    that cannot be planned fails."""
+    that cannot be planned fails (into ``found``)."""
     for array in arrays:
-        found = listed[array.folder]
-        if isinstance(found, Exception):
-            index.fail(array.path, f"its files could not be listed: {reason(found)}")
+        names = listed[array.folder]
+        if isinstance(names, Exception):
+            found.fail(array.path, f"its files could not be listed: {reason(names)}")
             continue
         versions, old_shards = shards_now.get(array.folder, ({}, None))
         shape = options.shapes.get(array.path)
         try:
-            chosen = plan(array, found, options.size, shape, removing, old_shards)
+            chosen = plan(array, names, options.size, shape, removing, old_shards)
         except Exception as exc:
-            index.fail(array.path, reason(exc))
+            found.fail(array.path, reason(exc))
             continue
         if isinstance(chosen, Pack) and chosen.old is not None:
             chosen = chosen._replace(
@@ -288,16 +296,17 @@ def _plans(
 
 
 def _checked(
-    store: Store, index: NodeIndex, packs: list[Pack], packed: Mapping[str, Packed | Exception]
+    store: Store, found: Findings, packs: list[Pack], packed: Mapping[str, Packed | Exception]
 ) -> tuple[list[Pack], Mapping[str, str | Exception | None]]:
     """The packs whose shards read back right and whose sources are, right before the switch, the
-    versions packed with no other come meanwhile; the others fail. With the sources' versions."""
+    versions packed with no other come meanwhile; the others fail (into ``found``). With the
+    sources' versions."""
     checked = []
     made_right = packed_right(store, packs, packed)
     for pack in packs:
         why = made_right[pack.array.path]
         if why is not None:
-            index.fail(pack.array.path, why)
+            found.fail(pack.array.path, why)
         else:
             checked.append(pack)
     listed, versions = store.files.files_and_versions(
@@ -308,7 +317,7 @@ def _checked(
     for pack in checked:
         why = unchanged(pack, packed, versions, listed[pack.array.folder])
         if why is not None:
-            index.fail(pack.array.path, why)
+            found.fail(pack.array.path, why)
         else:
             good.append(pack)
     return good, versions
@@ -334,18 +343,18 @@ def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Remo
 
 
 def _still_read(
-    store: Store, index: NodeIndex, current: Mapping[str, bytes], arrays: list[ArrayFound]
+    store: Store, found: Findings, current: Mapping[str, bytes], arrays: list[ArrayFound]
 ) -> list[ArrayFound]:
     """The arrays whose ``zarr.json`` is still what this run read or wrote (re-read now); the others
-    fail."""
+    fail (into ``found``)."""
     read = store.files.read(f"{array.folder}/zarr.json" for array in arrays)
     kept = []
     for array in arrays:
         now = read[f"{array.folder}/zarr.json"]
         if isinstance(now, Exception) and not isinstance(now, FileNotFoundError):
-            index.fail(array.path, f"zarr.json: {reason(now)}")
+            found.fail(array.path, f"zarr.json: {reason(now)}")
         elif now != current[array.path]:
-            index.fail(
+            found.fail(
                 array.path,
                 "its zarr.json changed since this run read it (another writer): "
                 "left as it is; run again to shard it",
@@ -356,10 +365,11 @@ def _still_read(
 
 
 def _count_packed(
-    report: ConversionReport, pack: Pack, packed: Mapping[str, Packed | Exception], removing: bool
+    found: Findings, pack: Pack, packed: Mapping[str, Packed | Exception], removing: bool
 ) -> None:
-    """An array switched to its new shards, counted in the report (with a note where chunk files
+    """An array switched to its new shards, counted into ``found`` (with a note where chunk files
     were links)."""
+    report = found.report
     results = [result for shard in pack.shards if isinstance(result := packed[shard.path], Packed)]
     if pack.old is not None:
         report.resharded.append(pack.array.path)
@@ -377,9 +387,7 @@ def _count_packed(
             if removing
             else "the links stay"
         )
-        report.notes.append(
-            (
-                pack.array.path or ".",
-                f"{linked:,} chunk files are symbolic links: packed from their targets; {gone}",
-            )
+        found.note(
+            pack.array.path,
+            f"{linked:,} chunk files are symbolic links: packed from their targets; {gone}",
         )
