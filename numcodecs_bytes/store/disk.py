@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -17,6 +18,7 @@ __all__ = [
     "durable",
     "file_version",
     "past_their_tick",
+    "read_regular_file",
     "temporary_beside",
     "temporary_name",
     "umask",
@@ -109,3 +111,16 @@ def past_their_tick(infos: list[os.stat_result]) -> None:
     tick = 2_000_000_000 if newest % 1_000_000_000 == 0 else 0
     while (wait := newest + tick - time.clock_gettime_ns(_FILE_CLOCK)) >= 0:
         time.sleep(wait / 1e9 + 0.001)
+
+
+def read_regular_file(path: str) -> bytes:
+    """A file's bytes, never through a symbolic link (it could not be replaced) nor of a file that
+    is not a regular one (a FIFO or a device would block or never end)."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(
+            f"symbolic link (to {os.readlink(path)}): not replaced by a file; use its target"
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError("not a regular file")  # a FIFO or a device would block or never end
+    return Path(path).read_bytes()

@@ -11,7 +11,6 @@ included), and a run as a whole ``run_timeout`` if set.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext, suppress
@@ -20,7 +19,6 @@ from typing import Any, TypeVar
 
 from .files import (
     BACKUP_SUFFIX,
-    ByteRange,
     Folder,
     Listed,
     breadth_first,
@@ -30,16 +28,9 @@ from .files import (
 from .listing import Listing, folders_listed
 from .options import StoreOptions
 from .per_path import PerPath, Stat, content_version
-from .shard_format import (
-    Packed,
-    Shard,
-    ShardError,
-    gone,
-    shard_index,
-    source_path,
-)
+from .shard_format import Packed, Shard
 
-__all__ = ["FsspecFiles"]
+__all__ = ["FsspecFiles", "info_version"]
 
 _T = TypeVar("_T")
 _K = TypeVar("_K", bound=Hashable)
@@ -182,7 +173,7 @@ class FsspecFiles(PerPath):
         none)."""
         try:
             info = await self._call("info", path)
-            return _tag(info) or content_version(await self.bytes_of(path))
+            return info_version(info) or content_version(await self.bytes_of(path))
         except FileNotFoundError:
             return None
 
@@ -196,82 +187,14 @@ class FsspecFiles(PerPath):
     ) -> dict[str, Packed | Exception]:
         """Each shard's sources read (``jobs`` requests in flight), the shard written in one
         request, and read back; in memory a shard at a time per ``jobs`` requests: memory grows with
-        ``jobs`` and the shard size."""
-        return self.pack_each(shards, self._pack_one, on_progress)
+        ``jobs`` and the shard size (`fsspec_packing`)."""
+        from .fsspec_packing import pack_one
 
-    async def _pack_one(
-        self,
-        shard: Shard,
-        requests: asyncio.Semaphore,
-        versions: dict[str, asyncio.Task[str | None]],
-    ) -> Packed:
-        async def source(read: str | ByteRange | None) -> tuple[bytes | None, str | None]:
-            if read is None:
-                return None, None
-            # its file's version, not the range's: asked for while the range is read
-            file_version = (
-                self.version_task(versions, read.path) if isinstance(read, ByteRange) else None
-            )
-            async with requests:
-                data, version = await self.in_time(self.read_source(read))
-            if file_version is not None:
-                version = await file_version
-            if data is None or version is None:
-                raise gone(source_path(read).rsplit("/", 1)[-1])
-            return data, version
-
-        read = await asyncio.gather(*(source(path) for path in shard.sources))
-        sizes = tuple(None if data is None else len(data) for data, _ in read)
-        versions_read = tuple(version for _, version in read)
-        present = [data for data, _ in read if data is not None]
-        async with requests:
-            # no chunk: no shard (an interrupted run's object there says otherwise: it goes)
-            if not present:
-                self.before_write()
-                with suppress(FileNotFoundError):
-                    await self.in_time(self._call("rm_file", shard.path))
-                return Packed(sizes, versions_read, False)
-            body = b"".join(present) + shard_index(sizes)
-            written = await self.in_time(self.write_shard(shard, body))
-        return Packed(sizes, versions_read, written)
-
-    def version_task(
-        self, versions: dict[str, asyncio.Task[str | None]], path: str
-    ) -> asyncio.Task[str | None]:
-        """The version of a file that byte ranges are read from (an old shard): asked for once per
-        pack (``versions``), shared by the shards that read from it."""
-        if path not in versions:
-            versions[path] = asyncio.ensure_future(self.in_time(self.version_of(path)))
-        return versions[path]
-
-    async def read_source(self, source: str | ByteRange) -> tuple[bytes | None, str | None]:
-        """A chunk file's bytes and its version as read (None, None where there is none): its ETag,
-        taken before the bytes (a write between makes a version the later check does not find), or
-        their digest. A byte range of a file: those bytes (its version is its file's:
-        `version_of`)."""
-        try:
-            if isinstance(source, ByteRange):
-                return await self.range_of(source.path, source.start, source.end), None
-            info = await self._call("info", source)
-            data = await self.bytes_of(source)
-        except FileNotFoundError:
-            return None, None
-        return data, _tag(info) or content_version(data)
-
-    async def write_shard(self, shard: Shard, body: bytes) -> bool:
-        """The shard's object holding ``body``, read back: False where it held it already. An object
-        there is an interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
-        try:
-            existing = await self.bytes_of(shard.path)
-        except FileNotFoundError:
-            existing = None
-        if existing == body:
-            return False
-        self.before_write()
-        await self._call("pipe_file", shard.path, body)
-        if await self.bytes_of(shard.path) != body:
-            raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
-        return True
+        return self.pack_each(
+            shards,
+            lambda shard, requests, versions: pack_one(self, shard, requests, versions),
+            on_progress,
+        )
 
     async def range_of(self, path: str, start: int, end: int) -> bytes:
         data = bytes(await self._call("cat_file", path, start=start, end=end))
@@ -284,7 +207,7 @@ class FsspecFiles(PerPath):
             info = await self._call("info", path)
         except FileNotFoundError:
             return None
-        return Stat(int(info["size"]), _tag(info), _written(info))
+        return Stat(int(info["size"]), info_version(info), _written(info))
 
     def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
         async def below(folder: str) -> list[str]:
@@ -310,7 +233,8 @@ class FsspecFiles(PerPath):
         return nullcontext()
 
 
-def _tag(info: Mapping[str, Any]) -> str | None:
+def info_version(info: Mapping[str, Any]) -> str | None:
+    """A file's version as its ``info`` tells it (an ETag), None where it tells none."""
     tag = info.get("ETag")
     return str(tag) if tag else None
 

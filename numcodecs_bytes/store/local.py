@@ -19,13 +19,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from ..problems import StoreBusyError
-from . import local_shards
-from .disk import durable, file_version, temporary_beside, temporary_name, umask
+from . import local_shards, local_writes
+from .disk import read_regular_file
 from .files import (
-    BACKUP_SUFFIX,
     ByteRange,
     Folder,
     Listed,
@@ -33,8 +31,6 @@ from .files import (
     Removal,
     Replacement,
     breadth_first,
-    changed,
-    digest,
     each,
     failures,
     made_for,
@@ -73,7 +69,7 @@ class LocalFiles:
         return breadth_first(str(self.root), listed, entered, left_out)
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | Exception]:
-        return each({path: partial(_read_regular_file, path) for path in paths})
+        return each({path: partial(read_regular_file, path) for path in paths})
 
     def read_data(self, paths: Iterable[str]) -> dict[str, bytes | Exception | None]:
         def read(path: str) -> bytes | None:
@@ -125,129 +121,15 @@ class LocalFiles:
         )
 
     def replace(self, replacements: Iterable[Replacement]) -> dict[str, Exception]:
-        replacements = list(replacements)
-        staged = self._staged(
-            {r.path: r.data for r in replacements},
-            {r.path: r.expected for r in replacements if r.backup},
-        )
-        return self._placed(
-            staged, {r.path: partial(self._replace, r, staged[r.path]) for r in replacements}
-        )
-
-    def _replace(self, replacement: Replacement, temporaries: Any) -> None:
-        path, _, expected, backup = replacement
-        temporary, backup_temporary = temporaries
-        folder, name = os.path.split(path)
-        info = os.stat(path)
-        if info.st_nlink > 1:
-            # A rename would give this name a new file and leave the other names with the old one.
-            raise OSError(
-                f"hard link ({info.st_nlink} names for one file): not replaced, which would split "
-                "the link; make the names separate copies, then run again"
-            )
-        if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK):
-            raise OSError(f"not writable: {path}")
-        for staged_file in (temporary, backup_temporary):
-            if staged_file is not None:
-                os.chmod(staged_file, stat.S_IMODE(info.st_mode))
-                _keep_owner(staged_file, info)
-        if backup:
-            _link_or_same(
-                backup_temporary,
-                path + BACKUP_SUFFIX,
-                expected,
-                f"{name}{BACKUP_SUFFIX} exists already",
-            )
-        if Path(path).read_bytes() != expected:
-            raise changed()
-        os.replace(temporary, path)
+        return local_writes.replace(self.root, replacements)
 
     def create(self, files: Mapping[str, bytes]) -> dict[str, Exception]:
-        # a node whose folder holds nothing yet
-        for folder in {os.path.dirname(path) for path in files}:
-            # where it cannot be made, staging the file there says why, per file
-            with suppress(OSError):
-                os.makedirs(folder, exist_ok=True)
-        staged = self._staged(dict(files), {})
-        create = {
-            path: partial(self._create, path, staged[path], data) for path, data in files.items()
-        }
-        return self._placed(staged, create)
-
-    def _create(self, path: str, temporaries: Any, data: bytes) -> None:
-        temporary, _ = temporaries
-        os.chmod(temporary, 0o666 & ~umask())
-        _link_or_same(temporary, path, data, f"{os.path.basename(path)} exists already")
-
-    def _staged(self, files: dict[str, bytes], backups: dict[str, bytes]) -> dict[str, Any]:
-        """Each file's data, and the bytes of its backup where ``backups`` has them (by the file's
-        path), in temporary files beside it, written but not yet in place; per path (temporary,
-        backup's temporary or None) or the OSError met."""
-
-        def stage(path: str, data: bytes) -> tuple[str, str | None]:
-            temporary = _temporary(path, data)
-            try:
-                return temporary, _temporary(
-                    path + BACKUP_SUFFIX, backups[path]
-                ) if path in backups else None
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
-
-        staged: dict[str, Any] = each(
-            {path: partial(stage, path, data) for path, data in files.items()}
-        )
-        durable(_temporaries(staged), self.root)
-        return staged
-
-    def _placed(
-        self, staged: dict[str, Any], place: Mapping[str, Callable[[], None]]
-    ) -> dict[str, Exception]:
-        """Each staged file put in place (``place``), its leftover temporary files removed, the
-        renames made durable; the failures."""
-        failed = failures(staged)
-        try:
-            failed |= failures(
-                each({path: job for path, job in place.items() if path not in failed})
-            )
-        finally:
-            for temporary in _temporaries(staged):  # those renamed into place are gone already
-                Path(temporary).unlink(missing_ok=True)
-        placed = {os.path.dirname(path) for path in place if path not in failed}
-        durable(sorted(placed), self.root)
-        return failed
+        return local_writes.create(self.root, files)
 
     def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
         return failures(
-            each({removal.path: partial(self._remove, removal) for removal in removals})
+            each({removal.path: partial(local_writes.remove_one, removal) for removal in removals})
         )
-
-    def _remove(self, removal: Removal) -> None:
-        path, read, version = removal
-        if read is None and version is None:
-            Path(path).unlink(missing_ok=True)
-            return
-        aside = temporary_name(path, os.urandom(6).hex())
-        try:
-            os.rename(path, aside)  # from here, a writer of ``path`` makes a new file, which stays
-        except FileNotFoundError:
-            return
-        unchanged = False
-        try:
-            # a data file, as a shard's source was read: the same file, not written since
-            if version is not None:
-                # a link: its target's (the link goes, not it)
-                unchanged = file_version(os.stat(aside)) == version
-            else:
-                unchanged = digest(_read_regular_file(aside)) == read
-        finally:  # what is not removed goes back, also where reading it failed or was interrupted
-            if not unchanged:
-                # unless a writer has made a new one meanwhile: theirs is newer
-                with suppress(FileExistsError):
-                    os.link(aside, path, follow_symlinks=False)
-            os.unlink(aside)
-        if not unchanged:
-            raise changed(": not removed")
 
     # -- shards ------------------------------------------------------------------------------------
 
@@ -327,28 +209,6 @@ def _raise(error: OSError) -> None:
         raise error
 
 
-def _temporaries(staged: Mapping[str, Any]) -> list[str]:
-    """The temporary files of a batch `_LocalFiles._staged` wrote (its failures aside)."""
-    return [
-        temporary
-        for pair in staged.values()
-        if isinstance(pair, tuple)
-        for temporary in pair
-        if temporary
-    ]
-
-
-def _read_regular_file(path: str) -> bytes:
-    info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode):
-        raise OSError(
-            f"symbolic link (to {os.readlink(path)}): not replaced by a file; use its target"
-        )
-    if not stat.S_ISREG(info.st_mode):
-        raise OSError("not a regular file")  # a FIFO or a device would block or never end
-    return Path(path).read_bytes()
-
-
 def _listed(path: str, unvisited: list[tuple[str, str]]) -> Folder | None:
     """A local folder's subfolders (links to folders among them, as ``os.walk`` lists them) and
     files."""
@@ -366,47 +226,6 @@ def _listed(path: str, unvisited: list[tuple[str, str]]) -> Folder | None:
         unvisited.append((path, f"folder not read: {error.strerror or error}"))
         return None
     return Folder(path, tuple(sorted(subfolders)), tuple(sorted(files)))
-
-
-def _temporary(target: str, data: bytes) -> str:
-    """A temporary file beside ``target`` holding ``data`` (not yet durable: see `disk.durable`)."""
-    descriptor, temporary = temporary_beside(target)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return temporary
-
-
-def _link_or_same(temporary: str, target: str, data: bytes, exists: str) -> None:
-    """``temporary`` linked into place as ``target``, which must not exist: an existing one is no
-    failure where it holds ``data`` already (an earlier run's, or another writer's same bytes)."""
-    try:
-        os.link(temporary, target)
-    except FileExistsError:
-        try:
-            same = _read_regular_file(target) == data
-        except OSError:
-            same = False
-        if not same:
-            raise FileExistsError(f"{exists}: not overwritten") from None
-
-
-def _keep_owner(path: str, like: os.stat_result) -> None:
-    if not hasattr(os, "chown"):
-        return
-    info = os.stat(path)
-    if (info.st_uid, info.st_gid) == (like.st_uid, like.st_gid):
-        return
-    try:
-        os.chown(path, like.st_uid, like.st_gid)
-    except PermissionError:
-        raise OSError(
-            f"its owner (uid {like.st_uid}, gid {like.st_gid}) could not be kept: only that user "
-            "or root can replace it without taking it over; run as that user or as root"
-        ) from None
 
 
 probe_local = Probe(

@@ -28,7 +28,7 @@ from support.zarr_read import read_in_a_fresh_process as zarr_reads
 from numcodecs_bytes import BytesCodec
 from numcodecs_bytes.cli import main
 from numcodecs_bytes.migrate import migrate_store
-from numcodecs_bytes.store import Removal, digest, disk, local, open_store
+from numcodecs_bytes.store import Removal, digest, disk, local_writes, open_store
 from numcodecs_bytes.store.files import TEMP_SUFFIX
 from numcodecs_bytes.to_v3 import NodeResult, convert_store
 
@@ -162,10 +162,10 @@ def test_a_node_added_while_v2_metadata_is_removed_reaches_the_consolidation_on_
     stays, and the next run brings late into the v3 root's consolidated metadata."""
     root = tmp_path / "s.zarr"
     consolidated_store(root)
-    original = local.LocalFiles._remove
+    original = local_writes.remove_one
     added: list[bool] = []
 
-    def removing(self: Any, removal: Any) -> None:
+    def removing(removal: Any) -> None:
         if not added:
             added.append(True)
             late = zarr.create_array(
@@ -173,9 +173,9 @@ def test_a_node_added_while_v2_metadata_is_removed_reaches_the_consolidation_on_
             )
             late[...] = [7, 8]
             zarr.consolidate_metadata(str(root), zarr_format=2)
-        original(self, removal)
+        original(removal)
 
-    monkeypatch.setattr(local.LocalFiles, "_remove", removing)
+    monkeypatch.setattr(local_writes, "remove_one", removing)
     first = convert_store(root, remove_v2_metadata=True)
     assert dict(first.failures) == {
         ".zmetadata": "changed by someone else since it was read: not removed: left as it is"
@@ -459,7 +459,7 @@ def test_a_removal_that_cannot_read_the_file_puts_it_back(
     def unreadable(path: str) -> bytes:
         raise OSError("injected")
 
-    monkeypatch.setattr(local, "_read_regular_file", unreadable)
+    monkeypatch.setattr(local_writes, "read_regular_file", unreadable)
     assert "injected" in str(files.remove([Removal(zattrs, read)])[zattrs])
     assert json.loads((root / "a000" / ".zattrs").read_text()) == {"i": 0}
     assert [p.name for p in (root / "a000").iterdir() if p.name.endswith(TEMP_SUFFIX)] == []

@@ -254,18 +254,19 @@ class Interrupt(KeyboardInterrupt):
 def interrupted_after(method: str, calls: int) -> Iterator[None]:
     """The local store's ``method`` ("create" or "remove") raises, as a Ctrl-C would, after
     ``calls`` files."""
-    from numcodecs_bytes.store.local import LocalFiles
+    from numcodecs_bytes.store import local_writes
 
-    original = getattr(LocalFiles, f"_{method}")  # one file: the batch methods call it per file
+    name = f"{method}_one"  # one file: the batch functions call it per file
+    original = getattr(local_writes, name)
     count = [0]
 
-    def counting(self: Any, *args: Any) -> Any:
+    def counting(*args: Any) -> Any:
         count[0] += 1
         if count[0] > calls:
             raise Interrupt
-        return original(self, *args)
+        return original(*args)
 
-    with mock.patch.object(LocalFiles, f"_{method}", counting):
+    with mock.patch.object(local_writes, name, counting):
         yield
 
 

@@ -1,0 +1,107 @@
+"""Shards packed through an fsspec file system (`fsspec_files`): each shard's sources read at once,
+the shard written in one request, then read back and compared.
+
+A shard is held whole in memory while it is made, a shard per request in
+flight: memory grows with ``jobs`` and the shard size (S3 and Azure pack
+through obstore instead: `object_packing`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+from .per_path import content_version
+from .shard_format import ByteRange, Packed, Shard, ShardError, gone, shard_index, source_path
+
+if TYPE_CHECKING:
+    from .fsspec_files import FsspecFiles
+
+__all__ = ["pack_one"]
+
+Read = tuple[bytes | None, str | None]  # a source's bytes and version (None, None: no source)
+
+
+async def pack_one(
+    files: FsspecFiles,
+    shard: Shard,
+    requests: asyncio.Semaphore,
+    versions: dict[str, asyncio.Task[str | None]],
+) -> Packed:
+    """``shard`` made of its sources (each with its version as read; a byte range of an old shard
+    held on that shard's version, asked once per pack in ``versions``), at most the requests
+    ``requests`` lets in flight: written in one request where it has a chunk, read back."""
+
+    async def source(read: str | ByteRange | None) -> Read:
+        if read is None:
+            return None, None
+        # its file's version, not the range's: asked for while the range is read
+        file_version = (
+            _version_task(files, versions, read.path) if isinstance(read, ByteRange) else None
+        )
+        async with requests:
+            data, version = await files.in_time(_read_source(files, read))
+        if file_version is not None:
+            version = await file_version
+        if data is None or version is None:
+            raise gone(source_path(read).rsplit("/", 1)[-1])
+        return data, version
+
+    read = await asyncio.gather(*(source(path) for path in shard.sources))
+    sizes = tuple(None if data is None else len(data) for data, _ in read)
+    versions_read = tuple(version for _, version in read)
+    present = [data for data, _ in read if data is not None]
+    async with requests:
+        # no chunk: no shard (an interrupted run's object there says otherwise: it goes)
+        if not present:
+            files.before_write()
+            with suppress(FileNotFoundError):
+                await files.in_time(files.call("rm_file", shard.path))
+            return Packed(sizes, versions_read, False)
+        body = b"".join(present) + shard_index(sizes)
+        written = await files.in_time(_write_shard(files, shard, body))
+    return Packed(sizes, versions_read, written)
+
+
+def _version_task(
+    files: FsspecFiles, versions: dict[str, asyncio.Task[str | None]], path: str
+) -> asyncio.Task[str | None]:
+    """The version of a file that byte ranges are read from (an old shard): asked for once per
+    pack (``versions``), shared by the shards that read from it."""
+    if path not in versions:
+        versions[path] = asyncio.ensure_future(files.in_time(files.version_of(path)))
+    return versions[path]
+
+
+async def _read_source(files: FsspecFiles, source: str | ByteRange) -> Read:
+    """A chunk file's bytes and its version as read (None, None where there is none): its ETag,
+    taken before the bytes (a write between makes a version the later check does not find), or
+    their digest. A byte range of a file: those bytes (its version is its file's:
+    `FsspecFiles.version_of`)."""
+    from .fsspec_files import info_version
+
+    try:
+        if isinstance(source, ByteRange):
+            return await files.range_of(source.path, source.start, source.end), None
+        info = await files.call("info", source)
+        data = await files.bytes_of(source)
+    except FileNotFoundError:
+        return None, None
+    return data, info_version(info) or content_version(data)
+
+
+async def _write_shard(files: FsspecFiles, shard: Shard, body: bytes) -> bool:
+    """The shard's object holding ``body``, read back: False where it held it already. An object
+    there is an interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
+    try:
+        existing = await files.bytes_of(shard.path)
+    except FileNotFoundError:
+        existing = None
+    if existing == body:
+        return False
+    files.before_write()
+    await files.call("pipe_file", shard.path, body)
+    if await files.bytes_of(shard.path) != body:
+        raise ShardError(f"{shard.path.rsplit('/', 1)[-1]}: not what was written, read back")
+    return True
