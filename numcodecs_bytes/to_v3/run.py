@@ -28,6 +28,7 @@ from .metadata_pass.sampling import Sampler
 from .metadata_pass.switch import Switch
 from .nodes import READ, Node, NodeIndex, RunState
 from .removal.removals import Removals
+from .removal.v2_listings import listing_only_v2
 from .report import ConversionReport, NodeResult
 from .rules.documents import existing_document, parents
 from .rules.ome import kind_of, level_dimension_names, ome_05
@@ -434,7 +435,7 @@ class _Run:
         that are still v2."""
         going, keeping = _v2_metadata_going(self.index, self.removal.removed)
         self.record(self.removal.metadata((node.path, node.folder, node.digests) for node in going))
-        self.record(self.removal.consolidations(keeping))
+        self.record(listing_only_v2(self.state, keeping, self.removal.removed))
 
     def record(self, found: Findings) -> None:
         """What a room found, recorded: the run's one writer of its outcome (the report, and the

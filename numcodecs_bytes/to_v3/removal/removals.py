@@ -12,7 +12,7 @@ kept and reported. The order keeps every reader right:
 - a group's v2 metadata goes only where every node below it lost its own:
   where one keeps it (it could not be converted or sharded), v2 readers keep
   reaching it through the groups above, whose ``.zmetadata`` then lists only
-  the nodes still v2 (`Removals.consolidations`);
+  the nodes still v2 (`v2_listings.listing_only_v2`);
 - ``.zmetadata`` goes last of a batch: v2 readers of it find the rest to the end;
 - what an array switched to new shards read before (the shards it was sharded
   in, the chunk files of an array without v2 metadata) goes once the array and
@@ -23,17 +23,17 @@ kept and reported. The order keeps every reader right:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...problems import reason
-from ...store import Removal, Replacement, digest
+from ...store import Removal, digest
 from ...store.layout import REMOVING_V2, RETIRED
 from ..findings import Findings
 from ..nodes import RunState
 from ..rules.documents import encoded
 from ..rules.plan import ArrayFound, Finish
+from .remover import Remover
 
 __all__ = ["Removals"]
 
@@ -44,7 +44,7 @@ class Removals:
 
     def __init__(self, state: RunState) -> None:
         self.store, self.dry_run = state.store, state.dry_run
-        self.on_removed = state.on_removed
+        self.remover = Remover(state)
         self.removed: set[str] = set()  # the nodes whose v2 metadata this run removed
 
     def metadata(self, nodes: Iterable[tuple[str, str, Mapping[str, bytes]]]) -> Findings:
@@ -104,11 +104,13 @@ class Removals:
             ((array.path, array.folder, array.digests) for array, _ in going), found
         )
         done = [(array, removals) for array, removals in going if array.path not in kept]
-        self._remove([removal for _, removals in done for removal in removals], found, "chunks")
+        self.remover.remove(
+            [removal for _, removals in done for removal in removals], found, "chunks"
+        )
         self.store.files.tidy(
             folder for array, removals in done for folder in _chunk_folders(array.folder, removals)
         )
-        self._remove(
+        self.remover.remove(
             [Removal(path, digest(data)) for path, data in aside.items() if path not in not_kept],
             found,
         )
@@ -121,13 +123,13 @@ class Removals:
             return self.would_remove(finish.chunks, "chunks")
         found = Findings()
         versions = self.store.files.versions(finish.chunks)
-        self._remove(
+        self.remover.remove(
             [Removal(p, None, v) for p, v in versions.items() if isinstance(v, str)],
             found,
             "chunks",
         )
         self.store.files.tidy(finish.folders)
-        self._remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)], found)
+        self.remover.remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)], found)
         found.report.finished_removals.append(finish.array.path)
         return found
 
@@ -165,71 +167,19 @@ class Removals:
             paths = {f"{array.folder}/{name}": version for name, version in array.retired.items()}
             removals += [Removal(path, None, version) for path, version in paths.items()]
             folders += _chunk_folders(array.folder, paths)
-        failed = self._remove(removals, found, "replaced")
+        failed = self.remover.remove(removals, found, "replaced")
         self.store.files.tidy(folders)
         done = [
             array
             for array in arrays
             if not any(f"{array.folder}/{name}" in failed for name in array.retired)
         ]
-        self._remove([Removal(f"{array.folder}/{RETIRED}", None) for array in done], found)
-        return found
-
-    def consolidations(self, groups: Collection[str]) -> Findings:
-        """The ``.zmetadata`` of these groups (which keep their v2 metadata: a node below them does)
-        made to list only the nodes that are still v2: an entry of a node whose v2 files are gone
-        would read its chunks as missing, without an error, in v2 readers that open the store
-        through it."""
-        found = Findings()
-        folders = {self.store.path(group): group for group in groups}
-        read = self.store.files.read(f"{folder}/.zmetadata" for folder in folders)
-        replacements = []
-        for folder, group in folders.items():
-            data = read[f"{folder}/.zmetadata"]
-            if isinstance(data, FileNotFoundError):
-                continue
-            if isinstance(data, Exception):
-                found.file_stays(f"{group}/.zmetadata".lstrip("/"), reason(data))
-                continue
-            listed = _without(data, group, self.removed)
-            if listed is not None:
-                replacements.append(Replacement(f"{folder}/.zmetadata", listed, data))
-        if self.dry_run:
-            return found
-        for path, problem in self.store.files.replace(replacements).items():
-            found.file_stays(self.store.relative(path), reason(problem))
+        self.remover.remove([Removal(f"{array.folder}/{RETIRED}", None) for array in done], found)
         return found
 
     def would_remove(self, paths: list[str], counted: str) -> Findings:
-        """In a dry run: data files the run would remove, told and counted as `_remove` counts
-        them."""
-        found = Findings()
-        self._told(paths, counted, found)
-        return found
-
-    def _remove(
-        self, removals: list[Removal], found: Findings, counted: str | None = None
-    ) -> set[str]:
-        """Files removed (in a dry run, none), into ``found`` those that stay; the data files among
-        them (``counted``: "chunks", v2 chunk files; "replaced", what arrays read before their new
-        shards) told and counted. The paths that were not removed."""
-        if self.dry_run:
-            return set()
-        failures = self.store.files.remove(removals)
-        for path, exc in failures.items():
-            found.file_stays(self.store.relative(path), reason(exc))
-        if counted is not None:
-            self._told([r.path for r in removals if r.path not in failures], counted, found)
-        return set(failures)
-
-    def _told(self, paths: list[str], counted: str, found: Findings) -> None:
-        if counted == "chunks":
-            found.report.chunks_removed += len(paths)
-        else:
-            found.report.replaced_removed += len(paths)
-        if self.on_removed is not None:
-            for path in paths:
-                self.on_removed(self.store.relative(path))
+        """In a dry run: data files the run would remove, told and counted (`Remover`)."""
+        return self.remover.would_remove(paths, counted)
 
 
 def _chunk_folders(folder: str, removals: Iterable[Removal] | Mapping[str, object]) -> list[str]:
@@ -243,26 +193,3 @@ def _chunk_folders(folder: str, removals: Iterable[Removal] | Mapping[str, objec
             if "/" in path[len(folder) + 1 :]
         }
     )
-
-
-def _without(data: bytes, group: str, removed: set[str]) -> bytes | None:
-    """A ``.zmetadata`` (as read) without the entries of the nodes in ``removed`` (by path in the
-    store); None where it lists none of them, or is not consolidated metadata."""
-    try:
-        document = json.loads(data)
-        metadata = document["metadata"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(metadata, dict):
-        return None
-    prefix = f"{group}/" if group else ""
-    kept = {
-        key: value
-        for key, value in metadata.items()
-        if f"{prefix}{key.rpartition('/')[0]}".rstrip("/") not in removed
-    }
-    if len(kept) == len(metadata):
-        return None
-    return json.dumps(
-        {**document, "metadata": kept}, indent=4, sort_keys=True, ensure_ascii=True
-    ).encode()

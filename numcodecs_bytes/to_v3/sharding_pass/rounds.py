@@ -13,27 +13,20 @@ they replace. Each round:
    before any round (`plan.decided_by_document`: nothing to write, nothing to
    read);
 2. removes what killed runs left in the new shards' keys (no ``zarr.json``
-   reads them), then packs the new shards (`store.Files.pack`; on a dask
-   cluster where asked): a source listed but gone meanwhile keeps its array as
-   it is;
-3. checks what was packed (`verify`), and switches each array that passes
-   (`switch`);
-4. removes what the arrays read before and no longer read: the shards they
-   were sharded in before, and the chunk files of arrays without v2 metadata
-   (`Removals.retire`: a killed run's rerun finishes it); where the run removes
-   v2 files, the arrays' v2 metadata and chunk files (`Removals.arrays`). Before
-   either, the consolidated metadata above is brought up to date (until then it
-   reads what is still there); else once, at the end.
+   reads them), and in a dry run counts what it would write and remove;
+3. packs the new shards, checks them, switches each array that passes and
+   removes what it read before (`packing`). The consolidated metadata above
+   the arrays is brought up to date before anything it lists goes; else
+   once, at the end.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Iterator, Mapping
 
 from ...problems import reason
-from ...store import Removal, Store
-from ...store.shard_format import Packed, Shard, source_path
+from ...store import Store
+from ...store.shard_format import Shard, source_path
 from ..findings import Findings
 from ..metadata_pass.switch import Switch
 from ..nodes import RunState
@@ -54,7 +47,7 @@ from ..rules.plan import (
 )
 from ..rules.sharding import ShardLayout
 from .existing_shards import ShardsNow, read_shards
-from .verify import packed_right, unchanged
+from .packing import Packer, Packing, ShardOptions
 
 __all__ = ["ROUND", "Packer", "ShardOptions", "ShardPass"]
 
@@ -62,19 +55,6 @@ ROUND = 1000
 """Shards a round packs at most before its arrays switch and (removing) their files go: what bounds
 the disk space a run holds beside the files its shards replace (one array of more is a round of its
 own)."""
-
-Packer = Callable[[list[Shard], Callable[[int, int], None]], dict[str, Packed | Exception]]
-"""What packs shards: the store's own `Files.pack`, or tasks on a dask cluster."""
-
-
-class ShardOptions(NamedTuple):
-    """What a run asks of sharding."""
-
-    # bytes of uncompressed data a shard holds at most (see `sharding.shard_shape`)
-    size: int | None
-    shapes: Mapping[str, Sequence[int]]  # a shard shape for some arrays, by path
-    pack: Packer
-    on_shards: Callable[[int, int, int], None] | None  # (shards done, shards to do, bytes packed)
 
 
 class ShardPass:
@@ -94,7 +74,7 @@ class ShardPass:
         self.options, self.switch = options, switch
         self.removals, self.removing = removals, removing
         self.current = switch.current
-        self.done = self.total = self.packed_bytes = 0
+        self.packing = Packing(state, options, switch, removals, removing)
         self.found = Findings()
 
     def run(self, arrays: list[ArrayFound]) -> Findings:
@@ -116,7 +96,7 @@ class ShardPass:
             self._take(chosen, [], [])
         arrays = planned
         counts = {array.path: self._count(array) for array in arrays}
-        self.total = sum(counts.values())
+        self.packing.total = sum(counts.values())
         round_: list[ArrayFound] = []
         for array in arrays:
             round_.append(array)
@@ -171,7 +151,8 @@ class ShardPass:
             self._would_remove(packs, clears)
             return
         self.found.add(clear(self.store, self.removals, clears))
-        self._pack(packs, names)
+        if packs:
+            self.found.add(self.packing.packed(packs))
 
     def _would_remove(self, packs: list[Pack], clears: list[Clear]) -> None:
         """In a dry run, the data files the real run would remove once the arrays read their new
@@ -200,70 +181,6 @@ class ShardPass:
                 self.found.note(found.array.path, found.note)
             if found.problem is not None:
                 self.found.fail(found.array.path, found.problem)
-
-    # -- packing -----------------------------------------------------------------------------------
-
-    def _pack(self, packs: list[Pack], names: Mapping[str, list[str]]) -> None:
-        if not packs:
-            return
-        # the temporary files killed runs left where the new shards go (their shards went first)
-        self.store.files.tidy(f"{pack.array.folder}/c" for pack in packs)
-        self._packed(0, 0)  # the rate counts from here
-        packed = self.options.pack([shard for pack in packs for shard in pack.shards], self._packed)
-        for result in packed.values():
-            if isinstance(result, Packed) and result.refused:
-                self.found.report.server_copy_refused = (
-                    self.found.report.server_copy_refused or result.refused
-                )
-        good, versions = _checked(self.store, self.found, packs, packed)
-        # What the arrays read before and no longer read once switched (the shards they were sharded
-        # in; chunk files no v2 reader reads): written down first, for a killed run's rerun.
-        marks = {
-            pack.array.folder: {
-                path: v for path in pack.retired() if isinstance(v := versions.get(path), str)
-            }
-            for pack in good
-            if pack.old is not None or pack.array.v2 is None
-        }
-        marked, unmarked = self.removals.mark(marks)
-        self.found.add(unmarked)
-        switching = [
-            pack for pack in good if pack.array.folder not in marks or pack.array.folder in marked
-        ]
-        switched, switch_found = self.switch.arrays(switching)
-        self.found.add(switch_found)
-        done = [pack for pack in good if pack.array.path in switched]
-        for pack in done:
-            _count_packed(self.found, pack, packed, self.removing)
-        retiring = [
-            pack.array._replace(
-                retired={
-                    path[len(pack.array.folder) + 1 :]: version
-                    for path, version in marks[pack.array.folder].items()
-                }
-            )
-            for pack in done
-            if pack.array.folder in marks
-        ]
-        going = [
-            pack
-            for pack in done
-            if self.removing and pack.array.v2 is not None and pack.old is None
-        ]
-        if going or retiring:
-            self.found.add(self.switch.consolidations())  # before anything it lists goes
-        self.found.add(self.removals.retire(retiring))
-        self.found.add(
-            self.removals.arrays(
-                [(pack.array, pack.array.document, _removals(pack, packed)) for pack in going]
-            )
-        )
-
-    def _packed(self, shards: int, nbytes: int) -> None:
-        self.done += shards
-        self.packed_bytes += nbytes
-        if self.options.on_shards is not None:
-            self.options.on_shards(self.done, self.total, self.packed_bytes)
 
 
 def _plans(
@@ -295,51 +212,9 @@ def _plans(
         yield chosen
 
 
-def _checked(
-    store: Store, found: Findings, packs: list[Pack], packed: Mapping[str, Packed | Exception]
-) -> tuple[list[Pack], Mapping[str, str | Exception | None]]:
-    """The packs whose shards read back right and whose sources are, right before the switch, the
-    versions packed with no other come meanwhile; the others fail (into ``found``). With the
-    sources' versions."""
-    checked = []
-    made_right = packed_right(store, packs, packed)
-    for pack in packs:
-        why = made_right[pack.array.path]
-        if why is not None:
-            found.fail(pack.array.path, why)
-        else:
-            checked.append(pack)
-    listed, versions = store.files.files_and_versions(
-        (pack.array.folder for pack in checked),
-        (path for pack in checked for path in pack.retired()),
-    )
-    good = []
-    for pack in checked:
-        why = unchanged(pack, packed, versions, listed[pack.array.folder])
-        if why is not None:
-            found.fail(pack.array.path, why)
-        else:
-            good.append(pack)
-    return good, versions
-
-
 def _sources(shards: list[Shard]) -> list[str]:
     """The files the shards are made of."""
     return [source_path(source) for shard in shards for source in shard.sources if source]
-
-
-def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Removal]:
-    """The removals of an array's chunk files, each only while it is the version packed."""
-    removals = []
-    for shard in pack.shards:
-        result = packed[shard.path]
-        assert isinstance(result, Packed)
-        removals += [
-            Removal(source_path(source), None, version)
-            for source, version in zip(shard.sources, result.versions, strict=True)
-            if source is not None and version is not None
-        ]
-    return removals
 
 
 def _still_read(
@@ -362,32 +237,3 @@ def _still_read(
         else:
             kept.append(array)
     return kept
-
-
-def _count_packed(
-    found: Findings, pack: Pack, packed: Mapping[str, Packed | Exception], removing: bool
-) -> None:
-    """An array switched to its new shards, counted into ``found`` (with a note where chunk files
-    were links)."""
-    report = found.report
-    results = [result for shard in pack.shards if isinstance(result := packed[shard.path], Packed)]
-    if pack.old is not None:
-        report.resharded.append(pack.array.path)
-    report.shards += sum(any(size is not None for size in result.sizes) for result in results)
-    report.chunks_packed += sum(size is not None for result in results for size in result.sizes)
-    packed_bytes = sum(size or 0 for result in results for size in result.sizes)
-    report.shard_bytes += packed_bytes
-    report.copied_bytes += sum(result.copied for result in results)
-    if pack.old is None and pack.array.v2 is not None and not removing:
-        report.kept_chunk_bytes += packed_bytes
-    linked = sum(result.linked for result in results)
-    if linked:
-        gone = (
-            "the links go with the chunk files, their targets stay"
-            if removing
-            else "the links stay"
-        )
-        found.note(
-            pack.array.path,
-            f"{linked:,} chunk files are symbolic links: packed from their targets; {gone}",
-        )

@@ -1,0 +1,200 @@
+"""A round's packing in the sharding pass (`rounds`): its new shards packed (`store.Files.pack`;
+on a dask cluster where asked), checked (`verify`), each array that passes switched to its new
+shards (`switch`), then what it read before and no longer reads removed.
+
+1. The temporary files killed runs left where the new shards go are removed,
+   then the shards packed: a source listed but gone meanwhile keeps its array
+   as it is.
+2. What was packed is checked (`verify.packed_right`: a chunk read through the
+   sharded document; `verify.unchanged`: no source changed or came meanwhile).
+3. What an array read before and no longer reads once switched (the shards it
+   was sharded in; chunk files no v2 reader reads) is written down beside it
+   (`Removals.mark`), for a killed run's rerun; then it switches.
+4. The consolidated metadata above is brought up to date, then what the
+   arrays read before goes (`Removals.retire`), and, where the run removes v2
+   files, their v2 metadata and chunk files (`Removals.arrays`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
+
+from ...store import Removal, Store
+from ...store.shard_format import Packed, Shard, source_path
+from ..findings import Findings
+from ..metadata_pass.switch import Switch
+from ..nodes import RunState
+from ..removal.removals import Removals
+from ..rules.plan import Pack
+from .verify import packed_right, unchanged
+
+__all__ = ["Packer", "Packing", "ShardOptions"]
+
+Packer = Callable[[list[Shard], Callable[[int, int], None]], dict[str, Packed | Exception]]
+"""What packs shards: the store's own `Files.pack`, or tasks on a dask cluster."""
+
+
+class ShardOptions(NamedTuple):
+    """What a run asks of sharding."""
+
+    # bytes of uncompressed data a shard holds at most (see `sharding.shard_shape`)
+    size: int | None
+    shapes: Mapping[str, Sequence[int]]  # a shard shape for some arrays, by path
+    pack: Packer
+    on_shards: Callable[[int, int, int], None] | None  # (shards done, shards to do, bytes packed)
+
+
+class Packing:
+    """The packing of one run's sharding pass, a round at a time (see the module's docstring), and
+    its progress (``total``: the shards the pass packs)."""
+
+    def __init__(
+        self,
+        state: RunState,
+        options: ShardOptions,
+        switch: Switch,
+        removals: Removals,
+        removing: bool,
+    ) -> None:
+        self.store = state.store
+        self.options, self.switch = options, switch
+        self.removals, self.removing = removals, removing
+        self.done = self.total = self.packed_bytes = 0
+
+    def packed(self, packs: list[Pack]) -> Findings:
+        """A round's packs packed, checked, switched, and cleared of what they read before (see
+        the module's docstring); what was found."""
+        found = Findings()
+        # the temporary files killed runs left where the new shards go (their shards went first)
+        self.store.files.tidy(f"{pack.array.folder}/c" for pack in packs)
+        self._progress(0, 0)  # the rate counts from here
+        packed = self.options.pack(
+            [shard for pack in packs for shard in pack.shards], self._progress
+        )
+        for result in packed.values():
+            if isinstance(result, Packed) and result.refused:
+                found.report.server_copy_refused = (
+                    found.report.server_copy_refused or result.refused
+                )
+        good, versions = _checked(self.store, found, packs, packed)
+        # What the arrays read before and no longer read once switched (the shards they were sharded
+        # in; chunk files no v2 reader reads): written down first, for a killed run's rerun.
+        marks = {
+            pack.array.folder: {
+                path: v for path in pack.retired() if isinstance(v := versions.get(path), str)
+            }
+            for pack in good
+            if pack.old is not None or pack.array.v2 is None
+        }
+        marked, unmarked = self.removals.mark(marks)
+        found.add(unmarked)
+        switching = [
+            pack for pack in good if pack.array.folder not in marks or pack.array.folder in marked
+        ]
+        switched, switch_found = self.switch.arrays(switching)
+        found.add(switch_found)
+        done = [pack for pack in good if pack.array.path in switched]
+        for pack in done:
+            _count_packed(found, pack, packed, self.removing)
+        retiring = [
+            pack.array._replace(
+                retired={
+                    path[len(pack.array.folder) + 1 :]: version
+                    for path, version in marks[pack.array.folder].items()
+                }
+            )
+            for pack in done
+            if pack.array.folder in marks
+        ]
+        going = [
+            pack
+            for pack in done
+            if self.removing and pack.array.v2 is not None and pack.old is None
+        ]
+        if going or retiring:
+            found.add(self.switch.consolidations())  # before anything it lists goes
+        found.add(self.removals.retire(retiring))
+        found.add(
+            self.removals.arrays(
+                [(pack.array, pack.array.document, _removals(pack, packed)) for pack in going]
+            )
+        )
+        return found
+
+    def _progress(self, shards: int, nbytes: int) -> None:
+        self.done += shards
+        self.packed_bytes += nbytes
+        if self.options.on_shards is not None:
+            self.options.on_shards(self.done, self.total, self.packed_bytes)
+
+
+def _checked(
+    store: Store, found: Findings, packs: list[Pack], packed: Mapping[str, Packed | Exception]
+) -> tuple[list[Pack], Mapping[str, str | Exception | None]]:
+    """The packs whose shards read back right and whose sources are, right before the switch, the
+    versions packed with no other come meanwhile; the others fail (into ``found``). With the
+    sources' versions."""
+    checked = []
+    made_right = packed_right(store, packs, packed)
+    for pack in packs:
+        why = made_right[pack.array.path]
+        if why is not None:
+            found.fail(pack.array.path, why)
+        else:
+            checked.append(pack)
+    listed, versions = store.files.files_and_versions(
+        (pack.array.folder for pack in checked),
+        (path for pack in checked for path in pack.retired()),
+    )
+    good = []
+    for pack in checked:
+        why = unchanged(pack, packed, versions, listed[pack.array.folder])
+        if why is not None:
+            found.fail(pack.array.path, why)
+        else:
+            good.append(pack)
+    return good, versions
+
+
+def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Removal]:
+    """The removals of an array's chunk files, each only while it is the version packed."""
+    removals = []
+    for shard in pack.shards:
+        result = packed[shard.path]
+        assert isinstance(result, Packed)
+        removals += [
+            Removal(source_path(source), None, version)
+            for source, version in zip(shard.sources, result.versions, strict=True)
+            if source is not None and version is not None
+        ]
+    return removals
+
+
+def _count_packed(
+    found: Findings, pack: Pack, packed: Mapping[str, Packed | Exception], removing: bool
+) -> None:
+    """An array switched to its new shards, counted into ``found`` (with a note where chunk files
+    were links)."""
+    report = found.report
+    results = [result for shard in pack.shards if isinstance(result := packed[shard.path], Packed)]
+    if pack.old is not None:
+        report.resharded.append(pack.array.path)
+    report.shards += sum(any(size is not None for size in result.sizes) for result in results)
+    report.chunks_packed += sum(size is not None for result in results for size in result.sizes)
+    packed_bytes = sum(size or 0 for result in results for size in result.sizes)
+    report.shard_bytes += packed_bytes
+    report.copied_bytes += sum(result.copied for result in results)
+    if pack.old is None and pack.array.v2 is not None and not removing:
+        report.kept_chunk_bytes += packed_bytes
+    linked = sum(result.linked for result in results)
+    if linked:
+        gone = (
+            "the links go with the chunk files, their targets stay"
+            if removing
+            else "the links stay"
+        )
+        found.note(
+            pack.array.path,
+            f"{linked:,} chunk files are symbolic links: packed from their targets; {gone}",
+        )
