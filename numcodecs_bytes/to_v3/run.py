@@ -1,40 +1,32 @@
-"""The run of ``numcodecs-bytes to-v3`` over a store: walk, read, check, write, consolidate, remove.
-
-The rules are `rules`, the check `check` and `sampling`, the nodes `nodes`,
-the groups `groups`; store access does the reading and writing
-(`numcodecs_bytes.store`).
+"""The run of ``numcodecs-bytes to-v3`` over a store, its passes in sequence: the metadata pass
+(`metadata_pass.batches`: the walk's batches read, checked and written; then the groups,
+`metadata_pass.group_writes`), the sharding pass (`sharding_pass`), the removal of v2 metadata
+(`removal`). Each returns what it found; the run alone records it (`_Run.record`). The rules are
+`rules`; store access does the reading and writing (`numcodecs_bytes.store`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..problems import RefusedError, reason
-from ..store import Folder, Store, StoreBatch, StoreOptions, Walk, open_store
+from ..problems import RefusedError
+from ..store import Store, StoreBatch, StoreOptions, Walk, open_store
 from ..store.distributed import pack_on_cluster
-from ..store.layout import NODE_FILES, V2_METADATA_FILES, chunk_folders
 from ..store.shard_format import Shard
 from ..zarr_versions import version_numbers
 from ._zarr_api import zarr_api
 from .findings import Findings
-from .metadata_pass.disagreements import disagreement, files_to_time, settle, settled_by_documents
-from .metadata_pass.groups import NotConsolidated, consolidated, groups_by_depth
-from .metadata_pass.reading import NodeReader
-from .metadata_pass.sampling import Sampler
+from .metadata_pass.batches import MetadataOptions, MetadataPass
+from .metadata_pass.group_writes import make_ome_05, write_groups
 from .metadata_pass.switch import Switch
-from .nodes import READ, Node, NodeIndex, RunState
+from .nodes import Node, NodeIndex, RunState
 from .removal.removals import Removals
 from .removal.v2_listings import listing_only_v2
 from .report import ConversionReport, NodeResult
 from .rules.documents import existing_document, parents
-from .rules.ome import kind_of, level_dimension_names, ome_05
-from .rules.ome_validation import rejected
-from .rules.plan import ArrayFound
-from .rules.sharding import layout_of
 from .sharding_pass.rounds import Packer, ShardOptions, ShardPass
 
 __all__ = ["convert_store"]
@@ -167,11 +159,13 @@ def convert_store(
     shapes = _shard_shapes(store, shard_shapes or {})
     options = _Options(
         dry_run,
-        remove_v2_metadata,
-        _sample_check(sample_check, verify),
-        oldest,
+        MetadataOptions(
+            _sample_check(sample_check, verify),
+            oldest,
+            shard_size is not None or bool(shapes),
+            remove_v2_metadata,
+        ),
         on_node,
-        shard_size is not None or bool(shapes),
         on_removed,
     )
     with store.locked(dry_run):
@@ -266,11 +260,8 @@ def _sample_check(sample_check: bool, verify: bool | None) -> bool:
 
 class _Options(NamedTuple):
     dry_run: bool
-    remove_v2_metadata: bool
-    sample_check: bool
-    oldest_zarr: tuple[int, ...] | None
+    metadata: MetadataOptions
     on_node: Callable[[NodeResult], None] | None
-    sharding: bool  # a shard size or shapes asked
     on_removed: Callable[[str], None] | None
 
 
@@ -280,136 +271,23 @@ class _Run:
     its report, and the nodes that stay as they are."""
 
     def __init__(self, store: Store, walk: Walk, options: _Options) -> None:
-        self.store, self.walk, self.options = store, walk, options
+        self.store, self.options = store, options
         self.report = ConversionReport()
         self.index = NodeIndex()
         self.state = RunState(store, self.index, options.dry_run, options.on_removed)
-        self.reader = NodeReader(self.index, options.oldest_zarr)
-        self.sampler = Sampler(store.files)
         self.switch = Switch(self.state)
+        self.metadata = MetadataPass(self.state, walk, options.metadata, self.switch)
         self.removal = Removals(self.state)
-        # the arrays the sharding pass takes, as this run left them
-        self.to_shard: dict[str, ArrayFound] = {}
-        self.groups_seen: set[str] = set()  # whose attributes gave their OME levels' names
 
-    # -- nodes, a batch at a time ------------------------------------------------------------------
+    # -- the metadata pass -------------------------------------------------------------------------
 
     def take(self, batch: StoreBatch) -> None:
-        """The nodes of one batch of the walk: converted, checked and (arrays) written."""
-        self.report.leftovers_removed += batch.leftovers_removed
-        for path, why in batch.problems:
-            self.fail(path, why)
-        found: list[tuple[Folder, str]] = []
-        for folder in batch.folders:
-            path = self.store.relative(folder.path)
-            if not set(folder.files) & set(NODE_FILES):
-                continue  # not a node; a group in v3 if nodes lie below it
-            container = self.index.container(path)
-            if container is not None:
-                self.index.arrays.add(path)
-                self.fail(
-                    path,
-                    f"a node inside the array {container or '.'}: Zarr v3 arrays "
-                    "hold no nodes; left as v2",
-                )
-                continue
-            found.append((folder, path))
-        self.take_nodes(found)
-
-    def take_nodes(self, found: list[tuple[Folder, str]], walked: bool = True) -> None:
-        """``found`` nodes (folder, path): their files read, their documents made, arrays checked
-        and written."""
-        present = {
-            folder.path: [name for name in READ if name in folder.files] for folder, _ in found
-        }
-        read = self.store.files.read(
-            f"{folder.path}/{name}" for folder, _ in found for name in present[folder.path]
-        )
-        walk = self.walk if walked else None
-        self.reader.level_names |= ome_level_names(self.store, found, read, self.groups_seen)
-        built: list[Node] = []
-        for folder, path in found:
-            files = {name: read[f"{folder.path}/{name}"] for name in present[folder.path]}
-            try:
-                node = self.reader.node(folder, path, files)
-            # one node's problem, whatever it is, is reported; the rest converts
-            except Exception as exc:
-                self.fail(path, reason(exc))
-                if ".zarray" in folder.files:
-                    self.index.arrays.add(path)
-                    if walk is not None:  # no digit folder holds a node that zarr reads
-                        walk.leave_out(folder, chunk_folders(folder.subfolders, folder.files, None))
-                continue
-            if walk is not None:
-                walk.leave_out(folder, node.leave_out)
-            built.append(node)
-        settled, disagreements = settled_by_times(self.store, self.index, built)
-        self.record(disagreements)
-        self._write_arrays(settled)
-        for node in settled:
-            if node.kind == "group":
-                self.index.nodes[node.path] = node.kept()
-
-    def _write_arrays(self, nodes: list[Node]) -> None:
-        arrays = [node for node in nodes if node.kind == "array"]
-        if self.options.sample_check:
-            arrays, found = self.sampler.passing(arrays)
-            self.record(found)
-        self.record(self.switch.documents([(node, node.document) for node in arrays]))
-        for node in arrays:
-            if node.path not in self.index.failed:
-                self.index.nodes[node.path] = node.kept()
-                if self._sharding_takes(node):
-                    self.to_shard[node.path] = _found(node, self.switch.current[node.path])
-
-    def _sharding_takes(self, node: Node) -> bool:
-        """Whether the sharding pass takes an array: where shards are asked for, where a killed run
-        was removing its v2 files or switching it to new shards (or placed shards its zarr.json
-        does not read), and where a removing run finds it sharded with its v2 files kept."""
-        if self.options.sharding or node.removing_v2 or node.retired or node.leftovers:
-            return True
-        return (
-            self.options.remove_v2_metadata
-            and node.shard_zarray is not None
-            and layout_of(node.document) is not None
-        )
+        """One batch of the walk (`MetadataPass.take`)."""
+        self.record(self.metadata.take(batch))
 
     def take_nodes_the_walk_missed(self) -> None:
-        """Nodes a consolidated metadata lists that the walk did not find: read from their own files
-        where they have them (a listing that missed them), else converted from the v2 entry (v2
-        readers reach them through ``.zmetadata`` alone) or left out of a v3 consolidation (their
-        ``zarr.json`` is gone)."""
-        missing = self.index.missing_from_walk()
-        paths = list(missing)
-        folders = {path: self.store.path(path) for path in paths}
-        read = self.store.files.read(f"{folders[path]}/{name}" for path in paths for name in READ)
-        found: list[tuple[Folder, str]] = []
-        for path in paths:
-            results = {name: read[f"{folders[path]}/{name}"] for name in READ}
-            present = [
-                name for name, data in results.items() if not isinstance(data, FileNotFoundError)
-            ]
-            problem = next((data for data in results.values() if isinstance(data, Exception)), None)
-            if set(present) & set(NODE_FILES):
-                # its own node: the walk's listing missed it (a .zattrs alone makes no node: zarr
-                # reads such a node through its .zmetadata entry)
-                found.append((Folder(folders[path], (), tuple(sorted(present))), path))
-                self.index.unlisted.add(path)
-            elif problem is not None and not isinstance(problem, FileNotFoundError):
-                self.fail(path, reason(problem))
-            else:
-                try:
-                    node = self.reader.from_consolidation(
-                        Folder(folders[path], (), ()), path, *missing[path]
-                    )
-                except Exception as exc:
-                    self.fail(path, reason(exc))
-                    continue
-                if node is not None and node.kind == "array":
-                    self._write_arrays([node])
-                elif node is not None:
-                    self.index.nodes[path] = node
-        self.take_nodes(found, walked=False)
+        """The nodes only a consolidated metadata lists (`MetadataPass`)."""
+        self.record(self.metadata.take_nodes_the_walk_missed())
 
     # -- writing -----------------------------------------------------------------------------------
 
@@ -424,9 +302,9 @@ class _Run:
 
     def shard(self, options: ShardOptions, removing: bool) -> None:
         """The sharding pass (`sharding_pass.rounds`) over the arrays it takes."""
-        if self.to_shard:
+        if self.metadata.to_shard:
             sharding = ShardPass(self.state, options, self.switch, self.removal, removing)
-            self.record(sharding.run(list(self.to_shard.values())))
+            self.record(sharding.run(list(self.metadata.to_shard.values())))
 
     def remove_v2_metadata(self) -> None:
         """The v2 metadata of every node whose v2 files are still there, where nothing below it
@@ -462,177 +340,3 @@ def _v2_metadata_going(index: NodeIndex, removed: set[str]) -> tuple[list[Node],
     nodes = index.nodes
     consolidating = [p for p in keeping if p in nodes and ".zmetadata" in nodes[p].digests]
     return going, consolidating
-
-
-def _found(node: Node, current: bytes) -> ArrayFound:
-    """An array as the metadata run leaves it (``current``: its zarr.json as written or read), for
-    the sharding pass."""
-    v2_metadata = {name: d for name, d in node.digests.items() if name in V2_METADATA_FILES}
-    return ArrayFound(
-        node.path,
-        node.folder,
-        node.document,
-        current,
-        node.shard_zarray,
-        node.conversion,
-        v2_metadata,
-        node.removing_v2,
-        node.retired,
-        node.leftovers,
-    )
-
-
-def ome_level_names(
-    store: Store, found: list[tuple[Folder, str]], read: Mapping[str, Any], seen: set[str]
-) -> dict[str, list[str]]:
-    """The dimension names of OME-Zarr level arrays (`ome.level_dimension_names`), from the groups
-    above ``found`` arrays: the groups among ``found`` as ``read``, the others not ``seen`` yet read
-    now (where the walk reaches an array before its group); ``seen`` takes them all."""
-    attributes = {
-        path: read.get(f"{folder.path}/.zattrs")
-        for folder, path in found
-        if ".zarray" not in folder.files
-    }
-    arrays = [path for folder, path in found if ".zarray" in folder.files]
-    unread = sorted(
-        {parent for path in arrays for parent in parents(path)} - seen - set(attributes)
-    )
-    if unread:
-        files = {path: f"{store.path(path)}/.zattrs" for path in unread}
-        got = store.files.read(files.values())
-        attributes |= {path: got[name] for path, name in files.items()}
-    names: dict[str, list[str]] = {}
-    for path, data in attributes.items():
-        seen.add(path)
-        try:
-            parsed = json.loads(data) if isinstance(data, bytes) else None
-        except (ValueError, RecursionError):
-            continue  # the node's reading reports it
-        if isinstance(parsed, dict):
-            names |= level_dimension_names(path, parsed)
-    return names
-
-
-def make_ome_05(index: NodeIndex) -> tuple[dict[str, str], Findings]:
-    """The OME-Zarr 0.4 groups among the nodes made 0.5 where their hierarchy holds together
-    (`ome.ome_05`) and ome-zarr-models, where installed, finds them valid as they are about to be
-    written (`ome_validation`: a group it rejects, and those holding or naming it, are not made
-    0.5), the others noted; what each group made 0.5 is, by path, and what was found."""
-    found = Findings()
-    nodes = index.nodes
-    documents = {path: node.document for path, node in nodes.items()}
-    convertible = {path for path, node in nodes.items() if node.origin != "v3"}
-    made, problems = ome_05(documents, convertible)
-    while made:
-        verdicts = rejected(
-            {**documents, **made},
-            {path: kind_of(document) or "" for path, document in made.items()},
-        )
-        if verdicts is None:
-            found.note(".", OME_NOT_VALIDATED)
-            break
-        if not verdicts:
-            break
-        # the deepest first: a group holding one rejected is left by the rules, with their reason
-        holding = {parent for path in verdicts for parent in parents(path)}
-        deepest = {path: why for path, why in verdicts.items() if path not in holding}
-        convertible -= set(deepest)
-        made, more = ome_05(documents, convertible)
-        problems |= more | {
-            path: f"OME-Zarr 0.4 not made 0.5: ome-zarr-models rejects it as 0.5 ({why}); "
-            "converted as plain Zarr v3, its 0.4 attributes kept as they are"
-            for path, why in deepest.items()
-        }
-    for path, why in problems.items():
-        index.note(path, why)
-    for path, document in made.items():
-        nodes[path] = nodes[path]._replace(document=document)
-    kinds = {path: kind_of(document) or "OME group" for path, document in sorted(made.items())}
-    return kinds, found
-
-
-OME_NOT_VALIDATED = (
-    "OME-Zarr 0.5 not validated: ome-zarr-models is not installed (pip install ome-zarr-models, "
-    "and the run checks each OME group with it before writing it)"
-)
-
-
-def write_groups(index: NodeIndex, folder_of: Callable[[str], str], switch: Switch) -> Findings:
-    """Every group's ``zarr.json``, deepest first (a batch per depth), each only once everything
-    below it converted; the root last. What was found."""
-    found = Findings()
-    blocked = {parent for path in index.failed for parent in parents(path)}
-    for groups in groups_by_depth(index, folder_of):
-        writes = []
-        for node in groups:
-            if node.path in blocked:
-                failed = index.failed | found.failed
-                below = sum(path.startswith(f"{node.path}/") or not node.path for path in failed)
-                if node.origin == "v2" and node.existing is None:
-                    found.fail(
-                        node.path,
-                        f"left as Zarr v2: {below} path(s) below it could not be converted",
-                    )
-                elif node.origin == "v2":
-                    found.fail(
-                        node.path,
-                        f"its zarr.json is left as it is: {below} path(s) below "
-                        "it could not be converted",
-                    )
-                continue
-            document = node.document
-            if node.consolidates:
-                try:
-                    document = consolidated(index, node)
-                except NotConsolidated as exc:
-                    exc.failed_into(found, node.path)
-                    continue
-            writes.append((node, document))
-        written = switch.documents(writes)
-        found.add(written)
-        blocked |= {parent for path in written.failed for parent in parents(path)}
-        found.report.consolidated |= any(
-            node.path == "" and node.consolidates and "" not in written.failed for node, _ in writes
-        )
-    return found
-
-
-def settled_by_times(
-    store: Store, index: NodeIndex, nodes: list[Node]
-) -> tuple[list[Node], Findings]:
-    """The nodes whose ``zarr.json`` and v2 metadata disagree settled by the documents alone where
-    they tell (`settled_by_documents`), else by which side was written last (`settle`: the times of
-    their files, read here); those that cannot be settled fail."""
-    found = Findings()
-    disagreeing = {node.path: what for node in nodes if (what := disagreement(node))}
-    if not disagreeing:
-        return nodes, found
-    by_documents = {
-        node.path: settled
-        for node in nodes
-        if node.path in disagreeing and (settled := settled_by_documents(node)) is not None
-    }
-    disagreeing = {path: what for path, what in disagreeing.items() if path not in by_documents}
-    timed = [node for node in nodes if node.path in disagreeing]
-    times = store.files.modified(
-        f"{node.folder}/{name}" for node in timed for name in files_to_time(node)
-    )
-    kept = []
-    for node in nodes:
-        if node.path in by_documents:
-            settled = by_documents[node.path]
-        elif node.path in disagreeing:
-            when = {name: times[f"{node.folder}/{name}"] for name in files_to_time(node)}
-            settled = settle(node, disagreeing[node.path], when)
-        else:
-            kept.append(node)
-            continue
-        if settled.note is not None:
-            index.note(node.path, settled.note)
-        if settled.standing is not None:
-            index.standing.setdefault(node.path, []).append(settled.standing)
-        if settled.failure is not None:
-            found.fail(node.path, settled.failure)
-        if settled.node is not None:
-            kept.append(settled.node)
-    return kept, found
