@@ -27,10 +27,10 @@ from .files import (
 )
 from .listing import Listing, folders_listed
 from .options import StoreOptions
-from .per_path import PerPath, Stat, content_version
+from .per_path import PerPath, Stat, content_version, info_version
 from .shard_format import Packed, Shard
 
-__all__ = ["FsspecFiles", "info_version"]
+__all__ = ["FsspecFiles"]
 
 _T = TypeVar("_T")
 _K = TypeVar("_K", bound=Hashable)
@@ -231,12 +231,6 @@ class FsspecFiles(PerPath):
         """No lock on an object store: its writes are conditional instead (on S3), or checked just
         before."""
         return nullcontext()
-
-
-def info_version(info: Mapping[str, Any]) -> str | None:
-    """A file's version as its ``info`` tells it (an ETag), None where it tells none."""
-    tag = info.get("ETag")
-    return str(tag) if tag else None
 
 
 def _written(info: Mapping[str, Any]) -> float | None:

@@ -9,22 +9,34 @@ through obstore instead: `object_packing`).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
 
-from .per_path import content_version
+from .per_path import content_version, info_version
 from .shard_format import ByteRange, Packed, Shard, ShardError, gone, shard_index, source_path
 
-if TYPE_CHECKING:
-    from .fsspec_files import FsspecFiles
+__all__ = ["FsspecClient", "pack_one"]
 
-__all__ = ["pack_one"]
+_T = TypeVar("_T")
+
+
+class FsspecClient(Protocol):
+    """What packing needs of an fsspec file system's files (`fsspec_files.FsspecFiles`)."""
+
+    def in_time(self, job: Awaitable[_T]) -> Awaitable[_T]: ...
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Awaitable[Any]: ...
+    def bytes_of(self, path: str) -> Awaitable[bytes]: ...
+    def range_of(self, path: str, start: int, end: int) -> Awaitable[bytes]: ...
+    def version_of(self, path: str) -> Awaitable[str | None]: ...
+    def before_write(self) -> None: ...
+
 
 Read = tuple[bytes | None, str | None]  # a source's bytes and version (None, None: no source)
 
 
 async def pack_one(
-    files: FsspecFiles,
+    files: FsspecClient,
     shard: Shard,
     requests: asyncio.Semaphore,
     versions: dict[str, asyncio.Task[str | None]],
@@ -65,7 +77,7 @@ async def pack_one(
 
 
 def _version_task(
-    files: FsspecFiles, versions: dict[str, asyncio.Task[str | None]], path: str
+    files: FsspecClient, versions: dict[str, asyncio.Task[str | None]], path: str
 ) -> asyncio.Task[str | None]:
     """The version of a file that byte ranges are read from (an old shard): asked for once per
     pack (``versions``), shared by the shards that read from it."""
@@ -74,13 +86,11 @@ def _version_task(
     return versions[path]
 
 
-async def _read_source(files: FsspecFiles, source: str | ByteRange) -> Read:
+async def _read_source(files: FsspecClient, source: str | ByteRange) -> Read:
     """A chunk file's bytes and its version as read (None, None where there is none): its ETag,
     taken before the bytes (a write between makes a version the later check does not find), or
     their digest. A byte range of a file: those bytes (its version is its file's:
     `FsspecFiles.version_of`)."""
-    from .fsspec_files import info_version
-
     try:
         if isinstance(source, ByteRange):
             return await files.range_of(source.path, source.start, source.end), None
@@ -91,7 +101,7 @@ async def _read_source(files: FsspecFiles, source: str | ByteRange) -> Read:
     return data, info_version(info) or content_version(data)
 
 
-async def _write_shard(files: FsspecFiles, shard: Shard, body: bytes) -> bool:
+async def _write_shard(files: FsspecClient, shard: Shard, body: bytes) -> bool:
     """The shard's object holding ``body``, read back: False where it held it already. An object
     there is an interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
     try:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .files import Removal, Replacement, digest, failures
 from .requests import Requests
 from .shard_format import ByteRange, Held, Shard, ShardError, index_size, parsed_index, source_path
 
-__all__ = ["PerPath", "Stat", "content_version"]
+__all__ = ["PerPath", "Stat", "content_version", "info_version"]
 
 
 class Stat(NamedTuple):
@@ -28,6 +28,12 @@ class Stat(NamedTuple):
 def content_version(data: bytes) -> str:
     """The version of a file whose file system keeps no ETag: the digest of its bytes."""
     return "sha256:" + digest(data).hex()
+
+
+def info_version(info: Mapping[str, Any]) -> str | None:
+    """A file's version as its ``info`` tells it (an ETag), None where it tells none."""
+    tag = info.get("ETag")
+    return str(tag) if tag else None
 
 
 class PerPath(Requests, ABC):
