@@ -206,7 +206,8 @@ class ObjectFiles(ObjectClient):
         from .object_packing import MEMORY_BYTES, ShardMemory, pack_one, without_temporaries
 
         shards = list(shards)
-        self.run({"": without_temporaries(self, shards)})  # best effort: no failure of the pack
+        # best effort: no failure of the pack; its requests each in its time
+        self.run({"": without_temporaries(self, shards)}, limit=False)
         memory = ShardMemory(MEMORY_BYTES)
         return self.pack_each(
             shards,

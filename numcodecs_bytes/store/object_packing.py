@@ -242,14 +242,14 @@ async def _in_parts(
         expected = (total, written.digest())
 
         async def create() -> None:
-            await files.copy(temporary, shard.path, overwrite=False)
+            await files.in_time(files.copy(temporary, shard.path, overwrite=False))
 
         async def replace(found: Stat | None) -> None:
             # obstore's copy holds on no version: the object found is removed while it is that
             # version (held by the store where it can, else checked just before), then created
             if found is not None:
-                await files.remove_one(shard.path, None, found.tag)
-            await files.copy(temporary, shard.path, overwrite=found is None)
+                await files.in_time(files.remove_one(shard.path, None, found.tag))
+            await files.in_time(files.copy(temporary, shard.path, overwrite=found is None))
 
         placed = await _placed(files, shard.path, expected, create, replace)
     finally:
@@ -267,18 +267,23 @@ def _temporary_beside(path: str) -> str:
 
 async def without_temporaries(files: ObjectClient, shards: Sequence[Shard]) -> None:
     """The temporary objects killed runs left beside these shards (their uploads in parts, not
-    placed) removed: only these shards' own, each folder listed once, at once."""
+    placed) removed: only these shards' own, each folder listed once, ``jobs`` requests at once,
+    each in its time."""
     names: dict[str, set[str]] = {}
     for shard in shards:
         folder, name = shard.path.rsplit("/", 1)
         names.setdefault(folder, set()).add(name)
 
+    requests = asyncio.Semaphore(files.jobs)
+
     async def tidied(folder: str, here: set[str]) -> None:
-        listing = await files.in_time(files.listing_of(folder))
+        async with requests:
+            listing = await files.in_time(files.listing_of(folder))
         for entry in listing["objects"]:
             name = entry["path"].rsplit("/", 1)[-1]
             if made_for(name) in here:
-                await files.in_time(files.discard(f"{folder}/{name}"))
+                async with requests:
+                    await files.in_time(files.discard(f"{folder}/{name}"))
 
     await asyncio.gather(*(tidied(folder, here) for folder, here in names.items()))
 
@@ -324,17 +329,17 @@ async def _placed(
     from obstore.exceptions import AlreadyExistsError, PreconditionError
 
     try:
-        await files.in_time(create())
+        await create()
     except (AlreadyExistsError, PreconditionError):
         pass
     else:
         return True
-    found = await files.in_time(files.stat(path))
+    found = await files.stat(path)
     if found is not None and found.size == expected[0]:
         if await _sha256_of(files, path) == expected[1]:
             return False
     try:
-        await files.in_time(replace(found))
+        await replace(found)
     except (AlreadyExistsError, PreconditionError, FileNotFoundError):
         someone_else = f"{_name(path)}: written by someone else meanwhile: left as it is"
         raise ShardError(someone_else) from None

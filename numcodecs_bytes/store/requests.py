@@ -123,7 +123,16 @@ class Requests:
                     except Exception as exc:
                         return path, exc
 
-            return dict(await asyncio.gather(*(one(path, job) for path, job in work.items())))
+            tasks = [asyncio.ensure_future(one(path, job)) for path, job in work.items()]
+            try:
+                return dict(await asyncio.gather(*tasks))
+            except BaseException:
+                # the run stops (its lock lost, its time up, interrupted): the rest of the batch
+                # stops too, each task awaited, so that none goes on writing meanwhile
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
 
         return self.on_loop(run_all)
 

@@ -27,7 +27,7 @@ from .removal.removals import Removals
 from .removal.v2_listings import listing_only_v2
 from .report import ConversionReport, NodeResult
 from .rules.documents import existing_document, parents
-from .sharding_pass.rounds import Packer, ShardOptions, ShardPass
+from .sharding_pass.rounds import Packer, Sharding, ShardOptions, ShardPass
 
 __all__ = ["convert_store"]
 
@@ -303,8 +303,8 @@ class _Run:
     def shard(self, options: ShardOptions, removing: bool) -> None:
         """The sharding pass (`sharding_pass.rounds`) over the arrays it takes."""
         if self.metadata.to_shard:
-            sharding = ShardPass(self.state, options, self.switch, self.removal, removing)
-            self.record(sharding.run(list(self.metadata.to_shard.values())))
+            sharding = Sharding(self.state, options, self.switch, self.removal, removing)
+            self.record(ShardPass(sharding).run(list(self.metadata.to_shard.values())))
 
     def remove_v2_metadata(self) -> None:
         """The v2 metadata of every node whose v2 files are still there, where nothing below it

@@ -29,7 +29,7 @@ from ..removal.removals import Removals
 from ..rules.plan import Pack
 from .verify import packed_right, unchanged
 
-__all__ = ["Packer", "Packing", "ShardOptions"]
+__all__ = ["Packer", "Packing", "ShardOptions", "Sharding"]
 
 Packer = Callable[[list[Shard], Callable[[int, int], None]], dict[str, Packed | Exception]]
 """What packs shards: the store's own `Files.pack`, or tasks on a dask cluster."""
@@ -45,21 +45,25 @@ class ShardOptions(NamedTuple):
     on_shards: Callable[[int, int, int], None] | None  # (shards done, shards to do, bytes packed)
 
 
+class Sharding(NamedTuple):
+    """What the sharding pass works with: the run's state, what it asks of sharding, the writer of
+    ``zarr.json`` files, the removals, and whether the run removes v2 files."""
+
+    state: RunState
+    options: ShardOptions
+    switch: Switch
+    removals: Removals
+    removing: bool
+
+
 class Packing:
     """The packing of one run's sharding pass, a round at a time (see the module's docstring), and
     its progress (``total``: the shards the pass packs)."""
 
-    def __init__(
-        self,
-        state: RunState,
-        options: ShardOptions,
-        switch: Switch,
-        removals: Removals,
-        removing: bool,
-    ) -> None:
-        self.store = state.store
-        self.options, self.switch = options, switch
-        self.removals, self.removing = removals, removing
+    def __init__(self, sharding: Sharding) -> None:
+        self.store = sharding.state.store
+        self.options, self.switch = sharding.options, sharding.switch
+        self.removals, self.removing = sharding.removals, sharding.removing
         self.done = self.total = self.packed_bytes = 0
 
     def packed(self, packs: list[Pack]) -> Findings:

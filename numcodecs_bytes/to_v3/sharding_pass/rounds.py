@@ -28,11 +28,8 @@ from ...problems import reason
 from ...store import Store
 from ...store.shard_format import Shard, source_path
 from ..findings import Findings
-from ..metadata_pass.switch import Switch
-from ..nodes import RunState
 from ..removal.chunk_files import clear
 from ..removal.leftovers import clear_unread, retire_killed
-from ..removal.removals import Removals
 from ..rules.plan import (
     ArrayFound,
     Clear,
@@ -47,9 +44,9 @@ from ..rules.plan import (
 )
 from ..rules.sharding import ShardLayout
 from .existing_shards import ShardsNow, read_shards
-from .packing import Packer, Packing, ShardOptions
+from .packing import Packer, Packing, Sharding, ShardOptions
 
-__all__ = ["ROUND", "Packer", "ShardOptions", "ShardPass"]
+__all__ = ["ROUND", "Packer", "ShardOptions", "ShardPass", "Sharding"]
 
 ROUND = 1000
 """Shards a round packs at most before its arrays switch and (removing) their files go: what bounds
@@ -61,20 +58,13 @@ class ShardPass:
     """The sharding pass of one run (see the module's docstring): what it found, returned by
     `run`."""
 
-    def __init__(
-        self,
-        state: RunState,
-        options: ShardOptions,
-        switch: Switch,
-        removals: Removals,
-        removing: bool,
-    ) -> None:
-        self.state = state
+    def __init__(self, sharding: Sharding) -> None:
+        self.state = state = sharding.state
         self.store, self.dry_run = state.store, state.dry_run
-        self.options, self.switch = options, switch
-        self.removals, self.removing = removals, removing
-        self.current = switch.current
-        self.packing = Packing(state, options, switch, removals, removing)
+        self.options, self.switch = sharding.options, sharding.switch
+        self.removals, self.removing = sharding.removals, sharding.removing
+        self.current = sharding.switch.current
+        self.packing = Packing(sharding)
         self.found = Findings()
 
     def run(self, arrays: list[ArrayFound]) -> Findings:
