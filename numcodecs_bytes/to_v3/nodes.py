@@ -16,14 +16,16 @@ from .rules.arrays import ReadersNeed
 from .rules.consolidations import Consolidation
 from .rules.documents import parents
 
-__all__ = ["READ", "Consolidation", "Node", "NodeIndex", "RunState"]
+__all__ = ["READ", "Consolidation", "Kept", "Node", "NodeIndex", "RunState"]
 
 READ = (".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json", REMOVING_V2, RETIRED)
 """The files a node's zarr.json is made from, or compared with."""
 
 
 class Node(NamedTuple):
-    """A node found in the store and the ``zarr.json`` it gets."""
+    """A node as its batch of the metadata pass reads it: the ``zarr.json`` it gets, and what the
+    check, the switch and the sharding pass need of it. The run keeps less of it to the end
+    (`kept`)."""
 
     folder: str  # its folder's path in the store
     path: str  # relative to the store, "" for the root
@@ -57,20 +59,47 @@ class Node(NamedTuple):
     # its folder's subfolders that hold chunks: the walk does not enter them
     leave_out: tuple[str, ...] = ()
 
-    def kept(self) -> Node:
-        """The node as the run keeps it to the end, for the groups and the consolidation: what those
-        need only."""
+    def kept(self) -> Kept:
+        """The node as the run keeps it once its batch is done (`Kept`)."""
         existing = self.existing if self.kind == "group" else None
-        return self._replace(
-            v2_array=None, existing=existing, chunk_names=None, shard_zarray=None, conversion=None
+        return Kept(
+            self.folder,
+            self.path,
+            self.kind,
+            self.document,
+            self.origin,
+            self.digests,
+            existing,
+            self.folded,
+            self.consolidates,
+            self.readers,
+            self.replaces,
         )
+
+
+class Kept(NamedTuple):
+    """A node as the run keeps it once its batch is done, to the end: what the groups' writes, the
+    consolidated metadata and the removal of v2 metadata need of it (an array's check and chunk
+    layout are done with; the sharding pass has its own record, `rules.plan.ArrayFound`)."""
+
+    folder: str  # its folder's path in the store
+    path: str  # relative to the store, "" for the root
+    kind: str  # "array" or "group"
+    document: dict[str, Any]
+    origin: str = "v2"  # as `Node.origin`
+    digests: Mapping[str, bytes] = {}  # the v2 metadata files read, by name: their digests
+    existing: bytes | None = None  # a group's zarr.json as read, where it has one
+    folded: str | None = None
+    consolidates: bool = False  # a group whose consolidated metadata lists the nodes below it
+    readers: ReadersNeed | None = None
+    replaces: bool = False  # as `Node.replaces`
 
 
 class NodeIndex:
     """What one run knows of the store's nodes so far."""
 
     def __init__(self) -> None:
-        self.nodes: dict[str, Node] = {}  # every node that converts (or was converted), by path
+        self.nodes: dict[str, Kept] = {}  # every node that converts (or was converted), by path
         # paths of arrays: a node below one is not part of the hierarchy
         self.arrays: set[str] = set()
         # paths that stay as they are (what the run recorded: `findings.Findings.fail`)

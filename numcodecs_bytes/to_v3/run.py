@@ -22,7 +22,7 @@ from .findings import Findings
 from .metadata_pass.batches import MetadataOptions, MetadataPass
 from .metadata_pass.group_writes import make_ome_05, write_groups
 from .metadata_pass.switch import Switch
-from .nodes import Node, NodeIndex, RunState
+from .nodes import Kept, NodeIndex, RunState
 from .removal.removals import Removals
 from .removal.v2_listings import listing_only_v2
 from .report import ConversionReport, NodeResult
@@ -331,7 +331,7 @@ class _Run:
         self.record(found)
 
 
-def _v2_metadata_going(index: NodeIndex, removed: set[str]) -> tuple[list[Node], list[str]]:
+def _v2_metadata_going(index: NodeIndex, removed: set[str]) -> tuple[list[Kept], list[str]]:
     """The nodes whose v2 metadata goes (arrays first: v2 readers find every group to the end), and
     the groups that keep a ``.zmetadata`` (a node below them keeps its v2 metadata)."""
     keeping = index.failed | {parent for path in index.failed for parent in parents(path)}

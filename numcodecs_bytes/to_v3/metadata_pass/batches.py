@@ -174,7 +174,7 @@ class MetadataPass:
                 if node is not None and node.kind == "array":
                     taken.add(self._write_arrays([node]))
                 elif node is not None:
-                    self.index.nodes[path] = node
+                    self.index.nodes[path] = node.kept()
         return taken.add(self._take_nodes(found, walked=False))
 
 

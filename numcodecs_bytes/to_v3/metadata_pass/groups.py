@@ -10,21 +10,21 @@ from typing import Any
 
 from .._zarr_api import zarr_api
 from ..findings import Findings
-from ..nodes import Node, NodeIndex
+from ..nodes import Kept, NodeIndex
 from ..rules.arrays import UnconvertibleError
 from ..rules.documents import IMPLICIT_GROUP, depth, encoded, parents
 
 __all__ = ["NotConsolidated", "consolidated", "groups_by_depth"]
 
 
-def groups_by_depth(index: NodeIndex, folder_of: Callable[[str], str]) -> list[list[Node]]:
+def groups_by_depth(index: NodeIndex, folder_of: Callable[[str], str]) -> list[list[Kept]]:
     """The groups to write, deepest first, a list per depth; folders without v2 metadata that lead
     to nodes (``folder_of``: a path's folder) become groups (zarr 2 reads through them)."""
     for path in [*index.nodes, *index.failed]:
         for parent in parents(path):
             if parent in index.nodes or parent in index.arrays or parent in index.failed:
                 break
-            index.nodes[parent] = Node(
+            index.nodes[parent] = Kept(
                 folder_of(parent), parent, "group", IMPLICIT_GROUP, "implicit"
             )
     groups = [node for node in index.nodes.values() if node.kind == "group"]
@@ -49,7 +49,7 @@ class NotConsolidated(UnconvertibleError):
         found.fail(group, str(self))
 
 
-def consolidated(index: NodeIndex, group: Node) -> dict[str, Any]:
+def consolidated(index: NodeIndex, group: Kept) -> dict[str, Any]:
     """The group's document with every node below it consolidated, as zarr-python writes it.
 
     Each node's document is parsed by zarr-python on the way: where one is not read, the group is

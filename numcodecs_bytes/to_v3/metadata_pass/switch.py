@@ -12,12 +12,13 @@ array as it was: it reads the files that array read, which stay until then.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ...problems import reason
 from ...store import Replacement
 from ..findings import Findings
-from ..nodes import Node, RunState
+from ..nodes import Kept, Node, RunState
 from ..report import NodeResult
 from ..rules.documents import encoded, parents, update
 from ..rules.plan import Pack
@@ -36,7 +37,7 @@ class Switch:
         # the groups whose consolidated metadata lists an array as it was
         self.stale: set[str] = set()
 
-    def documents(self, writes: list[tuple[Node, dict[str, Any]]]) -> Findings:
+    def documents(self, writes: Sequence[tuple[Node | Kept, dict[str, Any]]]) -> Findings:
         """Each node's ``zarr.json`` in one batch (created; never over another, but a consolidated
         group's consolidation, or one brought up to date); the nodes not written fail."""
         found = Findings()
@@ -68,7 +69,9 @@ class Switch:
                 self._written(node, document, actions[node.path], found)
         return found
 
-    def _written(self, node: Node, document: dict[str, Any], action: str, found: Findings) -> None:
+    def _written(
+        self, node: Node | Kept, document: dict[str, Any], action: str, found: Findings
+    ) -> None:
         """A node's outcome: kept as this run left it, into ``found`` with its notes (those of a
         node written anew; the standing ones always)."""
         result = NodeResult(
