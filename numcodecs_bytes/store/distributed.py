@@ -64,4 +64,4 @@ def pack_on_cluster(
 def _pack_task(
     location: str, options: StoreOptions, shards: list[Shard]
 ) -> dict[str, Packed | Exception]:
-    return open_store(location, options).files.pack(shards)
+    return open_store(location, options).packing.pack(shards)

@@ -24,7 +24,7 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from ..problems import NotAStoreError, RunTimeoutError, StoreBusyError, reason
-from .files import TEMP_SUFFIX, Files, Folder, Probe, Removal
+from .files import TEMP_SUFFIX, Files, Folder, Probe, Removal, ShardPacking
 from .layout import NODE_FILES
 from .options import StoreOptions
 
@@ -33,13 +33,14 @@ __all__ = ["Store", "StoreBatch", "Walk", "open_store"]
 
 @dataclass(frozen=True)
 class Store:
-    """An open store: its files, its root (a path of its `Files`), and the folder of the topmost
-    Zarr node at or above the root, where runs lock the store (runs given a folder below it or above
-    it exclude each other)."""
+    """An open store: its files, its root (a path of its `Files`), the folder of the topmost Zarr
+    node at or above the root, where runs lock the store (runs given a folder below it or above it
+    exclude each other), and its packing strategy (`files.ShardPacking`)."""
 
     files: Files
     root: str
-    top: str = ""
+    top: str
+    packing: ShardPacking  # how its shards are made and checked
 
     def relative(self, path: str) -> str:
         """``path`` relative to the store's root, ``/``-separated ("" for the root)."""
@@ -163,14 +164,15 @@ def open_store(location: str | os.PathLike[str], options: StoreOptions | None = 
     if "://" in text and not text.startswith("file:"):
         from .remote import open_remote  # fsspec only where a URL asks for it
 
-        files, root, probe = open_remote(text, options, deadline)
+        files, root, probe, packing = open_remote(text, options, deadline)
     else:
         from .local import LocalFiles, probe_local
+        from .local_shards import LocalPacking
 
         root = str(Path(_local_path(text)))
         local = LocalFiles(Path(root))
         local.deadline = deadline
-        files, probe = local, probe_local
+        files, probe, packing = local, probe_local, LocalPacking(Path(root))
     try:
         problem = _not_a_store(root, probe)
     # OSError, or a file system's own error (a broken reference file system)
@@ -186,6 +188,7 @@ def open_store(location: str | os.PathLike[str], options: StoreOptions | None = 
         files,
         root,
         _topmost_node(root, probe, remote="://" in text and not text.startswith("file:")),
+        packing,
     )
 
 

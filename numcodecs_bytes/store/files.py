@@ -1,7 +1,10 @@
-"""What the store tools need of a file system, a batch at a time (`Files`), and the values that
-cross it.
+"""What the store tools need of a file system, a batch at a time (`Files`: the basic operations),
+how its shards are packed (`ShardPacking`: a strategy built on them), and the values that cross
+both.
 
-Each backend (`local`, `fsspec_files`, `s3`) implements `Files`; the tools
+Each backend (`local`, `fsspec_files`, `object_files`, `s3_objects`)
+implements `Files`, and its packing strategy (`local_shards`,
+`fsspec_packing`, `object_packing`, `s3_copy`) `ShardPacking`; the tools
 reach them through `engine.Store`. Paths are the backend's own: under the
 store's root, ``/``-separated on object stores.
 """
@@ -24,9 +27,11 @@ __all__ = [
     "Files",
     "Folder",
     "Listed",
+    "Opened",
     "Probe",
     "Removal",
     "Replacement",
+    "ShardPacking",
     "breadth_first",
     "changed",
     "digest",
@@ -165,21 +170,6 @@ class Files(Protocol):
         where the version does not tell (a time written, an ETag that is no digest)."""
         ...
 
-    def pack(
-        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
-    ) -> dict[str, Packed | Exception]:
-        """Each shard made of its chunk files (`chunks`), whole or not at all, read back and
-        compared with them; what was read of each source, or the failure (a source that changed or
-        went meanwhile is one). ``on_progress`` hears of the work as it goes: (shards done, bytes
-        packed) since its last call."""
-        ...
-
-    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-        """What each shard in the store (as `pack` writes them: its index at the end, with its
-        checksum) holds of its sources, whole files each, compared byte for byte (FileNotFoundError
-        where the shard is missing)."""
-        ...
-
     def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
         """Every file below each folder, at any depth, by its path relative to the folder
         (``/``-separated); an empty list where the folder does not exist."""
@@ -203,6 +193,37 @@ class Files(Protocol):
         ``top``, where the file system can say so; else nothing. Raises `problems.StoreBusyError`
         where another run holds it."""
         ...
+
+
+class ShardPacking(Protocol):
+    """How a store's shards are made and checked: a packing strategy built on its `Files`
+    (`local_shards.LocalPacking`, `fsspec_packing.FsspecPacking`, `object_packing.ObjectPacking`,
+    `s3_copy.S3Packing`), chosen where the store is opened."""
+
+    def pack(
+        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Packed | Exception]:
+        """Each shard made of its chunk files (`shard_format`), whole or not at all, read back and
+        compared with them; what was read of each source, or the failure (a source that changed or
+        went meanwhile is one). ``on_progress`` hears of the work as it goes: (shards done, bytes
+        packed) since its last call."""
+        ...
+
+    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+        """What each shard in the store (as `pack` writes them: its index at the end, with its
+        checksum) holds of its sources, whole files each, compared byte for byte (FileNotFoundError
+        where the shard is missing)."""
+        ...
+
+
+class Opened(NamedTuple):
+    """A location opened: its files, its root (a path of those files), how to ask whether it is a
+    store, and how its shards are packed."""
+
+    files: Files
+    root: str
+    probe: Probe
+    packing: ShardPacking
 
 
 def breadth_first(

@@ -12,7 +12,7 @@ included), and a run as a whole ``run_timeout`` if set.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext, suppress
 from datetime import datetime
 from typing import Any, TypeVar
@@ -28,7 +28,6 @@ from .files import (
 from .listing import Listing, folders_listed
 from .options import StoreOptions
 from .per_path import PerPath, Stat, content_version, info_version
-from .shard_format import Packed, Shard
 
 __all__ = ["FsspecFiles"]
 
@@ -181,20 +180,6 @@ class FsspecFiles(PerPath):
         """Where the version is the digest of the file's bytes (its file system keeps no ETag),
         whether ``data`` has it; an ETag does not tell here (`s3` knows S3's)."""
         return version == content_version(data) if version.startswith("sha256:") else None
-
-    def pack(
-        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
-    ) -> dict[str, Packed | Exception]:
-        """Each shard's sources read (``jobs`` requests in flight), the shard written in one
-        request, and read back; in memory a shard at a time per ``jobs`` requests: memory grows with
-        ``jobs`` and the shard size (`fsspec_packing`)."""
-        from .fsspec_packing import pack_one
-
-        return self.pack_each(
-            shards,
-            lambda shard, requests, versions: pack_one(self, shard, requests, versions),
-            on_progress,
-        )
 
     async def range_of(self, path: str, start: int, end: int) -> bytes:
         data = bytes(await self._call("cat_file", path, start=start, end=end))

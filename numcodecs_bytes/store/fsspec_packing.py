@@ -9,34 +9,53 @@ through obstore instead: `object_packing`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
-from typing import Any, Protocol, TypeVar
 
+from . import shards_held
+from .fsspec_files import FsspecFiles
 from .per_path import content_version, info_version
-from .shard_format import ByteRange, Packed, Shard, ShardError, gone, shard_index, source_path
+from .shard_format import (
+    ByteRange,
+    Held,
+    Packed,
+    Shard,
+    ShardError,
+    gone,
+    shard_index,
+    source_path,
+)
 
-__all__ = ["FsspecClient", "pack_one"]
-
-_T = TypeVar("_T")
-
-
-class FsspecClient(Protocol):
-    """What packing needs of an fsspec file system's files (`fsspec_files.FsspecFiles`)."""
-
-    def in_time(self, job: Awaitable[_T]) -> Awaitable[_T]: ...
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Awaitable[Any]: ...
-    def bytes_of(self, path: str) -> Awaitable[bytes]: ...
-    def range_of(self, path: str, start: int, end: int) -> Awaitable[bytes]: ...
-    def version_of(self, path: str) -> Awaitable[str | None]: ...
-    def before_write(self) -> None: ...
-
+__all__ = ["FsspecPacking", "pack_one"]
 
 Read = tuple[bytes | None, str | None]  # a source's bytes and version (None, None: no source)
 
 
+class FsspecPacking:
+    """The packing of an fsspec file system's shards (`files.ShardPacking`): each shard's sources
+    read (``jobs`` requests in flight), the shard written in one request and read back, a shard in
+    memory at a time per ``jobs`` requests: memory grows with ``jobs`` and the shard size
+    (`pack_one`); what a shard holds, through the requests (`shards_held`)."""
+
+    def __init__(self, files: FsspecFiles) -> None:
+        self.files = files
+
+    def pack(
+        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Packed | Exception]:
+        files = self.files
+        return files.pack_each(
+            shards,
+            lambda shard, requests, versions: pack_one(files, shard, requests, versions),
+            on_progress,
+        )
+
+    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+        return shards_held.held(self.files, shards)
+
+
 async def pack_one(
-    files: FsspecClient,
+    files: FsspecFiles,
     shard: Shard,
     requests: asyncio.Semaphore,
     versions: dict[str, asyncio.Task[str | None]],
@@ -77,7 +96,7 @@ async def pack_one(
 
 
 def _version_task(
-    files: FsspecClient, versions: dict[str, asyncio.Task[str | None]], path: str
+    files: FsspecFiles, versions: dict[str, asyncio.Task[str | None]], path: str
 ) -> asyncio.Task[str | None]:
     """The version of a file that byte ranges are read from (an old shard): asked for once per
     pack (``versions``), shared by the shards that read from it."""
@@ -86,7 +105,7 @@ def _version_task(
     return versions[path]
 
 
-async def _read_source(files: FsspecClient, source: str | ByteRange) -> Read:
+async def _read_source(files: FsspecFiles, source: str | ByteRange) -> Read:
     """A chunk file's bytes and its version as read (None, None where there is none): its ETag,
     taken before the bytes (a write between makes a version the later check does not find), or
     their digest. A byte range of a file: those bytes (its version is its file's:
@@ -101,7 +120,7 @@ async def _read_source(files: FsspecClient, source: str | ByteRange) -> Read:
     return data, info_version(info) or content_version(data)
 
 
-async def _write_shard(files: FsspecClient, shard: Shard, body: bytes) -> bool:
+async def _write_shard(files: FsspecFiles, shard: Shard, body: bytes) -> bool:
     """The shard's object holding ``body``, read back: False where it held it already. An object
     there is an interrupted run's (no zarr.json reads it: the caller made sure): replaced."""
     try:

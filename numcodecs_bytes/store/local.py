@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
@@ -35,7 +35,6 @@ from .files import (
     failures,
     made_for,
 )
-from .shard_format import Held, Packed, Shard
 
 try:
     import fcntl
@@ -141,16 +140,6 @@ class LocalFiles:
     def version_holds(self, version: str, data: bytes) -> bool | None:
         """None: a local file's version is its inode, size and time written."""
         return None
-
-    def pack(
-        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
-    ) -> dict[str, Packed | Exception]:
-        """Each shard made by `local_shards.pack`: copied in the kernel, compared, linked into
-        place."""
-        return local_shards.pack(list(shards), self.root, on_progress)
-
-    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-        return local_shards.held(shards)
 
     def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
         def below(folder: str) -> list[str]:

@@ -31,7 +31,7 @@ from .shard_format import (
     source_path,
 )
 
-__all__ = ["COMPARE_BLOCK", "held", "pack", "versions"]
+__all__ = ["COMPARE_BLOCK", "LocalPacking", "held", "pack", "versions"]
 
 COMPARE_BLOCK = 4 << 20
 """Bytes of each side read at a time where a shard is compared with its sources: what bounds that
@@ -377,3 +377,19 @@ def _same_ranges(left: int, left_offset: int, right: int, right_offset: int, siz
             return False
         done += step
     return True
+
+
+class LocalPacking:
+    """The packing of a local folder's shards (`files.ShardPacking`): copied in the kernel,
+    compared, linked into place (`pack`); what a shard holds, compared byte for byte (`held`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def pack(
+        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Packed | Exception]:
+        return pack(list(shards), self.root, on_progress)
+
+    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+        return held(shards)

@@ -22,25 +22,22 @@ from typing import Any, TypeVar
 
 from ..problems import NotAStoreError
 from .cloud_options import azure_location
-from .files import BACKUP_SUFFIX, Listed, Probe, changed, digest
+from .files import BACKUP_SUFFIX, Listed, Opened, Probe, changed, digest
 from .lease import LockObject
 from .object_client import ObjectClient, first_line
 from .object_listing import files_and_versions, walk
 from .object_lock import ObjectLock
 from .options import StoreOptions
 from .per_path import Stat
-from .shard_format import Packed, Shard
 
 __all__ = ["ObjectFiles", "client_settings", "made", "open_azure"]
 
 _T = TypeVar("_T")
 
 
-def open_azure(
-    url: str, options: StoreOptions, deadline: float | None
-) -> tuple[ObjectFiles, str, Probe]:
-    """The files at an Azure URL, its root (``container/path``), and how to ask whether it is a
-    store.
+def open_azure(url: str, options: StoreOptions, deadline: float | None) -> Opened:
+    """The files at an Azure URL, its root (``container/path``), how to ask whether it is a store,
+    and its packing (`object_packing.ObjectPacking`).
 
     Raises `problems.NotAStoreError` where obstore is not installed or an option is not one Azure
     takes.
@@ -62,7 +59,9 @@ def open_azure(
     )
     root = "/".join(filter(None, (location.container, location.path)))
     files = ObjectFiles(store, location.container, root, options, deadline)
-    return files, root, files.probe()
+    from .object_packing import ObjectPacking
+
+    return Opened(files, root, files.probe(), ObjectPacking(files))
 
 
 def made(url: str, make: Callable[[], _T]) -> _T:
@@ -194,27 +193,6 @@ class ObjectFiles(ObjectClient):
             if digest(now) != read:
                 raise changed(": not removed")
         await self.delete(path)
-
-    # -- shards ------------------------------------------------------------------------------------
-
-    def pack(
-        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
-    ) -> dict[str, Packed | Exception]:
-        """Each shard's sources read (each chunk object with its ETag from the same GET, a byte
-        range of an old shard held on that shard's ETag), the shard written and read back
-        (`object_packing`): as many shards at once as `object_packing.MEMORY_BYTES` holds."""
-        from .object_packing import MEMORY_BYTES, ShardMemory, pack_one, without_temporaries
-
-        shards = list(shards)
-        # best effort: no failure of the pack; its requests each in its time
-        self.run({"": without_temporaries(self, shards)}, limit=False)
-        memory = ShardMemory(MEMORY_BYTES)
-        return self.pack_each(
-            shards,
-            lambda shard, requests, versions: pack_one(self, shard, requests, versions, memory),
-            on_progress,
-            shards_at_once=len(shards) or 1,
-        )
 
     def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
         return self.files_and_versions(folders, ())[0]

@@ -23,14 +23,23 @@ import asyncio
 import hashlib
 import os
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+from . import shards_held
 from .files import made_for, temporary_entry
 from .per_path import Stat
 from .shard_format import (
     ByteRange,
+    Held,
     Packed,
     Shard,
     ShardError,
@@ -48,6 +57,7 @@ __all__ = [
     "PART_BYTES",
     "READ_AHEAD_BYTES",
     "WHOLE_SHARD_BYTES",
+    "ObjectPacking",
     "ShardMemory",
     "pack_one",
     "without_temporaries",
@@ -103,6 +113,34 @@ class ShardMemory:
             async with self._changed:
                 self.free += taken
                 self._changed.notify_all()
+
+
+class ObjectPacking:
+    """The packing of an obstore store's shards (`files.ShardPacking`): each shard's sources read
+    (each chunk object with its ETag from the same GET, a byte range of an old shard held on that
+    shard's ETag), the shard placed and checked (`pack_one`), as many shards at once as
+    `MEMORY_BYTES` holds; what a shard holds, through the requests (`shards_held`)."""
+
+    def __init__(self, files: ObjectClient) -> None:
+        self.files = files
+
+    def pack(
+        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Packed | Exception]:
+        files = self.files
+        shards = list(shards)
+        # best effort: no failure of the pack; its requests each in its time
+        files.run({"": without_temporaries(files, shards)}, limit=False)
+        memory = ShardMemory(MEMORY_BYTES)
+        return files.pack_each(
+            shards,
+            lambda shard, requests, versions: pack_one(files, shard, requests, versions, memory),
+            on_progress,
+            shards_at_once=len(shards) or 1,
+        )
+
+    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+        return shards_held.held(self.files, shards)
 
 
 async def pack_one(

@@ -4,14 +4,13 @@ batches, `BATCH` paths at a time, ``jobs`` requests in flight (`requests.Request
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from .files import Removal, Replacement, digest, failures
 from .requests import Requests
-from .shard_format import ByteRange, Held, Shard, ShardError, index_size, parsed_index, source_path
+from .shard_format import ByteRange
 
 __all__ = ["PerPath", "Stat", "content_version", "info_version"]
 
@@ -130,49 +129,3 @@ class PerPath(Requests, ABC):
 
     def remove(self, removals: Iterable[Removal]) -> dict[str, Exception]:
         return failures(self.each_of(removals, lambda r: self.remove_one(*r), key=lambda r: r.path))
-
-    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-        """What each shard holds of its sources: its index read by range, then each source and its
-        range of the shard (``jobs`` requests in flight; a chunk's bytes of each side in memory per
-        request); a FileNotFoundError where the shard is missing."""
-        return self.run({shard.path: self._held(shard) for shard in shards}, limit=False)
-
-    async def _held(self, shard: Shard) -> Held:
-        found = await self.in_time(self.stat(shard.path))
-        if found is None:
-            raise FileNotFoundError(shard.path)
-        count = len(shard.sources)
-        footer = index_size(count)
-        if found.size < footer:
-            raise ShardError(
-                f"shard of {found.size} bytes is shorter than its index ({footer} bytes)"
-            )
-        entries = parsed_index(
-            await self.in_time(self.range_of(shard.path, found.size - footer, found.size)), count
-        )
-
-        async def compared(
-            held: str | ByteRange | None, entry: tuple[int, int] | None
-        ) -> tuple[bool | None, str | None, float | None]:
-            if held is None:
-                return None, None, None
-            path = source_path(held)
-            source = await self.in_time(self.stat(path))
-            if source is None:
-                return None, None, None
-            if entry is None or entry[1] != source.size:
-                version = source.tag or content_version(await self.in_time(self.bytes_of(path)))
-                return False, version, source.written
-            data = await self.in_time(self.bytes_of(path))
-            inner = await self.in_time(self.range_of(shard.path, entry[0], entry[0] + entry[1]))
-            return data == inner, source.tag or content_version(data), source.written
-
-        each = await asyncio.gather(
-            *(compared(held, entry) for held, entry in zip(shard.sources, entries, strict=True))
-        )
-        return Held(
-            tuple(e[0] for e in each),
-            tuple(e[1] for e in each),
-            tuple(e[2] for e in each),
-            found.written,
-        )

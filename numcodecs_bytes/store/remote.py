@@ -6,7 +6,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from ..problems import NotAStoreError
-from .files import Files, Probe
+from .files import Opened, Probe
 from .fsspec_files import FsspecFiles
 from .options import StoreOptions
 
@@ -18,11 +18,9 @@ S3_SCHEMES = ("s3", "s3a")
 """The URLs of S3, opened through obstore (s3fs's spellings)."""
 
 
-def open_remote(
-    url: str, options: StoreOptions, deadline: float | None
-) -> tuple[Files, str, Probe]:
-    """The files at ``url``, its root, and how to ask whether it is a store (one request per
-    question).
+def open_remote(url: str, options: StoreOptions, deadline: float | None) -> Opened:
+    """The files at ``url``, its root, how to ask whether it is a store (one request per
+    question), and its packing.
 
     Raises `problems.NotAStoreError` where fsspec cannot open it (a package not installed, a URL it
     refuses).
@@ -62,7 +60,9 @@ def open_remote(
             entry.rstrip("/").rsplit("/", 1)[-1] for entry in files.ask("ls", folder, detail=False)
         },
     )
-    return files, root, probe
+    from .fsspec_packing import FsspecPacking
+
+    return Opened(files, root, probe, FsspecPacking(files))
 
 
 def _any_exists(files: FsspecFiles, paths: list[str]) -> bool:

@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 from . import object_packing
 from .object_client import tag
 from .object_listing import ListedObject, keys_in
-from .object_packing import MEMORY_BYTES, ShardMemory, pack_one, without_temporaries
+from .object_packing import (
+    MEMORY_BYTES,
+    ObjectPacking,
+    ShardMemory,
+    pack_one,
+    without_temporaries,
+)
 from .s3_api import ConditionRefused, S3Api
 from .s3_parts import (
     MAX_PARTS,
@@ -47,7 +53,7 @@ from .shard_format import ByteRange, Packed, Shard, ShardError, gone, shard_inde
 if TYPE_CHECKING:
     from .object_client import ObjectClient
 
-__all__ = ["LIST_PAGE", "UPLOADED_PARTS_AT_ONCE", "bucket_key", "pack_copying"]
+__all__ = ["LIST_PAGE", "UPLOADED_PARTS_AT_ONCE", "S3Packing", "bucket_key", "pack_copying"]
 
 LIST_PAGE = 1000
 """Keys S3 lists in one request at most: a folder's names are cut into ranges of as many, each range
@@ -71,6 +77,22 @@ class _Pack:
     copying: bool = True
     refused: str | None = None
     uploads_begun: int = 0
+
+
+class S3Packing(ObjectPacking):
+    """The packing of an S3 bucket's shards (`files.ShardPacking`): as `ObjectPacking`, but a shard
+    with an inner chunk of 5 MiB or more (where ``server_copy``) or too large for one PUT is a
+    multipart upload S3 completes only where no object is, or replacing the one found
+    (`pack_copying`)."""
+
+    def __init__(self, files: ObjectClient, api: S3Api, server_copy: bool) -> None:
+        super().__init__(files)
+        self.api, self.server_copy = api, server_copy
+
+    def pack(
+        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Packed | Exception]:
+        return pack_copying(self.files, self.api, list(shards), on_progress, self.server_copy)
 
 
 def pack_copying(

@@ -14,29 +14,27 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..problems import NotAStoreError
 from .cloud_options import s3_location
-from .files import Probe, changed, digest
+from .files import Opened, changed, digest
 from .lease import LockObject
 from .object_client import tag
 from .object_files import ObjectFiles, client_settings, made
 from .object_lock import ObjectLock
 from .options import StoreOptions
 from .s3_api import ConditionRefused, S3Api
-from .s3_copy import LIST_PAGE, bucket_key, pack_copying
+from .s3_copy import LIST_PAGE, S3Packing, bucket_key
 from .s3_parts import is_md5
-from .shard_format import Packed, Shard
 
 __all__ = ["S3Objects", "open_s3"]
 
 
-def open_s3(
-    url: str, options: StoreOptions, deadline: float | None
-) -> tuple[S3Objects, str, Probe]:
-    """The files at an S3 URL, its root (``bucket/path``), and how to ask whether it is a store.
+def open_s3(url: str, options: StoreOptions, deadline: float | None) -> Opened:
+    """The files at an S3 URL, its root (``bucket/path``), how to ask whether it is a store, and its
+    packing (`s3_copy.S3Packing`).
 
     Raises `problems.NotAStoreError` where obstore is not installed, an option is not one S3 takes,
     or the bucket does not answer.
@@ -74,7 +72,7 @@ def open_s3(
     api.prepare()
     root = "/".join(filter(None, (location.bucket, location.path)))
     files = S3Objects(store, api, location.bucket, root, options, deadline)
-    return files, root, files.probe()
+    return Opened(files, root, files.probe(), S3Packing(files, api, options.server_copy))
 
 
 def _profile_credentials(profile: str) -> Any:
@@ -102,7 +100,6 @@ class S3Objects(ObjectFiles):
         deadline: float | None,
     ) -> None:
         self.api = api
-        self.server_copy = options.server_copy
         super().__init__(store, bucket, root, options, deadline)
 
     # -- reads -------------------------------------------------------------------------------------
@@ -165,16 +162,6 @@ class S3Objects(ObjectFiles):
             pass  # gone already (or removed by a retry whose answer was lost)
         except ConditionRefused:
             raise changed(": not removed") from None
-
-    # -- shards ------------------------------------------------------------------------------------
-
-    def pack(
-        self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
-    ) -> dict[str, Packed | Exception]:
-        """As `ObjectFiles.pack`, but a shard with an inner chunk of 5 MiB or more (where
-        ``server_copy``) or too large for one PUT is a multipart upload S3 completes only where no
-        object is, or replacing the one found (`s3_copy`)."""
-        return pack_copying(self, self.api, list(shards), on_progress, self.server_copy)
 
     def lock_object(self, path: str) -> LockObject:
         return _S3Lock(self, path)

@@ -8,14 +8,14 @@ chunks are a Zarr v2 array's chunks and the inner codecs its own, each chunk
 file is an inner chunk as it is: a shard is those files one after another plus
 an index.
 
-Each backend packs `Shard`s (`Files.pack`): it reads the chunk files, writes
-each shard whole or not at all, reads it back and compares every inner chunk
-with its source, and says what it read of each source (a `Packed`), for the
-caller's later check that nothing changed since (`Files.versions`) and for
-removals that hold only while a file is unchanged. It also says what a shard
-in the store holds of the chunk files it was made of (`Files.held`, a
-`Held`): where the chunk files were kept, which of them a later run may
-remove.
+Each backend's packing strategy packs `Shard`s (`files.ShardPacking.pack`):
+it reads the chunk files, writes each shard whole or not at all, reads it
+back and compares every inner chunk with its source, and says what it read
+of each source (a `Packed`), for the caller's later check that nothing
+changed since (`Files.versions`) and for removals that hold only while a
+file is unchanged. It also says what a shard in the store holds of the chunk
+files it was made of (`files.ShardPacking.held`, a `Held`): where the chunk
+files were kept, which of them a later run may remove.
 """
 
 from __future__ import annotations

@@ -235,7 +235,7 @@ def _packer(
 ) -> Packer:
     """What packs the shards: the store itself, or tasks on ``client``'s dask cluster."""
     if client is None:
-        return store.files.pack
+        return store.packing.pack
 
     def pack(shards: list[Shard], on_progress: Callable[[int, int], None]) -> dict[str, Any]:
         return pack_on_cluster(client, location, options or StoreOptions(), shards, on_progress)

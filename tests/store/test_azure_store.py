@@ -109,7 +109,7 @@ def test_a_killed_sharding_run_is_finished_by_a_rerun(
         [
             sys.executable,
             "-c",
-            stopped_tool("numcodecs_bytes.store.object_files:ObjectFiles.pack"),
+            stopped_tool("numcodecs_bytes.store.object_packing:ObjectPacking.pack"),
             "to-v3",
             *arguments,
         ],
@@ -397,9 +397,9 @@ def test_a_large_shard_packed_again_is_left_as_it_is(
     store = open_store(f"az://{CONTAINER}/data")
     names = [f"{row}.{column}" for row in range(8) for column in range(8)]
     shard = Shard(f"{CONTAINER}/data/big/c/0/0", tuple(f"{CONTAINER}/data/big/{n}" for n in names))
-    [first] = store.files.pack([shard]).values()
+    [first] = store.packing.pack([shard]).values()
     placed = obstore.head(azure, "data/big/c/0/0")
-    [again] = store.files.pack([shard]).values()
+    [again] = store.packing.pack([shard]).values()
     assert isinstance(first, Packed) and isinstance(again, Packed), (first, again)
     assert first.written and not again.written
     assert again.sizes == first.sizes == (256,) * 64
@@ -572,7 +572,7 @@ STOPS = {
         "numcodecs_bytes.to_v3.removal.removals:Removals.mark",
         1,
     ),
-    "its new shards packed": ("numcodecs_bytes.store.object_files:ObjectFiles.pack", 1),
+    "its new shards packed": ("numcodecs_bytes.store.object_packing:ObjectPacking.pack", 1),
     "its switch": ("numcodecs_bytes.to_v3.metadata_pass.switch:Switch.arrays", 1),
     "its first removal": ("numcodecs_bytes.store.object_files:ObjectFiles.remove", 1),
 }

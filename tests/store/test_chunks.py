@@ -170,7 +170,7 @@ def azure_backend(request: pytest.FixtureRequest) -> Backend:
 def packed_one(backend: Backend, name: str, sources: tuple[str | None, ...]) -> Any:
     path = f"{backend.folder}/{name}"
     named = tuple(None if source is None else f"{backend.folder}/{source}" for source in sources)
-    return backend.store.files.pack([Shard(path, named)])[path]
+    return backend.store.packing.pack([Shard(path, named)])[path]
 
 
 def test_a_shard_is_its_chunk_files_one_after_another_then_the_index(backend: Backend) -> None:
@@ -229,9 +229,9 @@ def test_what_a_shard_holds_of_its_chunk_files(backend: Backend) -> None:
     backend.write("a", b"abc")
     backend.write("b", b"xy")
     shard = Shard(f"{backend.folder}/c/0", (f"{backend.folder}/a", None, f"{backend.folder}/b"))
-    assert isinstance(backend.store.files.pack([shard])[shard.path], Packed)
+    assert isinstance(backend.store.packing.pack([shard])[shard.path], Packed)
     backend.write("b", b"XY")  # the same size, other bytes
-    found = backend.store.files.held([shard, Shard(f"{backend.folder}/c/9", shard.sources)])
+    found = backend.store.packing.held([shard, Shard(f"{backend.folder}/c/9", shard.sources)])
     held, missing = found[shard.path], found[f"{backend.folder}/c/9"]
     assert isinstance(held, Held) and held.same == (True, None, False), held
     versions = backend.store.files.versions([f"{backend.folder}/a", f"{backend.folder}/b"])
@@ -337,7 +337,7 @@ def test_a_chunk_rewritten_in_place_at_once_shows_a_new_version(tmp_path: Path) 
     source = tmp_path / "0"
     for attempt in range(30):
         source.write_bytes(bytes([attempt]) * 64)
-        packed = store.files.pack([Shard(str(tmp_path / "s" / str(attempt)), (str(source),))])
+        packed = store.packing.pack([Shard(str(tmp_path / "s" / str(attempt)), (str(source),))])
         result = packed[str(tmp_path / "s" / str(attempt))]
         assert isinstance(result, Packed)
         with open(source, "r+b") as handle:
@@ -358,7 +358,7 @@ def test_a_chunk_changed_while_it_is_copied_makes_no_shard(
             handle.write(b"AFTER!")  # in place, the same size
 
     monkeypatch.setattr(local_shards, "_copy", copy_then_write)
-    result = open_store(tmp_path).files.pack(
+    result = open_store(tmp_path).packing.pack(
         [Shard(str(tmp_path / "s" / "0"), (str(tmp_path / "0"),))]
     )
     problem = result[str(tmp_path / "s" / "0")]
@@ -376,7 +376,7 @@ def test_a_fifo_among_the_chunks_is_refused_without_waiting_for_a_writer(tmp_pat
     (tmp_path / ".zgroup").write_text("{}")
     os.mkfifo(tmp_path / "0")
     (tmp_path / "1").write_bytes(b"x")
-    result = open_store(tmp_path).files.pack(
+    result = open_store(tmp_path).packing.pack(
         [Shard(str(tmp_path / "s" / "0"), (str(tmp_path / "0"), str(tmp_path / "1")))]
     )
     problem = result[str(tmp_path / "s" / "0")]
@@ -391,7 +391,7 @@ def test_a_linked_chunk_file_is_packed_as_v2_readers_read_it(tmp_path: Path) -> 
     (tmp_path / ".zgroup").write_text("{}")
     (tmp_path / "elsewhere").write_bytes(b"the target's bytes")
     (tmp_path / "0").symlink_to(tmp_path / "elsewhere")
-    result = open_store(tmp_path).files.pack(
+    result = open_store(tmp_path).packing.pack(
         [Shard(str(tmp_path / "s" / "0"), (str(tmp_path / "0"),))]
     )
     assert isinstance(result[str(tmp_path / "s" / "0")], Packed)

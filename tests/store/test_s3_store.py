@@ -678,7 +678,7 @@ def test_a_shard_through_the_client_in_parts_is_copied_into_place_where_none_is(
     object stays."""
     from numcodecs_bytes.store import object_packing
     from numcodecs_bytes.store.files import TEMP_SUFFIX
-    from numcodecs_bytes.store.object_files import ObjectFiles
+    from numcodecs_bytes.store.object_packing import ObjectPacking
     from numcodecs_bytes.store.shard_format import Packed, Shard, shard_index
 
     monkeypatch.setattr(object_packing, "WHOLE_SHARD_BYTES", 1000)
@@ -692,10 +692,10 @@ def test_a_shard_through_the_client_in_parts_is_copied_into_place_where_none_is(
     files = open_store(f"s3://{BUCKET}/s").files
     assert isinstance(files, S3Objects)
     shard = Shard(target, tuple(chunks))
-    [first] = ObjectFiles.pack(files, [shard]).values()
+    [first] = ObjectPacking(files).pack([shard]).values()
     s3.invalidate_cache()
     placed = s3.info(target)
-    [again] = ObjectFiles.pack(files, [shard]).values()
+    [again] = ObjectPacking(files).pack([shard]).values()
     assert isinstance(first, Packed) and isinstance(again, Packed), (first, again)
     assert first.written and not again.written
     sizes = tuple(len(data) for data in chunks.values())

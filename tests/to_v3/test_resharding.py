@@ -183,17 +183,17 @@ def test_a_writer_between_the_repacking_and_the_switch_keeps_the_array_in_its_sh
 ) -> None:
     """zarr writes into the array (through the zarr.json it reads: into an old shard) after its new
     shards were packed: the array is not switched, keeps its old shards and reads the write."""
-    from numcodecs_bytes.store.local import LocalFiles
+    from numcodecs_bytes.store.local_shards import LocalPacking
 
     zarr_sharded(tmp_path / "a", (4, 10))
-    pack = LocalFiles.pack
+    pack = LocalPacking.pack
 
-    def writer_meanwhile(self: LocalFiles, shards: Any, on_progress: Any = None) -> Any:
+    def writer_meanwhile(self: LocalPacking, shards: Any, on_progress: Any = None) -> Any:
         packed = pack(self, shards, on_progress)
         zarr.open_array(str(tmp_path / "a"), mode="r+")[5, 5] = 12345
         return packed
 
-    monkeypatch.setattr(LocalFiles, "pack", writer_meanwhile)
+    monkeypatch.setattr(LocalPacking, "pack", writer_meanwhile)
     report = convert_store(tmp_path / "a", shard_size=12 * 10 * 4)
     assert report.resharded == []
     assert report.failures == [

@@ -415,21 +415,21 @@ def test_a_chunk_written_while_its_shard_is_made_keeps_the_array_unsharded(
 ) -> None:
     """A v2 writer changes a chunk between its packing and the switch: the array is reported and
     keeps reading its chunk files, which v2 readers keep too; the other array is sharded."""
-    from numcodecs_bytes.store.local import LocalFiles
+    from numcodecs_bytes.store.local_shards import LocalPacking
 
     root = tmp_path / "s.zarr"
     group = zarr.open_group(str(root), mode="w", zarr_format=2)
     for name in ("a", "b"):
         group.create_array(name, shape=(8,), chunks=(2,), dtype="<i4")[...] = np.arange(8)
-    pack = LocalFiles.pack
+    pack = LocalPacking.pack
 
-    def writer_meanwhile(self: LocalFiles, shards: Any, on_progress: Any = None) -> Any:
+    def writer_meanwhile(self: LocalPacking, shards: Any, on_progress: Any = None) -> Any:
         packed = pack(self, shards, on_progress)
         # after the copy, before the switch
         zarr.open_array(str(root / "a"), mode="r+", zarr_format=2)[element] = 99
         return packed
 
-    monkeypatch.setattr(LocalFiles, "pack", writer_meanwhile)
+    monkeypatch.setattr(LocalPacking, "pack", writer_meanwhile)
     report = convert_store(root, shard_size=16)
     chunk = element // 2
     assert (

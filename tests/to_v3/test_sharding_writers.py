@@ -208,7 +208,7 @@ def test_v2_readers_keep_reaching_an_array_left_unsharded_through_the_groups_abo
     keeps its v2 metadata, and so do the groups above it: v2 readers reach it from the root, and the
     root's .zmetadata lists only what is still v2 (an entry of a removed array would read its
     removed chunks as fill values)."""
-    from numcodecs_bytes.store.local import LocalFiles
+    from numcodecs_bytes.store.local_shards import LocalPacking
 
     root = tmp_path / "s.zarr"
     group = zarr.open_group(str(root), mode="w", zarr_format=2)
@@ -217,14 +217,14 @@ def test_v2_readers_keep_reaching_an_array_left_unsharded_through_the_groups_abo
             np.arange(1, 9)
         )
     zarr.consolidate_metadata(str(root))
-    pack = LocalFiles.pack
+    pack = LocalPacking.pack
 
-    def writer_meanwhile(self: LocalFiles, shards: Any, on_progress: Any = None) -> Any:
+    def writer_meanwhile(self: LocalPacking, shards: Any, on_progress: Any = None) -> Any:
         packed = pack(self, shards, on_progress)
         zarr.open_array(str(root / "sub" / "b"), mode="r+", zarr_format=2)[0] = 99
         return packed
 
-    monkeypatch.setattr(LocalFiles, "pack", writer_meanwhile)
+    monkeypatch.setattr(LocalPacking, "pack", writer_meanwhile)
     report = convert_store(root, shard_size=16, remove_v2_metadata=True)
     assert [path for path, _ in report.failures] == ["sub/b"] and report.sharded == ["a"]
     assert not (root / "a" / ".zarray").exists() and (root / "sub" / "b" / ".zarray").exists()
@@ -532,21 +532,21 @@ def test_a_chunk_written_where_none_was_while_the_shards_are_made_keeps_the_arra
     """A writer fills a region that held no chunk (only the fill value) after the chunk files were
     listed and before the switch: its new chunk file is in no shard, so the array stays unsharded,
     reported, and reads the write through either metadata."""
-    from numcodecs_bytes.store.local import LocalFiles
+    from numcodecs_bytes.store.local_shards import LocalPacking
 
     root = tmp_path / "s.zarr"
     data = np.arange(1, 9, dtype="<i4")
     data[4:6] = 0
     v2_array(root, data, (2,))
     (root / "2").unlink(missing_ok=True)  # zarr writes no chunk of fill values: to be sure
-    pack = LocalFiles.pack
+    pack = LocalPacking.pack
 
-    def writer_meanwhile(self: LocalFiles, shards: Any, on_progress: Any = None) -> Any:
+    def writer_meanwhile(self: LocalPacking, shards: Any, on_progress: Any = None) -> Any:
         packed = pack(self, shards, on_progress)
         zarr.open_array(str(root), mode="r+", zarr_format=2 if writer == "zarr v2" else 3)[4] = 77
         return packed
 
-    monkeypatch.setattr(LocalFiles, "pack", writer_meanwhile)
+    monkeypatch.setattr(LocalPacking, "pack", writer_meanwhile)
     report = convert_store(root, shard_size=16, remove_v2_metadata=True)
     assert report.failures == [
         (".", "2: written by someone else while its shards were made: left unsharded")

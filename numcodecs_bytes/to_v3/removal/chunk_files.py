@@ -24,7 +24,7 @@ def clear(store: Store, removals: Removals, clears: list[Clear]) -> Findings:
     found = Findings()
     if not clears:
         return found
-    held = store.files.held(shard for clear in clears for shard in clear.shards)
+    held = store.packing.held(shard for clear in clears for shard in clear.shards)
     going = []
     for each in clears:
         chunk_removals, problem = clearable(each, held)

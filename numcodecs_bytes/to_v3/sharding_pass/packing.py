@@ -1,4 +1,4 @@
-"""A round's packing in the sharding pass (`rounds`): its new shards packed (`store.Files.pack`;
+"""A round's packing in the sharding pass (`rounds`): its new shards packed (`store.Store.packing`;
 on a dask cluster where asked), checked (`verify`), each array that passes switched to its new
 shards (`switch`), then what it read before and no longer reads removed.
 
@@ -32,7 +32,8 @@ from .verify import packed_right, unchanged
 __all__ = ["Packer", "Packing", "ShardOptions", "Sharding"]
 
 Packer = Callable[[list[Shard], Callable[[int, int], None]], dict[str, Packed | Exception]]
-"""What packs shards: the store's own `Files.pack`, or tasks on a dask cluster."""
+"""What packs shards: the store's own packing strategy (`store.Store.packing`), or tasks on a dask
+cluster."""
 
 
 class ShardOptions(NamedTuple):
