@@ -26,7 +26,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import object_packing
 from .object_client import tag
@@ -248,7 +248,7 @@ async def _assemble(
         )
     upload = {**bucket_key(files, shard.path), "UploadId": created["UploadId"]}
     held = asyncio.Semaphore(UPLOADED_PARTS_AT_ONCE)
-    part = _Parts(files, pack, upload, sources, requests, index, len(parts))
+    part = _Parts(files, pack, _Upload(upload, sources, index, len(parts)), requests)
 
     async def put(number: int, one: Part) -> str:
         if one.copied:
@@ -269,21 +269,26 @@ async def _assemble(
     return Packed(tuple(sizes), versions_read, written, copied=copied)
 
 
+class _Upload(NamedTuple):
+    """One shard's multipart upload: its botocore ``Bucket``, ``Key`` and ``UploadId``; each inner
+    chunk's source (its object, where its bytes start in it, its ETag); the shard's index, which
+    goes with the last of its ``parts``."""
+
+    ids: Mapping[str, str]
+    sources: Sequence[Source | None]
+    shard_index: bytes
+    parts: int
+
+
 class _Parts:
     """The parts of one upload, each put in place: copied by S3 or uploaded."""
 
     def __init__(
-        self,
-        files: ObjectClient,
-        pack: _Pack,
-        upload: Mapping[str, str],
-        sources: Sequence[Source | None],
-        requests: asyncio.Semaphore,
-        index: bytes,
-        count: int,
+        self, files: ObjectClient, pack: _Pack, upload: _Upload, requests: asyncio.Semaphore
     ) -> None:
-        self.files, self.pack, self.upload, self.sources = files, pack, upload, sources
-        self.requests, self.index, self.count = requests, index, count
+        self.files, self.pack, self.requests = files, pack, requests
+        self.upload, self.sources = upload.ids, upload.sources
+        self.index, self.count = upload.shard_index, upload.parts
 
     async def copied(self, number: int, part: Part) -> str:
         """A part copied by S3 from its chunk's object (refused where the object is no longer the
