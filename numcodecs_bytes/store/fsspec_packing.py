@@ -17,7 +17,6 @@ from .fsspec_files import FsspecFiles
 from .per_path import content_version, info_version
 from .shard_format import (
     ByteRange,
-    Held,
     Packed,
     Shard,
     ShardError,
@@ -31,14 +30,11 @@ __all__ = ["FsspecPacking", "pack_one"]
 Read = tuple[bytes | None, str | None]  # a source's bytes and version (None, None: no source)
 
 
-class FsspecPacking:
+class FsspecPacking(shards_held.NetworkPacking[FsspecFiles]):
     """The packing of an fsspec file system's shards (`files.ShardPacking`): each shard's sources
     read (``jobs`` requests in flight), the shard written in one request and read back, a shard in
     memory at a time per ``jobs`` requests: memory grows with ``jobs`` and the shard size
     (`pack_one`); what a shard holds, through the requests (`shards_held`)."""
-
-    def __init__(self, files: FsspecFiles) -> None:
-        self.files = files
 
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
@@ -49,9 +45,6 @@ class FsspecPacking:
             lambda shard, requests, versions: pack_one(files, shard, requests, versions),
             on_progress,
         )
-
-    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-        return shards_held.held(self.files, shards)
 
 
 async def pack_one(

@@ -32,14 +32,13 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
 
 from . import shards_held
 from .files import made_for, temporary_entry
+from .object_client import ObjectClient
 from .per_path import Stat
 from .shard_format import (
     ByteRange,
-    Held,
     Packed,
     Shard,
     ShardError,
@@ -47,9 +46,6 @@ from .shard_format import (
     shard_index,
     source_path,
 )
-
-if TYPE_CHECKING:
-    from .object_client import ObjectClient
 
 __all__ = [
     "MEMORY_BYTES",
@@ -115,14 +111,11 @@ class ShardMemory:
                 self._changed.notify_all()
 
 
-class ObjectPacking:
+class ObjectPacking(shards_held.NetworkPacking[ObjectClient]):
     """The packing of an obstore store's shards (`files.ShardPacking`): each shard's sources read
     (each chunk object with its ETag from the same GET, a byte range of an old shard held on that
     shard's ETag), the shard placed and checked (`pack_one`), as many shards at once as
     `MEMORY_BYTES` holds; what a shard holds, through the requests (`shards_held`)."""
-
-    def __init__(self, files: ObjectClient) -> None:
-        self.files = files
 
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
@@ -138,9 +131,6 @@ class ObjectPacking:
             on_progress,
             shards_at_once=len(shards) or 1,
         )
-
-    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
-        return shards_held.held(self.files, shards)
 
 
 async def pack_one(

@@ -6,11 +6,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from typing import Generic, TypeVar
 
 from .per_path import PerPath, content_version
 from .shard_format import ByteRange, Held, Shard, ShardError, index_size, parsed_index, source_path
 
-__all__ = ["held"]
+__all__ = ["NetworkPacking", "held"]
+
+_F = TypeVar("_F", bound=PerPath)
+
+
+class NetworkPacking(Generic[_F]):
+    """What the packing strategies of network stores share: their files' requests, and what a
+    shard holds, through them (`held`)."""
+
+    def __init__(self, files: _F) -> None:
+        self.files = files
+
+    def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
+        return held(self.files, shards)
 
 
 def held(files: PerPath, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
