@@ -377,10 +377,13 @@ def listing(fs: Any, proxied: str, count: int, runs: int) -> None:
     paths = [f"{folder}/{i}.0" for i in range(count)]
     fs.pipe({f"{bucket}/store/.zgroup": b'{"zarr_format": 2}', **dict.fromkeys(paths, b"")})
     options = {"endpoint_url": proxied, "key": "testing", "secret": "testing"}
-    files = open_store(f"s3://{bucket}/store", StoreOptions(storage_options=options)).files
+    store = open_store(f"s3://{bucket}/store", StoreOptions(storage_options=options))
+    files, packing = store.files, store.packing
     ways: dict[str, Callable[[], Mapping[str, list[str] | Exception]]] = {
         "floor: the folder listed, a page after another": lambda: files.files_below([folder]),
-        "files and versions, ranges at once": lambda: files.files_and_versions([folder], paths)[0],
+        "files and versions, ranges at once": lambda: packing.files_and_versions([folder], paths)[
+            0
+        ],
     }
     times: dict[str, list[float]] = {name: [] for name in ways}
     for _ in range(runs):

@@ -18,6 +18,7 @@ __all__ = [
     "durable",
     "file_version",
     "past_their_tick",
+    "raise_unless_missing",
     "read_regular_file",
     "temporary_beside",
     "temporary_name",
@@ -124,3 +125,10 @@ def read_regular_file(path: str) -> bytes:
     if not stat.S_ISREG(info.st_mode):
         raise OSError("not a regular file")  # a FIFO or a device would block or never end
     return Path(path).read_bytes()
+
+
+def raise_unless_missing(error: OSError) -> None:
+    """For ``os.walk``: a folder that cannot be read is an error, not a folder with nothing in it (a
+    missing one is, though: there is nothing below it)."""
+    if not isinstance(error, FileNotFoundError):
+        raise error

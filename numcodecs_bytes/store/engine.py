@@ -172,7 +172,7 @@ def open_store(location: str | os.PathLike[str], options: StoreOptions | None = 
         root = str(Path(_local_path(text)))
         local = LocalFiles(Path(root))
         local.deadline = deadline
-        files, probe, packing = local, probe_local, LocalPacking(Path(root))
+        files, probe, packing = local, probe_local, LocalPacking(local, Path(root))
     try:
         problem = _not_a_store(root, probe)
     # OSError, or a file system's own error (a broken reference file system)

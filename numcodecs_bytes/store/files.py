@@ -175,19 +175,6 @@ class Files(Protocol):
         (``/``-separated); an empty list where the folder does not exist."""
         ...
 
-    def files_and_versions(
-        self, folders: Iterable[str], paths: Iterable[str]
-    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
-        """`files_below` of ``folders`` and `versions` of ``paths`` (data files below them), from
-        one listing per folder where the store's listings tell versions (S3's ETags)."""
-        ...
-
-    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
-        """Below each folder (which no other task is writing in), the temporary files killed runs
-        left removed, then the folders left empty (the folder itself too, where empty); the
-        failures. Object stores have neither."""
-        ...
-
     def lock(self, top: str) -> AbstractContextManager[None]:
         """One run of the store tools at a time on the store whose topmost node is the folder
         ``top``, where the file system can say so; else nothing. Raises `problems.StoreBusyError`
@@ -213,6 +200,20 @@ class ShardPacking(Protocol):
         """What each shard in the store (as `pack` writes them: its index at the end, with its
         checksum) holds of its sources, whole files each, compared byte for byte (FileNotFoundError
         where the shard is missing)."""
+        ...
+
+    def files_and_versions(
+        self, folders: Iterable[str], paths: Iterable[str]
+    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
+        """What was packed from, as it is now: `Files.files_below` of ``folders`` and
+        `Files.versions` of ``paths`` (data files below them), from one listing per folder where
+        the store's listings tell versions (S3's and Azure's ETags)."""
+        ...
+
+    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
+        """Below each chunk folder (which no other task is writing in), the temporary files killed
+        packs left removed, then the folders left empty (the folder itself too, where empty); the
+        failures. Object stores have neither (their packs remove their own temporaries)."""
         ...
 
 

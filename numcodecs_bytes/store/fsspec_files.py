@@ -201,17 +201,6 @@ class FsspecFiles(PerPath):
 
         return self.each_of(folders, below)
 
-    def files_and_versions(
-        self, folders: Iterable[str], paths: Iterable[str]
-    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
-        """`files_below`, then `versions` (a listing here tells no version)."""
-        return self.files_below(folders), self.versions(paths)
-
-    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
-        """Nothing: an object is written whole in one request (no temporary), and there are no
-        folders."""
-        return {}
-
     def lock(self, top: str) -> AbstractContextManager[None]:
         """No lock on an object store: its writes are conditional instead (on S3), or checked just
         before."""

@@ -46,6 +46,12 @@ class FsspecPacking(shards_held.NetworkPacking[FsspecFiles]):
             on_progress,
         )
 
+    def files_and_versions(
+        self, folders: Iterable[str], paths: Iterable[str]
+    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
+        """`FsspecFiles.files_below`, then `versions` (a listing here tells no version)."""
+        return self.files.files_below(folders), self.files.versions(paths)
+
 
 async def pack_one(
     files: FsspecFiles,

@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
 from ..problems import StoreBusyError
 from . import local_shards, local_writes
-from .disk import read_regular_file
+from .disk import raise_unless_missing, read_regular_file
 from .files import (
     ByteRange,
     Folder,
@@ -33,7 +33,6 @@ from .files import (
     breadth_first,
     each,
     failures,
-    made_for,
 )
 
 try:
@@ -145,29 +144,12 @@ class LocalFiles:
         def below(folder: str) -> list[str]:
             found = []
             # links to folders are not followed
-            for where, _, names in os.walk(folder, onerror=_raise):
+            for where, _, names in os.walk(folder, onerror=raise_unless_missing):
                 relative = os.path.relpath(where, folder).replace(os.sep, "/")
                 found += [name if relative == "." else f"{relative}/{name}" for name in names]
             return found
 
         return each({folder: partial(below, folder) for folder in folders})
-
-    def files_and_versions(
-        self, folders: Iterable[str], paths: Iterable[str]
-    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
-        """`files_below`, then `versions` (a listing here tells no version)."""
-        return self.files_below(folders), self.versions(paths)
-
-    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
-        def tidy(folder: str) -> None:
-            for where, _, names in os.walk(folder, topdown=False, onerror=_raise):
-                for name in names:
-                    if made_for(name) is not None:
-                        Path(where, name).unlink(missing_ok=True)
-                with suppress(FileNotFoundError, OSError):  # not empty: it stays
-                    os.rmdir(where)
-
-        return failures(each({folder: partial(tidy, folder) for folder in folders}))
 
     @contextmanager
     def lock(self, top: str) -> Iterator[None]:
@@ -189,13 +171,6 @@ class LocalFiles:
             yield
         finally:
             os.close(descriptor)
-
-
-def _raise(error: OSError) -> None:
-    """For ``os.walk``: a folder that cannot be read is an error, not a folder with nothing in it (a
-    missing one is, though: there is nothing below it)."""
-    if not isinstance(error, FileNotFoundError):
-        raise error
 
 
 def _listed(path: str, unvisited: list[tuple[str, str]]) -> Folder | None:

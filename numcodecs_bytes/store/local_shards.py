@@ -16,8 +16,15 @@ from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
-from .disk import durable, file_version, past_their_tick, temporary_beside, umask
-from .files import BATCH, each, made_for
+from .disk import (
+    durable,
+    file_version,
+    past_their_tick,
+    raise_unless_missing,
+    temporary_beside,
+    umask,
+)
+from .files import BATCH, Files, each, failures, made_for
 from .shard_format import (
     ByteRange,
     Held,
@@ -381,10 +388,11 @@ def _same_ranges(left: int, left_offset: int, right: int, right_offset: int, siz
 
 class LocalPacking:
     """The packing of a local folder's shards (`files.ShardPacking`): copied in the kernel,
-    compared, linked into place (`pack`); what a shard holds, compared byte for byte (`held`)."""
+    compared, linked into place (`pack`); what a shard holds, compared byte for byte (`held`); what
+    was packed from, as it is now (`files_and_versions`); the chunk folders tidied (`tidy`)."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, files: Files, root: Path) -> None:
+        self.files, self.root = files, root
 
     def pack(
         self, shards: Iterable[Shard], on_progress: Callable[[int, int], None] | None = None
@@ -393,3 +401,20 @@ class LocalPacking:
 
     def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
         return held(shards)
+
+    def files_and_versions(
+        self, folders: Iterable[str], paths: Iterable[str]
+    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
+        """`Files.files_below`, then `versions` (a listing here tells no version)."""
+        return self.files.files_below(folders), versions(paths)
+
+    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
+        def tidy(folder: str) -> None:
+            for where, _, names in os.walk(folder, topdown=False, onerror=raise_unless_missing):
+                for name in names:
+                    if made_for(name) is not None:
+                        Path(where, name).unlink(missing_ok=True)
+                with suppress(FileNotFoundError, OSError):  # not empty: it stays
+                    os.rmdir(where)
+
+        return failures(each({folder: partial(tidy, folder) for folder in folders}))

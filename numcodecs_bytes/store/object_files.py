@@ -195,19 +195,7 @@ class ObjectFiles(ObjectClient):
         await self.delete(path)
 
     def files_below(self, folders: Iterable[str]) -> dict[str, list[str] | Exception]:
-        return self.files_and_versions(folders, ())[0]
-
-    def files_and_versions(
-        self, folders: Iterable[str], paths: Iterable[str]
-    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
-        """One listing of each folder gives both (`object_listing.files_and_versions`), in the
-        ranges `key_ranges` gives."""
-        return files_and_versions(self, folders, paths)
-
-    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
-        """Nothing: there are no folders, and the temporary objects of killed runs' uploads go
-        where the same shards are packed again (`object_packing.without_temporaries`)."""
-        return {}
+        return files_and_versions(self, folders, ())[0]
 
     # -- the lock ----------------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from collections.abc import (
 )
 from contextlib import asynccontextmanager
 
-from . import shards_held
+from . import object_listing, shards_held
 from .files import made_for, temporary_entry
 from .object_client import ObjectClient
 from .per_path import Stat
@@ -131,6 +131,13 @@ class ObjectPacking(shards_held.NetworkPacking[ObjectClient]):
             on_progress,
             shards_at_once=len(shards) or 1,
         )
+
+    def files_and_versions(
+        self, folders: Iterable[str], paths: Iterable[str]
+    ) -> tuple[dict[str, list[str] | Exception], dict[str, str | Exception | None]]:
+        """One listing of each folder gives both (`object_listing.files_and_versions`), in the
+        ranges `ObjectClient.key_ranges` gives."""
+        return object_listing.files_and_versions(self.files, folders, paths)
 
 
 async def pack_one(

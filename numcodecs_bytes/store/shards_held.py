@@ -17,14 +17,18 @@ _F = TypeVar("_F", bound=PerPath)
 
 
 class NetworkPacking(Generic[_F]):
-    """What the packing strategies of network stores share: their files' requests, and what a
-    shard holds, through them (`held`)."""
+    """What the packing strategies of network stores share: their files' requests, what a shard
+    holds, through them (`held`), and no folders to tidy."""
 
     def __init__(self, files: _F) -> None:
         self.files = files
 
     def held(self, shards: Iterable[Shard]) -> dict[str, Held | Exception]:
         return held(self.files, shards)
+
+    def tidy(self, folders: Iterable[str]) -> dict[str, Exception]:
+        """Nothing: a network store has no folders, and its packs remove their own temporaries."""
+        return {}
 
 
 def held(files: PerPath, shards: Iterable[Shard]) -> dict[str, Held | Exception]:

@@ -254,7 +254,7 @@ def test_files_below_a_folder_and_tidying_up(backend: Backend) -> None:
     if isinstance(backend.store.files, LocalFiles):
         backend.write("a/1/.0.abc123.numcodecs-bytes-tmp", b"a killed run's")
         os.unlink(f"{backend.folder}/a/1/0")
-        assert backend.store.files.tidy([f"{backend.folder}/a/1", f"{backend.folder}/a/0"]) == {}
+        assert backend.store.packing.tidy([f"{backend.folder}/a/1", f"{backend.folder}/a/0"]) == {}
         assert not os.path.exists(f"{backend.folder}/a/1") and os.path.exists(
             f"{backend.folder}/a/0/1"
         )

@@ -571,7 +571,8 @@ def test_files_and_versions_from_one_listing_are_files_below_and_versions(
         s3.pipe_file(f"{BUCKET}/s/{key}", key.encode())
     s3.pipe_file(f"{BUCKET}/s/a/made-as-a-folder/", b"")
     s3.pipe_file(f"{BUCKET}/s/.zgroup", b'{"zarr_format": 2}')
-    files = open_store(f"s3://{BUCKET}/s").files
+    store = open_store(f"s3://{BUCKET}/s")
+    files = store.files
     assert isinstance(files, S3Objects)
     folders = [f"{BUCKET}/s/a", f"{BUCKET}/s/none"]
     paths = [f"{BUCKET}/s/{key}" for key in (*chunks, "a/c/0/1", "a/gone", "b/x", "lone")]
@@ -580,16 +581,16 @@ def test_files_and_versions_from_one_listing_are_files_below_and_versions(
     assert truth[f"{BUCKET}/s/a/gone"] is None
     assert truth[f"{BUCKET}/s/lone"] == s3.info(f"{BUCKET}/s/lone")["ETag"]
     assert files.files_below(folders) == {f"{BUCKET}/s/a": everything, f"{BUCKET}/s/none": []}
-    listed, versions = files.files_and_versions(folders, paths)
+    listed, versions = store.packing.files_and_versions(folders, paths)
     assert versions == truth
     assert listed == {f"{BUCKET}/s/a": everything, f"{BUCKET}/s/none": []}
 
     from numcodecs_bytes.store import s3_objects
 
     monkeypatch.setattr(s3_objects, "LIST_PAGE", 3)
-    files = open_store(f"s3://{BUCKET}/s", through(proxy)).files
+    packing = open_store(f"s3://{BUCKET}/s", through(proxy)).packing
     proxy.requests.clear()
-    listed, versions = files.files_and_versions(folders, paths)
+    listed, versions = packing.files_and_versions(folders, paths)
     assert versions == truth
     assert listed == {f"{BUCKET}/s/a": everything, f"{BUCKET}/s/none": []}
     # folder a's 14 names wanted (its 13 objects' and a missing one's) in 7 ranges of 2, each

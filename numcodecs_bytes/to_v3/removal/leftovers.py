@@ -63,7 +63,7 @@ def clear_unread(
             for path, version in found_versions.items()
             if isinstance(version, str)
         )
-        state.store.files.tidy(f"{folder}/c" for folder, here in unread.items() if here)
+        state.store.packing.tidy(f"{folder}/c" for folder, here in unread.items() if here)
     for path in paths:
         if path in failed:
             found.file_stays(state.store.relative(path), reason(failed[path]))

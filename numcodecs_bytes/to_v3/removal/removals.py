@@ -107,7 +107,7 @@ class Removals:
         self.remover.remove(
             [removal for _, removals in done for removal in removals], found, "chunks"
         )
-        self.store.files.tidy(
+        self.store.packing.tidy(
             folder for array, removals in done for folder in _chunk_folders(array.folder, removals)
         )
         self.remover.remove(
@@ -128,7 +128,7 @@ class Removals:
             found,
             "chunks",
         )
-        self.store.files.tidy(finish.folders)
+        self.store.packing.tidy(finish.folders)
         self.remover.remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)], found)
         found.report.finished_removals.append(finish.array.path)
         return found
@@ -168,7 +168,7 @@ class Removals:
             removals += [Removal(path, None, version) for path, version in paths.items()]
             folders += _chunk_folders(array.folder, paths)
         failed = self.remover.remove(removals, found, "replaced")
-        self.store.files.tidy(folders)
+        self.store.packing.tidy(folders)
         done = [
             array
             for array in arrays

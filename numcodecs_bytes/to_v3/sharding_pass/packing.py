@@ -72,7 +72,7 @@ class Packing:
         the module's docstring); what was found."""
         found = Findings()
         # the temporary files killed runs left where the new shards go (their shards went first)
-        self.store.files.tidy(f"{pack.array.folder}/c" for pack in packs)
+        self.store.packing.tidy(f"{pack.array.folder}/c" for pack in packs)
         self._progress(0, 0)  # the rate counts from here
         packed = self.options.pack(
             [shard for pack in packs for shard in pack.shards], self._progress
@@ -148,7 +148,7 @@ def _checked(
             found.fail(pack.array.path, why)
         else:
             checked.append(pack)
-    listed, versions = store.files.files_and_versions(
+    listed, versions = store.packing.files_and_versions(
         (pack.array.folder for pack in checked),
         (path for pack in checked for path in pack.retired()),
     )
