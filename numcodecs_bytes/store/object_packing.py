@@ -31,7 +31,7 @@ from collections.abc import (
     Iterable,
     Sequence,
 )
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 from . import object_listing, shards_held
 from .files import made_for, temporary_entry
@@ -288,7 +288,10 @@ async def _in_parts(
 
         placed = await _placed(files, shard.path, expected, create, replace)
     finally:
-        await asyncio.shield(files.discard(temporary))
+        # best effort, whatever stopped the upload: a temporary left goes at the next pack of the
+        # shard (`without_temporaries`), and the upload's own failure is what the caller hears
+        with suppress(Exception):
+            await asyncio.shield(files.discard(temporary))
     if placed and await _read_back(files, shard.path, total) != expected:
         raise ShardError(f"{_name(shard.path)}: not what was written, read back")
     return Packed(tuple(sizes), tuple(versions), placed)
