@@ -324,12 +324,6 @@ class _Run:
             for result in found.report.converted:
                 self.options.on_node(result)
 
-    def fail(self, path: str, why: str) -> None:
-        """The node at ``path`` stays as it is, for ``why``: what the run found itself."""
-        found = Findings()
-        found.fail(path, why)
-        self.record(found)
-
 
 def _v2_metadata_going(index: NodeIndex, removed: set[str]) -> tuple[list[Kept], list[str]]:
     """The nodes whose v2 metadata goes (arrays first: v2 readers find every group to the end), and
