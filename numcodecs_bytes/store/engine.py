@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from ..problems import NotAStoreError, RunTimeoutError, StoreBusyError, reason
 from .files import TEMP_SUFFIX, Files, Folder, Probe, Removal, ShardPacking
-from .layout import NODE_FILES
+from .layout import NODE_FILES, Location
 from .options import StoreOptions
 
 __all__ = ["Store", "StoreBatch", "Walk", "open_store"]
@@ -46,9 +46,9 @@ class Store:
         """``path`` relative to the store's root, ``/``-separated ("" for the root)."""
         return path[len(self.root) :].lstrip("/\\").replace(os.sep, "/")
 
-    def path(self, relative: str) -> str:
-        """The path of a file or folder given relative to the store's root."""
-        return f"{self.root}/{relative}" if relative else self.root
+    def at(self, relative: str) -> Location:
+        """Where a node lies, given its path relative to the store's root ("" for the root)."""
+        return Location(self.root, relative)
 
     def above(self) -> list[str]:
         """The folders of the Zarr nodes above the root, nearest first, up to `top`."""

@@ -1,5 +1,5 @@
-"""The Zarr layout facts the store tools rely on: which files make a node, where an array's chunks
-lie.
+"""The Zarr layout facts the store tools rely on: where a node lies (`Location`), which files make
+a node, where an array's chunks lie.
 
 Pure functions of names and metadata: nothing here reads a store.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import product
 from typing import Any, NamedTuple
 
@@ -18,6 +19,7 @@ __all__ = [
     "RETIRED",
     "V2_METADATA_FILES",
     "ChunkKeys",
+    "Location",
     "chunk_folders",
     "chunk_indices",
     "chunk_key",
@@ -38,6 +40,49 @@ METADATA_NAMES = (*NODE_FILES, ".zattrs", REMOVING_V2, RETIRED)
 """The metadata files of a node: the files the tools read, replace or remove (never a chunk)."""
 V2_METADATA_FILES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 """The Zarr v2 metadata files (never a chunk)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a node, or a file, lies in a store, as zarr's ``StorePath``: the store's root (a path
+    of its `files.Files`) and a path below it, ``/``-separated ("" for the root itself). The one
+    place a node's path and its key in the store's files are joined, or told apart.
+
+    Examples
+    --------
+    >>> array = Location("bucket/store", "group/a")
+    >>> array.key, array.file("zarr.json")
+    ('bucket/store/group/a', 'bucket/store/group/a/zarr.json')
+    >>> array.below("bucket/store/group/a/c/0/0"), (array / "c").path
+    ('c/0/0', 'group/a/c')
+    >>> Location("bucket/store").file(".zgroup")
+    'bucket/store/.zgroup'
+    """
+
+    root: str
+    path: str = ""
+
+    @property
+    def key(self) -> str:
+        """Its path in the store's files."""
+        return f"{self.root}/{self.path}" if self.path else self.root
+
+    def __truediv__(self, name: str) -> Location:
+        return Location(self.root, f"{self.path}/{name}" if self.path else name)
+
+    def file(self, name: str) -> str:
+        """The path in the store's files of ``name``, here."""
+        return f"{self.key}/{name}"
+
+    def below(self, key: str) -> str:
+        """A path of the store's files below this location, relative to it (what `file` was
+        given)."""
+        folder = f"{self.key}/"
+        if not key.startswith(folder):
+            raise ValueError(f"{key} does not lie below {self.key}")
+        return key[len(folder) :]
+
+
 _DIGITS = re.compile(r"[0-9]+")
 _DOTTED_DIGITS = re.compile(r"[0-9]+(\.[0-9]+)+")
 

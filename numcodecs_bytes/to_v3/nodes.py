@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..store import Store
-from ..store.layout import REMOVING_V2, RETIRED
+from ..store.layout import REMOVING_V2, RETIRED, Location
 from .rules.arrays import ReadersNeed
 from .rules.consolidations import Consolidation
 from .rules.documents import parents
@@ -27,8 +27,7 @@ class Node(NamedTuple):
     check, the switch and the sharding pass need of it. The run keeps less of it to the end
     (`kept`)."""
 
-    folder: str  # its folder's path in the store
-    path: str  # relative to the store, "" for the root
+    at: Location  # where it lies
     kind: str  # "array" or "group"
     document: dict[str, Any]
     # "v2"; "v3": only a zarr.json; "implicit": a folder that leads to nodes; "consolidated":
@@ -59,12 +58,16 @@ class Node(NamedTuple):
     # its folder's subfolders that hold chunks: the walk does not enter them
     leave_out: tuple[str, ...] = ()
 
+    @property
+    def path(self) -> str:
+        """Its path relative to the store, "" for the root: what the run knows it by."""
+        return self.at.path
+
     def kept(self) -> Kept:
         """The node as the run keeps it once its batch is done (`Kept`)."""
         existing = self.existing if self.kind == "group" else None
         return Kept(
-            self.folder,
-            self.path,
+            self.at,
             self.kind,
             self.document,
             self.origin,
@@ -82,8 +85,7 @@ class Kept(NamedTuple):
     consolidated metadata and the removal of v2 metadata need of it (an array's check and chunk
     layout are done with; the sharding pass has its own record, `rules.plan.ArrayFound`)."""
 
-    folder: str  # its folder's path in the store
-    path: str  # relative to the store, "" for the root
+    at: Location  # where it lies
     kind: str  # "array" or "group"
     document: dict[str, Any]
     origin: str = "v2"  # as `Node.origin`
@@ -93,6 +95,11 @@ class Kept(NamedTuple):
     consolidates: bool = False  # a group whose consolidated metadata lists the nodes below it
     readers: ReadersNeed | None = None
     replaces: bool = False  # as `Node.replaces`
+
+    @property
+    def path(self) -> str:
+        """Its path relative to the store, "" for the root: what the run knows it by."""
+        return self.at.path
 
 
 class NodeIndex:

@@ -217,13 +217,11 @@ def _shard_shapes(store: Store, shapes: Mapping[str, Sequence[int]]) -> dict[str
             part for part in str(key).replace("\\", "/").split("/") if part not in ("", ".")
         )
         by_path[path] = shape
-    files = [f"{store.path(path)}/{name}" for path in by_path for name in (".zarray", "zarr.json")]
+    files = [store.at(path).file(name) for path in by_path for name in (".zarray", "zarr.json")]
     read = store.files.read(files)
     for path in by_path:
-        zarray, document = (
-            read[f"{store.path(path)}/.zarray"],
-            read[f"{store.path(path)}/zarr.json"],
-        )
+        at = store.at(path)
+        zarray, document = read[at.file(".zarray")], read[at.file("zarr.json")]
         found = existing_document(document) if isinstance(document, bytes) else None
         if not isinstance(zarray, bytes) and (found is None or found.get("node_type") != "array"):
             raise ValueError(f"shard_shapes names {path or '.'!r}, which is no array of the store")
@@ -296,7 +294,7 @@ class _Run:
         group's ``zarr.json`` (`write_groups`)."""
         made_ome, found = make_ome_05(self.index)
         self.record(found)
-        self.record(write_groups(self.index, self.store.path, self.switch))
+        self.record(write_groups(self.index, self.store.at, self.switch))
         written = {node.path for node in self.report.written}
         self.report.ome = [(path, kind) for path, kind in made_ome.items() if path in written]
 
@@ -312,7 +310,7 @@ class _Run:
         last. A group that keeps its v2 metadata then has its ``.zmetadata`` list only the nodes
         that are still v2."""
         going, keeping = _v2_metadata_going(self.index, self.removal.removed)
-        self.record(self.removal.metadata((node.path, node.folder, node.digests) for node in going))
+        self.record(self.removal.metadata((node.at, node.digests) for node in going))
         self.record(listing_only_v2(self.state, keeping, self.removal.removed))
 
     def record(self, found: Findings) -> None:

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numcodecs_bytes.store.layout import (
+    Location,
     chunk_folders,
     chunk_indices,
     chunk_key,
@@ -87,3 +88,30 @@ def test_chunk_keys_as_zarr_2_writes_them() -> None:
     assert chunk_key({"shape": [4, 4]}, (1, 2)) == "1.2"
     assert chunk_key({"shape": [4, 4], "dimension_separator": "/"}, (1, 2)) == "1/2"
     assert chunk_key({"shape": []}, ()) == "0"
+
+
+_NAMES = st.text(st.characters(blacklist_characters="/", blacklist_categories=["Cs"]), min_size=1)
+
+
+@given(
+    root=st.sampled_from(["/tmp/store.zarr", "bucket/prefix/store", "bucket"]),
+    names=st.lists(_NAMES, max_size=4),
+    name=_NAMES,
+    other=_NAMES,
+)
+def test_a_location_joins_and_parts_as_a_path_of_names_does(
+    root: str, names: list[str], name: str, other: str
+) -> None:
+    """A node's location, built a name at a time, is the root and the names joined by ``/``; a
+    file's key there parts back into its name; a key that lies elsewhere is refused."""
+    at = Location(root)
+    for each in names:
+        at = at / each
+    assert at.path == "/".join(names)
+    assert at.key == "/".join([root, *names])
+    assert at.file(name) == (at / name).key == f"{at.key}/{name}"
+    assert at.below(at.file(name)) == name
+    assert at.below((at / name).file(other)) == f"{name}/{other}"
+    sibling = f"{at.key}{name}/{other}"  # a folder whose name begins as this one's: not below it
+    with pytest.raises(ValueError, match="does not lie below"):
+        at.below(sibling)

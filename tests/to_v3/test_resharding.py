@@ -436,12 +436,13 @@ def test_what_a_killed_run_left_is_removed_only_where_the_document_does_not_read
     wrote down, those the document reads stay; a shard named as a killed run's leftover is never a
     key the document reads, and is a key of this tool's new shards (v3's default encoding, the
     other separator)."""
+    from numcodecs_bytes.store.layout import Location
     from numcodecs_bytes.to_v3.rules.plan import ArrayFound, retiring, unread_shards
 
     document, names = found
     read = zarr_reads_keys(document)
     retired = {name: "v" for name in names}
-    going, staying = retiring(ArrayFound("a", "a", document, b"", retired=retired))
+    going, staying = retiring(ArrayFound(Location("store", "a"), document, b"", retired=retired))
     assert set(going) | set(staying) == set(retired) and not set(going) & set(staying)
     assert not set(going) & read
     unread = unread_shards(document, names)

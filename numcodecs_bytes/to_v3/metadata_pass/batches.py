@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from ...problems import reason
 from ...store import Folder, Store, StoreBatch, Walk
-from ...store.layout import NODE_FILES, V2_METADATA_FILES, chunk_folders
+from ...store.layout import NODE_FILES, V2_METADATA_FILES, Location, chunk_folders
 from ..findings import Findings
 from ..nodes import READ, Node, NodeIndex, RunState
 from ..rules.documents import parents
@@ -58,7 +58,7 @@ class MetadataPass:
         taken.report.leftovers_removed += batch.leftovers_removed
         for path, why in batch.problems:
             taken.fail(path, why)
-        found: list[tuple[Folder, str]] = []
+        found: list[tuple[Folder, Location]] = []
         for folder in batch.folders:
             path = self.store.relative(folder.path)
             if not set(folder.files) & set(NODE_FILES):
@@ -72,26 +72,27 @@ class MetadataPass:
                     "hold no nodes; left as v2",
                 )
                 continue
-            found.append((folder, path))
+            found.append((folder, self.store.at(path)))
         return taken.add(self._take_nodes(found))
 
-    def _take_nodes(self, found: list[tuple[Folder, str]], walked: bool = True) -> Findings:
-        """``found`` nodes (folder, path): their files read, their documents made, arrays checked
-        and written; what was found."""
+    def _take_nodes(self, found: list[tuple[Folder, Location]], walked: bool = True) -> Findings:
+        """``found`` nodes (the walk's listing of each, where it lies): their files read, their
+        documents made, arrays checked and written; what was found."""
         taken = Findings()
         present = {
             folder.path: [name for name in READ if name in folder.files] for folder, _ in found
         }
         read = self.store.files.read(
-            f"{folder.path}/{name}" for folder, _ in found for name in present[folder.path]
+            at.file(name) for folder, at in found for name in present[folder.path]
         )
         walk = self.walk if walked else None
         self.reader.level_names |= ome_level_names(self.store, found, read, self.groups_seen)
         built: list[Node] = []
-        for folder, path in found:
-            files = {name: read[f"{folder.path}/{name}"] for name in present[folder.path]}
+        for folder, at in found:
+            path = at.path
+            files = {name: read[at.file(name)] for name in present[folder.path]}
             try:
-                node = self.reader.node(folder, path, files)
+                node = self.reader.node(folder, at, files)
             # one node's problem, whatever it is, is reported; the rest converts
             except Exception as exc:
                 taken.fail(path, reason(exc))
@@ -147,11 +148,12 @@ class MetadataPass:
         taken = Findings()
         missing = self.index.missing_from_walk()
         paths = list(missing)
-        folders = {path: self.store.path(path) for path in paths}
-        read = self.store.files.read(f"{folders[path]}/{name}" for path in paths for name in READ)
-        found: list[tuple[Folder, str]] = []
+        places = {path: self.store.at(path) for path in paths}
+        read = self.store.files.read(places[path].file(name) for path in paths for name in READ)
+        found: list[tuple[Folder, Location]] = []
         for path in paths:
-            results = {name: read[f"{folders[path]}/{name}"] for name in READ}
+            at = places[path]
+            results = {name: read[at.file(name)] for name in READ}
             present = [
                 name for name, data in results.items() if not isinstance(data, FileNotFoundError)
             ]
@@ -159,15 +161,14 @@ class MetadataPass:
             if set(present) & set(NODE_FILES):
                 # its own node: the walk's listing missed it (a .zattrs alone makes no node: zarr
                 # reads such a node through its .zmetadata entry)
-                found.append((Folder(folders[path], (), tuple(sorted(present))), path))
+                found.append((Folder(at.key, (), tuple(sorted(present))), at))
                 self.index.unlisted.add(path)
             elif problem is not None and not isinstance(problem, FileNotFoundError):
                 taken.fail(path, reason(problem))
             else:
                 try:
-                    node = self.reader.from_consolidation(
-                        Folder(folders[path], (), ()), path, *missing[path]
-                    )
+                    listing = Folder(at.key, (), ())
+                    node = self.reader.from_consolidation(listing, at, *missing[path])
                 except Exception as exc:
                     taken.fail(path, reason(exc))
                     continue
@@ -183,8 +184,7 @@ def _found(node: Node, current: bytes) -> ArrayFound:
     the sharding pass."""
     v2_metadata = {name: d for name, d in node.digests.items() if name in V2_METADATA_FILES}
     return ArrayFound(
-        node.path,
-        node.folder,
+        node.at,
         node.document,
         current,
         node.shard_zarray,
@@ -197,22 +197,19 @@ def _found(node: Node, current: bytes) -> ArrayFound:
 
 
 def ome_level_names(
-    store: Store, found: list[tuple[Folder, str]], read: Mapping[str, Any], seen: set[str]
+    store: Store, found: list[tuple[Folder, Location]], read: Mapping[str, Any], seen: set[str]
 ) -> dict[str, list[str]]:
     """The dimension names of OME-Zarr level arrays (`ome.level_dimension_names`), from the groups
     above ``found`` arrays: the groups among ``found`` as ``read``, the others not ``seen`` yet read
     now (where the walk reaches an array before its group); ``seen`` takes them all."""
-    attributes = {
-        path: read.get(f"{folder.path}/.zattrs")
-        for folder, path in found
-        if ".zarray" not in folder.files
-    }
-    arrays = [path for folder, path in found if ".zarray" in folder.files]
+    groups = [at for folder, at in found if ".zarray" not in folder.files]
+    attributes = {at.path: read.get(at.file(".zattrs")) for at in groups}
+    arrays = [at.path for folder, at in found if ".zarray" in folder.files]
     unread = sorted(
         {parent for path in arrays for parent in parents(path)} - seen - set(attributes)
     )
     if unread:
-        files = {path: f"{store.path(path)}/.zattrs" for path in unread}
+        files = {path: store.at(path).file(".zattrs") for path in unread}
         got = store.files.read(files.values())
         attributes |= {path: got[name] for path, name in files.items()}
     names: dict[str, list[str]] = {}
@@ -245,14 +242,14 @@ def settled_by_times(
     disagreeing = {path: what for path, what in disagreeing.items() if path not in by_documents}
     timed = [node for node in nodes if node.path in disagreeing]
     times = store.files.modified(
-        f"{node.folder}/{name}" for node in timed for name in files_to_time(node)
+        node.at.file(name) for node in timed for name in files_to_time(node)
     )
     kept = []
     for node in nodes:
         if node.path in by_documents:
             settled = by_documents[node.path]
         elif node.path in disagreeing:
-            when = {name: times[f"{node.folder}/{name}"] for name in files_to_time(node)}
+            when = {name: times[node.at.file(name)] for name in files_to_time(node)}
             settled = settle(node, disagreeing[node.path], when)
         else:
             kept.append(node)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...store.layout import Location
 from ..findings import Findings
 from ..nodes import NodeIndex
 from ..rules.documents import parents
@@ -61,12 +62,12 @@ OME_NOT_VALIDATED = (
 )
 
 
-def write_groups(index: NodeIndex, folder_of: Callable[[str], str], switch: Switch) -> Findings:
+def write_groups(index: NodeIndex, at: Callable[[str], Location], switch: Switch) -> Findings:
     """Every group's ``zarr.json``, deepest first (a batch per depth), each only once everything
     below it converted; the root last. What was found."""
     found = Findings()
     blocked = {parent for path in index.failed for parent in parents(path)}
-    for groups in groups_by_depth(index, folder_of):
+    for groups in groups_by_depth(index, at):
         writes = []
         for node in groups:
             if node.path in blocked:

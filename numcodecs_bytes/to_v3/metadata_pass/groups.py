@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ...store.layout import Location
 from .._zarr_api import zarr_api
 from ..findings import Findings
 from ..nodes import Kept, NodeIndex
@@ -17,16 +18,14 @@ from ..rules.documents import IMPLICIT_GROUP, depth, encoded, parents
 __all__ = ["NotConsolidated", "consolidated", "groups_by_depth"]
 
 
-def groups_by_depth(index: NodeIndex, folder_of: Callable[[str], str]) -> list[list[Kept]]:
+def groups_by_depth(index: NodeIndex, at: Callable[[str], Location]) -> list[list[Kept]]:
     """The groups to write, deepest first, a list per depth; folders without v2 metadata that lead
-    to nodes (``folder_of``: a path's folder) become groups (zarr 2 reads through them)."""
+    to nodes (``at``: where a path lies) become groups (zarr 2 reads through them)."""
     for path in [*index.nodes, *index.failed]:
         for parent in parents(path):
             if parent in index.nodes or parent in index.arrays or parent in index.failed:
                 break
-            index.nodes[parent] = Kept(
-                folder_of(parent), parent, "group", IMPLICIT_GROUP, "implicit"
-            )
+            index.nodes[parent] = Kept(at(parent), "group", IMPLICIT_GROUP, "implicit")
     groups = [node for node in index.nodes.values() if node.kind == "group"]
     return [
         [node for node in groups if depth(node.path) == level]

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...problems import reason
 from ...store import Folder, digest
-from ...store.layout import REMOVING_V2, RETIRED, chunk_folders, nested_layout
+from ...store.layout import REMOVING_V2, RETIRED, Location, chunk_folders, nested_layout
 from ...zarr_versions import release
 from ..nodes import Node, NodeIndex
 from ..rules.arrays import (
@@ -49,13 +49,14 @@ class NodeReader:
 
     # -- a node from its files ---------------------------------------------------------------------
 
-    def node(self, folder: Folder, path: str, read: dict[str, bytes | Exception]) -> Node:
-        """The node in ``folder`` and its ``zarr.json`` document, from its files as ``read`` (by
-        name), with the subfolders that hold its chunks (the walk does not enter them). An array
-        that a killed run switched to new shards carries the files it was switching away from
-        (`store.layout.RETIRED`), and one whose folder may hold shards a killed run placed says so
-        (`plan.may_hold_unread_shards`): the rerun's sharding pass takes them."""
-        node = self._node(folder, path, read)
+    def node(self, folder: Folder, at: Location, read: dict[str, bytes | Exception]) -> Node:
+        """The node at ``at`` (``folder``: the walk's listing of its folder) and its ``zarr.json``
+        document, from its files as ``read`` (by name), with the subfolders that hold its chunks
+        (the walk does not enter them). An array that a killed run switched to new shards carries
+        the files it was switching away from (`store.layout.RETIRED`), and one whose folder may
+        hold shards a killed run placed says so (`plan.may_hold_unread_shards`): the rerun's
+        sharding pass takes them."""
+        node = self._node(folder, at, read)
         if node.kind == "array":
             node = node._replace(
                 leftovers=may_hold_unread_shards(node.document, folder.files, folder.subfolders)
@@ -67,7 +68,9 @@ class NodeReader:
             return node
         return node._replace(retired=_retired(retired))
 
-    def _node(self, folder: Folder, path: str, read: dict[str, bytes | Exception]) -> Node:
+    def _node(self, folder: Folder, at: Location, read: dict[str, bytes | Exception]) -> Node:
+        path = at.path
+
         def parsed(name: str) -> Any:
             return _parsed(name, read[name])
 
@@ -92,13 +95,13 @@ class NodeReader:
                 )
                 if not isinstance(zattrs, dict):
                     zattrs = {}
-                node = self.converted(folder, path, None, zattrs, digests, None, origin="implicit")
+                node = self.converted(folder, at, None, zattrs, digests, None, origin="implicit")
                 return node._replace(consolidates=True)
             if existing is None:
                 raise UnconvertibleError("no .zarray, .zgroup, zarr.json or .zmetadata")
             # its v2 files removed by an earlier run: it stays as it is
             document = parsed("zarr.json")
-            node, note = v3_node(folder, path, document, read.get(REMOVING_V2), digests, existing)
+            node, note = v3_node(folder, at, document, read.get(REMOVING_V2), digests, existing)
             self._note(path, note)
             consolidated = document.get("consolidated_metadata")
             if node.kind == "group" and isinstance(consolidated, dict):
@@ -113,13 +116,13 @@ class NodeReader:
             if not isinstance(parsed(".zgroup"), dict):
                 raise UnconvertibleError(".zgroup is not Zarr v2 group metadata")
             self._compare_with_listing(path, None, zattrs)
-            return self.converted(folder, path, None, zattrs, digests, existing)
+            return self.converted(folder, at, None, zattrs, digests, existing)
         self.index.arrays.add(path)
         zarray = parsed(".zarray")
         self._compare_with_listing(path, zarray, zattrs)
         v2_array = self.as_stored(folder, path, zarray)
         leave_out = tuple(chunk_folders(folder.subfolders, folder.files, zarray))
-        return self.converted(folder, path, v2_array, zattrs, digests, existing)._replace(
+        return self.converted(folder, at, v2_array, zattrs, digests, existing)._replace(
             leave_out=leave_out
         )
 
@@ -144,7 +147,7 @@ class NodeReader:
     def converted(
         self,
         folder: Folder,
-        path: str,
+        at: Location,
         zarray: dict[str, Any] | None,
         zattrs: dict[str, Any],
         digests: dict[str, bytes],
@@ -153,22 +156,24 @@ class NodeReader:
     ) -> Node:
         """A v2 node (``zarray`` None: a group) made a v3 node by the rules (`converted`), its notes
         kept."""
+        path = at.path
         listed = path not in self.index.unlisted
         names = self.level_names.get(path) if zarray is not None else None
         node, notes = converted(
-            folder, path, zarray, zattrs, digests, existing, origin, self.oldest_zarr, listed, names
+            folder, at, zarray, zattrs, digests, existing, origin, self.oldest_zarr, listed, names
         )
         for note in notes:
             self.index.note(path, note)
         return node
 
     def from_consolidation(
-        self, folder: Folder, path: str, group: str, listed: Consolidation
+        self, folder: Folder, at: Location, group: str, listed: Consolidation
     ) -> Node | None:
         """A node known only from its entry in a consolidated metadata (its own files are gone):
         converted from a v2 entry; a v3 entry is left out of the consolidation with a note. None
         where there is no node to write; an entry that cannot be converted raises
         `rules.UnconvertibleError` (or what its rules raise)."""
+        path = at.path
         below = path[len(group) :].strip("/") if group else path
         entry = listed.entries[below]
         self.index.unlisted.add(path)
@@ -182,7 +187,7 @@ class NodeReader:
         if not isinstance(zattrs, dict):
             raise UnconvertibleError("its .zattrs in .zmetadata is not an object")
         v2_array = None if zarray is None else self.as_stored(folder, path, zarray)
-        node = self.converted(folder, path, v2_array, zattrs, {}, None, "consolidated")
+        node = self.converted(folder, at, v2_array, zattrs, {}, None, "consolidated")
         self.index.note(
             path,
             "known only from .zmetadata (its own v2 files are gone): converted "
@@ -216,7 +221,7 @@ def as_stored(folder: Folder, metadata: Any) -> tuple[dict[str, Any], str | None
 
 def v3_node(
     folder: Folder,
-    path: str,
+    at: Location,
     document: Any,
     kept: bytes | Exception | None,
     digests: dict[str, bytes],
@@ -229,20 +234,18 @@ def v3_node(
     if not isinstance(document, dict) or document.get("zarr_format") != 3:
         raise UnconvertibleError("zarr.json is not Zarr v3 metadata, and there is no v2 metadata")
     if document.get("node_type") != "array":
-        return Node(folder.path, path, "group", document, "v3", digests, existing), None
+        return Node(at, "group", document, "v3", digests, existing), None
     leave_out = tuple(folder.subfolders)
     if kept is None:
-        node = Node(folder.path, path, "array", document, "v3", digests, existing)
+        node = Node(at, "array", document, "v3", digests, existing)
         return node._replace(leave_out=leave_out), None
-    node, note = _being_removed(
-        folder, path, document, _parsed(REMOVING_V2, kept), digests, existing
-    )
+    node, note = _being_removed(folder, at, document, _parsed(REMOVING_V2, kept), digests, existing)
     return node._replace(leave_out=leave_out), note
 
 
 def _being_removed(
     folder: Folder,
-    path: str,
+    at: Location,
     document: dict[str, Any],
     kept: Any,
     digests: dict[str, bytes],
@@ -260,8 +263,7 @@ def _being_removed(
             "to-v3 run kept there while it removed the chunk files: left as it is"
         )
     node = Node(
-        folder.path,
-        path,
+        at,
         "array",
         document,
         "v3",
@@ -299,7 +301,7 @@ def _retired(data: bytes) -> dict[str, str]:
 
 def converted(
     folder: Folder,
-    path: str,
+    at: Location,
     zarray: dict[str, Any] | None,
     zattrs: dict[str, Any],
     digests: dict[str, bytes],
@@ -328,8 +330,7 @@ def converted(
             f"zarr-python {oldest} (oldest_zarr); {release(readers.since)} and later read it right"
         )
     node = Node(
-        folder.path,
-        path,
+        at,
         "group" if zarray is None else "array",
         conversion.document,
         origin,

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from ...problems import reason
 from ...store import Files
-from ...store.layout import chunk_indices, chunk_key
+from ...store.layout import Location, chunk_indices, chunk_key
 from ..findings import Findings
 from ..nodes import Node
 from .check import check_chunk, check_fill_value, pipelines_key
@@ -30,7 +30,7 @@ __all__ = ["Sampler"]
 class _Checking(NamedTuple):
     """An array being checked: what its samples are read with, and the chunks left to sample."""
 
-    folder: str
+    at: Location  # where the array lies
     zarray: dict[str, Any]  # as v2 readers take it
     document: dict[str, Any]
     pipelines: str | None  # `pipelines_key`
@@ -62,7 +62,7 @@ class Sampler:
                 continue
             indices = chunk_indices(node.v2_array, node.chunk_names)
             pending[node.path] = _Checking(
-                node.folder, node.v2_array, node.document, pipelines, indices
+                node.at, node.v2_array, node.document, pipelines, indices
             )
         size = 1
         while pending:
@@ -100,7 +100,7 @@ class Sampler:
             if path in pending and pending[path].pipelines not in self.proven
         ]
         files = {
-            (path, index): f"{pending[path].folder}/{chunk_key(pending[path].zarray, index)}"
+            (path, index): pending[path].at.file(chunk_key(pending[path].zarray, index))
             for path, index in wanted
         }
         chunks = self.files.read_data(files.values())

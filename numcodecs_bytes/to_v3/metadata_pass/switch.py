@@ -45,9 +45,9 @@ class Switch:
         failures: dict[str, Exception] = {}
         creates: dict[str, bytes] = {}
         replacements: list[Replacement] = []
-        by_target = {f"{node.folder}/zarr.json": node.path for node, _ in writes}
+        by_target = {node.at.file("zarr.json"): node.path for node, _ in writes}
         for node, document in writes:
-            target = f"{node.folder}/zarr.json"
+            target = node.at.file("zarr.json")
             try:
                 if node.existing is None:
                     actions[node.path] = "written"
@@ -100,7 +100,7 @@ class Switch:
         found = Findings()
         failed = self.store.files.replace(
             Replacement(
-                f"{pack.array.folder}/zarr.json",
+                pack.array.at.file("zarr.json"),
                 encoded(pack.sharded),
                 self.current[pack.array.path],
             )
@@ -109,7 +109,7 @@ class Switch:
         switched = set()
         for pack in packs:
             path = pack.array.path
-            problem = failed.get(f"{pack.array.folder}/zarr.json")
+            problem = failed.get(pack.array.at.file("zarr.json"))
             if problem is not None:
                 found.fail(path, reason(problem))
                 continue
@@ -139,7 +139,7 @@ class Switch:
                 found.fail(group, reason(exc))
                 continue
             if data != self.current[group]:
-                written[f"{node.folder}/zarr.json"] = (group, data)
+                written[node.at.file("zarr.json")] = (group, data)
         self.stale.clear()
         failed = self.store.files.replace(
             Replacement(target, data, self.current[group])

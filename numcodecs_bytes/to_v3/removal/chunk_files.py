@@ -39,11 +39,11 @@ def clear(store: Store, removals: Removals, clears: list[Clear]) -> Findings:
 def clearable(clear: Clear, held: Mapping[str, Any]) -> tuple[list[Removal], str | None]:
     """The removals of an array's chunk files, each where its shard holds its bytes or was written
     after it (a Zarr v3 writer since: v3 readers read that write); or the reason none may go."""
-    folder = clear.array.folder
+    at = clear.array.at
     removals = []
     for shard in clear.shards:
         found = held[shard.path]
-        key = shard.path[len(folder) + 1 :]
+        key = at.below(shard.path)
         if isinstance(found, FileNotFoundError):
             return [], (
                 f"{key}: no such shard, where chunk files of it are kept (a Zarr v2 writer wrote "
@@ -65,7 +65,7 @@ def clearable(clear: Clear, held: Mapping[str, Any]) -> tuple[list[Removal], str
             ):
                 removals.append(Removal(source, None, version))
                 continue
-            chunk = source[len(folder) + 1 :]
+            chunk = at.below(source)
             if (
                 written is not None
                 and found.shard_written is not None

@@ -46,15 +46,15 @@ def clear_unread(
     found = Findings()
     # (not the files a list of a killed run's names: that list decides what becomes of them)
     unread = {
-        array.folder: [
+        array.at: [
             name
-            for name in unread_shards(array.document, names[array.folder])
+            for name in unread_shards(array.document, names[array.at.key])
             if name not in array.retired
         ]
         for array in arrays
-        if array.folder in names
+        if array.at.key in names
     }
-    paths = [f"{folder}/{name}" for folder, found in unread.items() for name in found]
+    paths = [at.file(name) for at, here in unread.items() for name in here]
     failed: dict[str, Exception] = {}
     if paths and not state.dry_run:
         found_versions = state.store.files.versions(paths)
@@ -63,15 +63,15 @@ def clear_unread(
             for path, version in found_versions.items()
             if isinstance(version, str)
         )
-        state.store.packing.tidy(f"{folder}/c" for folder, here in unread.items() if here)
+        state.store.packing.tidy(at.file("c") for at, here in unread.items() if here)
     for path in paths:
         if path in failed:
             found.file_stays(state.store.relative(path), reason(failed[path]))
         else:
             found.report.leftovers_removed.append(state.store.relative(path))
     kept = dict(names)
-    for folder, unread_here in unread.items():
+    for at, unread_here in unread.items():
         if unread_here:
             removed = set(unread_here)
-            kept[folder] = [name for name in names[folder] if name not in removed]
+            kept[at.key] = [name for name in names[at.key] if name not in removed]
     return kept, found

@@ -28,7 +28,7 @@ from typing import Any
 
 from ...problems import reason
 from ...store import Removal, digest
-from ...store.layout import REMOVING_V2, RETIRED
+from ...store.layout import REMOVING_V2, RETIRED, Location
 from ..findings import Findings
 from ..nodes import RunState
 from ..rules.documents import encoded
@@ -47,23 +47,23 @@ class Removals:
         self.remover = Remover(state)
         self.removed: set[str] = set()  # the nodes whose v2 metadata this run removed
 
-    def metadata(self, nodes: Iterable[tuple[str, str, Mapping[str, bytes]]]) -> Findings:
-        """The v2 metadata files of these nodes (path, folder, the digests of their files as read),
+    def metadata(self, nodes: Iterable[tuple[Location, Mapping[str, bytes]]]) -> Findings:
+        """The v2 metadata files of these nodes (where each lies, the digests of its files as read),
         each only if it still holds what was read; ``.zmetadata`` last."""
         found = Findings()
         self._metadata(nodes, found)
         return found
 
     def _metadata(
-        self, nodes: Iterable[tuple[str, str, Mapping[str, bytes]]], found: Findings
+        self, nodes: Iterable[tuple[Location, Mapping[str, bytes]]], found: Findings
     ) -> set[str]:
         """`metadata`, into ``found``: the nodes where a file was not removed."""
         nodes = list(nodes)
         failed = set()
         for last in (False, True):
             removals = {
-                f"{folder}/{name}": (path, f"{path}/{name}".lstrip("/"), read)
-                for path, folder, files in nodes
+                at.file(name): (at.path, (at / name).path, read)
+                for at, files in nodes
                 for name, read in files.items()
                 if (name == ".zmetadata") == last
             }
@@ -80,7 +80,7 @@ class Removals:
                     failed.add(node)
                 else:
                     found.report.removed.append(relative)
-        self.removed |= {path for path, _, _ in nodes} - failed
+        self.removed |= {at.path for at, _ in nodes} - failed
         return failed
 
     def arrays(self, arrays: list[tuple[ArrayFound, dict[str, Any], list[Removal]]]) -> Findings:
@@ -89,26 +89,24 @@ class Removals:
         was kept aside."""
         found = Findings()
         aside = {
-            f"{array.folder}/{REMOVING_V2}": encoded({"zarray": array.v2, "unsharded": chunks_of})
+            array.at.file(REMOVING_V2): encoded({"zarray": array.v2, "unsharded": chunks_of})
             for array, chunks_of, _ in arrays
         }
         not_kept = self.store.files.create(aside)
         going = []
         for array, _, removals in arrays:
-            problem = not_kept.get(f"{array.folder}/{REMOVING_V2}")
+            problem = not_kept.get(array.at.file(REMOVING_V2))
             if problem is not None:
                 found.fail(array.path, f"{REMOVING_V2}: {reason(problem)}; its v2 files are kept")
             else:
                 going.append((array, removals))
-        kept = self._metadata(
-            ((array.path, array.folder, array.digests) for array, _ in going), found
-        )
+        kept = self._metadata(((array.at, array.digests) for array, _ in going), found)
         done = [(array, removals) for array, removals in going if array.path not in kept]
         self.remover.remove(
             [removal for _, removals in done for removal in removals], found, "chunks"
         )
         self.store.packing.tidy(
-            folder for array, removals in done for folder in _chunk_folders(array.folder, removals)
+            folder for array, removals in done for folder in _chunk_folders(array.at, removals)
         )
         self.remover.remove(
             [Removal(path, digest(data)) for path, data in aside.items() if path not in not_kept],
@@ -129,22 +127,21 @@ class Removals:
             "chunks",
         )
         self.store.packing.tidy(finish.folders)
-        self.remover.remove([Removal(f"{finish.array.folder}/{REMOVING_V2}", None)], found)
+        self.remover.remove([Removal(finish.array.at.file(REMOVING_V2), None)], found)
         found.report.finished_removals.append(finish.array.path)
         return found
 
-    def mark(self, retiring: Mapping[str, Mapping[str, str]]) -> tuple[set[str], Findings]:
-        """Beside each array (by folder), the files it is about to stop reading, with their
-        versions, written down (`RETIRED`); the folders where that was written (the others fail,
-        and must not switch)."""
+    def mark(
+        self, retiring: Mapping[Location, Mapping[str, str]]
+    ) -> tuple[set[Location], Findings]:
+        """Beside each array (by where it lies), the files it is about to stop reading (relative
+        to it), with their versions, written down (`RETIRED`); the arrays where that was written
+        (the others fail, and must not switch)."""
         found = Findings()
-        marks = {
-            f"{folder}/{RETIRED}": encoded(
-                {"files": {path[len(folder) + 1 :]: version for path, version in files.items()}}
-            )
-            for folder, files in retiring.items()
-        }
-        failed = self.store.files.create(marks)
+        marks = {at.file(RETIRED): at for at in retiring}
+        failed = self.store.files.create(
+            {path: encoded({"files": dict(retiring[at])}) for path, at in marks.items()}
+        )
         for path, problem in failed.items():
             why = (
                 f"{RETIRED} is there still: a file it names was changed by another writer after "
@@ -153,8 +150,8 @@ class Removals:
                 if isinstance(problem, FileExistsError)
                 else f"{RETIRED}: {reason(problem)}"
             )
-            found.fail(self.store.relative(path.removesuffix(f"/{RETIRED}")), why)
-        return {path.removesuffix(f"/{RETIRED}") for path in marks if path not in failed}, found
+            found.fail(marks[path].path, why)
+        return {at for path, at in marks.items() if path not in failed}, found
 
     def retire(self, arrays: list[ArrayFound]) -> Findings:
         """What each array was switched away from (`ArrayFound.retired`, by a killed run, or just
@@ -164,17 +161,17 @@ class Removals:
         found = Findings()
         removals, folders = [], []
         for array in arrays:
-            paths = {f"{array.folder}/{name}": version for name, version in array.retired.items()}
+            paths = {array.at.file(name): version for name, version in array.retired.items()}
             removals += [Removal(path, None, version) for path, version in paths.items()]
-            folders += _chunk_folders(array.folder, paths)
+            folders += _chunk_folders(array.at, paths)
         failed = self.remover.remove(removals, found, "replaced")
         self.store.packing.tidy(folders)
         done = [
             array
             for array in arrays
-            if not any(f"{array.folder}/{name}" in failed for name in array.retired)
+            if not any(array.at.file(name) in failed for name in array.retired)
         ]
-        self.remover.remove([Removal(f"{array.folder}/{RETIRED}", None) for array in done], found)
+        self.remover.remove([Removal(array.at.file(RETIRED), None) for array in done], found)
         return found
 
     def would_remove(self, paths: list[str], counted: str) -> Findings:
@@ -182,14 +179,8 @@ class Removals:
         return self.remover.would_remove(paths, counted)
 
 
-def _chunk_folders(folder: str, removals: Iterable[Removal] | Mapping[str, object]) -> list[str]:
+def _chunk_folders(at: Location, removals: Iterable[Removal] | Mapping[str, object]) -> list[str]:
     """The folders below an array's that its files (removals, or paths) lay in (``0/0``, ``c/0/0``
     keys): emptied, they go too."""
-    paths = [r.path if isinstance(r, Removal) else r for r in removals]
-    return sorted(
-        {
-            f"{folder}/{path[len(folder) + 1 :].split('/')[0]}"
-            for path in paths
-            if "/" in path[len(folder) + 1 :]
-        }
-    )
+    names = [at.below(r.path if isinstance(r, Removal) else r) for r in removals]
+    return sorted({at.file(name.split("/")[0]) for name in names if "/" in name})

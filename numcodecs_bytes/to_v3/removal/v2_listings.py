@@ -21,19 +21,19 @@ def listing_only_v2(state: RunState, groups: Collection[str], removed: set[str])
     in v2 readers that open the store through it."""
     store = state.store
     found = Findings()
-    folders = {store.path(group): group for group in groups}
-    read = store.files.read(f"{folder}/.zmetadata" for folder in folders)
+    listings = {store.at(group).file(".zmetadata"): group for group in groups}
+    read = store.files.read(listings)
     replacements = []
-    for folder, group in folders.items():
-        data = read[f"{folder}/.zmetadata"]
+    for path, group in listings.items():
+        data = read[path]
         if isinstance(data, FileNotFoundError):
             continue
         if isinstance(data, Exception):
-            found.file_stays(f"{group}/.zmetadata".lstrip("/"), reason(data))
+            found.file_stays((store.at(group) / ".zmetadata").path, reason(data))
             continue
         listed = _without(data, group, removed)
         if listed is not None:
-            replacements.append(Replacement(f"{folder}/.zmetadata", listed, data))
+            replacements.append(Replacement(path, listed, data))
     if state.dry_run:
         return found
     for path, problem in store.files.replace(replacements).items():

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ...store.layout import METADATA_NAMES, ChunkKeys
+from ...store.layout import METADATA_NAMES, ChunkKeys, Location
 from ...store.shard_format import ByteRange, Shard
 from .sharding import (
     ShardLayout,
@@ -64,8 +64,7 @@ __all__ = [
 class ArrayFound(NamedTuple):
     """An array as the metadata run leaves it, for the sharding pass."""
 
-    path: str  # relative to the store, "" for the root
-    folder: str  # its folder's path in the store
+    at: Location  # where it lies
     document: dict[str, Any]  # its zarr.json as the store holds it now
     current: bytes  # those bytes, as this run read or wrote them
     # its .zarray as v2 readers take it (the chunk layout found); None: no v2 files
@@ -81,6 +80,11 @@ class ArrayFound(NamedTuple):
     # its folder, as the walk listed it, may hold shards a killed run placed that its zarr.json
     # does not read (`plan.may_hold_unread_shards`)
     leftovers: bool = False
+
+    @property
+    def path(self) -> str:
+        """Its path relative to the store, "" for the root."""
+        return self.at.path
 
 
 class OldShard(NamedTuple):
@@ -351,7 +355,7 @@ def plan(
     layout = layout._replace(separator="/" if not keys.prefix else other_separator(keys.separator))
     stored = keys.stored(names)
     plans = shards_of(keys.shape, layout)
-    shards = _shards(array.folder, plans, lambda index: _file(array.folder, stored, index))
+    shards = _shards(array.at, plans, lambda index: _file(array.at, stored, index))
     return Pack(array, layout, sharded_document(array.document, layout), keys, plans, shards)
 
 
@@ -383,10 +387,10 @@ def _resharded(
         for index, entry in zip(plan_now.inner, found.entries, strict=True):
             if index is not None and entry is not None:
                 ranges[index] = ByteRange(
-                    f"{array.folder}/{plan_now.key}", entry[0], entry[0] + entry[1]
+                    array.at.file(plan_now.key), entry[0], entry[0] + entry[1]
                 )
     plans = shards_of(shape, layout)
-    shards = _shards(array.folder, plans, ranges.get)
+    shards = _shards(array.at, plans, ranges.get)
     found_shards = {
         key: shard for key, shard in old_shards.items() if not isinstance(shard, Exception)
     }
@@ -421,25 +425,27 @@ def _sharded(
             "remove them once no Zarr v2 reader needs them",
         )
     shards = _shards(
-        array.folder,
+        array.at,
         shards_of(keys.shape, layout),
-        lambda index: _file(array.folder, stored, index),
+        lambda index: _file(array.at, stored, index),
     )
     return Clear(array, [shard for shard in shards if any(shard.sources)])
 
 
-def _file(folder: str, stored: Mapping[tuple[int, ...], str], index: tuple[int, ...]) -> str | None:
-    return f"{folder}/{stored[index]}" if index in stored else None
+def _file(
+    at: Location, stored: Mapping[tuple[int, ...], str], index: tuple[int, ...]
+) -> str | None:
+    return at.file(stored[index]) if index in stored else None
 
 
-def _shards(folder: str, plans: list[ShardPlan], source_of: Any) -> list[Shard]:
+def _shards(at: Location, plans: list[ShardPlan], source_of: Any) -> list[Shard]:
     """Each planned shard with its sources (``source_of``: an inner chunk's source by its grid
     index, or None)."""
 
     def source(index: tuple[int, ...] | None) -> str | ByteRange | None:
         return None if index is None else source_of(index)
 
-    return [Shard(f"{folder}/{shard.key}", tuple(map(source, shard.inner))) for shard in plans]
+    return [Shard(at.file(shard.key), tuple(map(source, shard.inner))) for shard in plans]
 
 
 def _finish(array: ArrayFound, names: list[str]) -> Finish:
@@ -454,6 +460,6 @@ def _finish(array: ArrayFound, names: list[str]) -> Finish:
     folders = sorted({name.split("/")[0] for name in stored if "/" in name})
     return Finish(
         array,
-        [f"{array.folder}/{name}" for name in stored],
-        [f"{array.folder}/{f}" for f in folders],
+        [array.at.file(name) for name in stored],
+        [array.at.file(f) for f in folders],
     )

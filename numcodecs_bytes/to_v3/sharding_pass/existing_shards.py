@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from ...problems import reason
 from ...store import ByteRange, Store
-from ...store.layout import ChunkKeys
+from ...store.layout import ChunkKeys, Location
 from ...store.shard_format import ShardError, parsed_index
 from ..rules.plan import OldShard
 from ..rules.sharding import ShardLayout
@@ -24,37 +24,37 @@ folder."""
 
 
 def read_shards(
-    store: Store, arrays: Iterable[tuple[str, tuple[int, ...], ShardLayout, list[str]]]
-) -> dict[str, ShardsNow]:
-    """For each array (its folder, shape, layout now, and the files below its folder), its shards
-    now, by folder."""
+    store: Store, arrays: Iterable[tuple[Location, tuple[int, ...], ShardLayout, list[str]]]
+) -> dict[Location, ShardsNow]:
+    """For each array (where it lies, its shape, its layout now, and the files below its folder),
+    its shards now."""
     wanted = {
-        folder: {
-            f"{folder}/{key}": key
+        at: {
+            at.file(key): key
             for key in ChunkKeys(shape, layout.shape, layout.separator, "c").stored(names).values()
         }
-        for folder, shape, layout, names in arrays
+        for at, shape, layout, names in arrays
     }
-    layouts = {folder: layout for folder, _, layout, _ in arrays}
+    layouts = {at: layout for at, _, layout, _ in arrays}
     paths = [path for shards in wanted.values() for path in shards]
     versions = store.files.versions(paths)
     at_end = {
-        path: layouts[folder].index_size
-        for folder, shards in wanted.items()
+        path: layouts[at].index_size
+        for at, shards in wanted.items()
         for path in shards
-        if layouts[folder].index_at_end
+        if layouts[at].index_at_end
     }
     at_start = [
-        ByteRange(path, 0, layouts[folder].index_size)
-        for folder, shards in wanted.items()
+        ByteRange(path, 0, layouts[at].index_size)
+        for at, shards in wanted.items()
         for path in shards
-        if not layouts[folder].index_at_end
+        if not layouts[at].index_at_end
     ]
     tails = store.files.tails(at_end)
     heads = store.files.read_ranges(at_start)
-    found: dict[str, ShardsNow] = {}
-    for folder, shards in wanted.items():
-        layout = layouts[folder]
+    found: dict[Location, ShardsNow] = {}
+    for at, shards in wanted.items():
+        layout = layouts[at]
         read: dict[str, OldShard | Exception] = {}
         shard_versions: dict[str, str | None] = {}
         for path, key in shards.items():
@@ -71,7 +71,7 @@ def read_shards(
                 if layout.index_at_end
                 else heads.get(ByteRange(path, 0, layout.index_size)),
             )
-        found[folder] = (shard_versions, read)
+        found[at] = (shard_versions, read)
     return found
 
 

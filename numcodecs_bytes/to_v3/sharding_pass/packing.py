@@ -72,7 +72,7 @@ class Packing:
         the module's docstring); what was found."""
         found = Findings()
         # the temporary files killed runs left where the new shards go (their shards went first)
-        self.store.packing.tidy(f"{pack.array.folder}/c" for pack in packs)
+        self.store.packing.tidy(pack.array.at.file("c") for pack in packs)
         self._progress(0, 0)  # the rate counts from here
         packed = self.options.pack(
             [shard for pack in packs for shard in pack.shards], self._progress
@@ -86,31 +86,26 @@ class Packing:
         # What the arrays read before and no longer read once switched (the shards they were sharded
         # in; chunk files no v2 reader reads): written down first, for a killed run's rerun.
         marks = {
-            pack.array.folder: {
-                path: v for path in pack.retired() if isinstance(v := versions.get(path), str)
+            pack.array.at: {
+                pack.array.at.below(path): v
+                for path in pack.retired()
+                if isinstance(v := versions.get(path), str)
             }
             for pack in good
             if pack.old is not None or pack.array.v2 is None
         }
         marked, unmarked = self.removals.mark(marks)
         found.add(unmarked)
-        switching = [
-            pack for pack in good if pack.array.folder not in marks or pack.array.folder in marked
-        ]
+        switching = [pack for pack in good if pack.array.at not in marks or pack.array.at in marked]
         switched, switch_found = self.switch.arrays(switching)
         found.add(switch_found)
         done = [pack for pack in good if pack.array.path in switched]
         for pack in done:
             _count_packed(found, pack, packed, self.removing)
         retiring = [
-            pack.array._replace(
-                retired={
-                    path[len(pack.array.folder) + 1 :]: version
-                    for path, version in marks[pack.array.folder].items()
-                }
-            )
+            pack.array._replace(retired=marks[pack.array.at])
             for pack in done
-            if pack.array.folder in marks
+            if pack.array.at in marks
         ]
         going = [
             pack
@@ -149,12 +144,12 @@ def _checked(
         else:
             checked.append(pack)
     listed, versions = store.packing.files_and_versions(
-        (pack.array.folder for pack in checked),
+        (pack.array.at.key for pack in checked),
         (path for pack in checked for path in pack.retired()),
     )
     good = []
     for pack in checked:
-        why = unchanged(pack, packed, versions, listed[pack.array.folder])
+        why = unchanged(pack, packed, versions, listed[pack.array.at.key])
         if why is not None:
             found.fail(pack.array.path, why)
         else:

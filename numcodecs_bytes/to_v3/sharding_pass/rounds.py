@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 
 from ...problems import reason
 from ...store import Store
+from ...store.layout import Location
 from ...store.shard_format import Shard, source_path
 from ..findings import Findings
 from ..removal.chunk_files import clear
@@ -77,7 +78,7 @@ class ShardPass:
         for chosen in _plans(
             self.found,
             alone,
-            {array.folder: [] for array in alone},
+            {array.at.key: [] for array in alone},
             {},
             self.options,
             self.removing,
@@ -115,19 +116,19 @@ class ShardPass:
         self.found.add(
             retire_killed(self.state, self.removals, [array for array in arrays if array.retired])
         )
-        listed = self.store.files.files_below(array.folder for array in arrays)
+        listed = self.store.files.files_below(array.at.key for array in arrays)
         names = {
-            array.folder: found
+            array.at.key: found
             for array in arrays
-            if not isinstance(found := listed[array.folder], Exception)
+            if not isinstance(found := listed[array.at.key], Exception)
         }
         names, unread = clear_unread(self.state, arrays, names)
         self.found.add(unread)
         listed = {**listed, **names}
         resharded = [
-            (array.folder, tuple(array.document["shape"]), old, names[array.folder])
+            (array.at, tuple(array.document["shape"]), old, names[array.at.key])
             for array in arrays
-            if array.folder in names and (old := self._reshards(array)) is not None
+            if array.at.key in names and (old := self._reshards(array)) is not None
         ]
         shards_now = read_shards(self.store, resharded)
         packs: list[Pack] = []
@@ -177,18 +178,18 @@ def _plans(
     found: Findings,
     arrays: list[ArrayFound],
     listed: Mapping[str, list[str] | Exception],
-    shards_now: Mapping[str, ShardsNow],
+    shards_now: Mapping[Location, ShardsNow],
     options: ShardOptions,
     removing: bool,
 ) -> Iterator[Plan]:
     """Each array's plan from the files listed below it and its shards' indexes read now; an array
     that cannot be planned fails (into ``found``)."""
     for array in arrays:
-        names = listed[array.folder]
+        names = listed[array.at.key]
         if isinstance(names, Exception):
             found.fail(array.path, f"its files could not be listed: {reason(names)}")
             continue
-        versions, old_shards = shards_now.get(array.folder, ({}, None))
+        versions, old_shards = shards_now.get(array.at, ({}, None))
         shape = options.shapes.get(array.path)
         try:
             chosen = plan(array, names, options.size, shape, removing, old_shards)
@@ -212,10 +213,10 @@ def _still_read(
 ) -> list[ArrayFound]:
     """The arrays whose ``zarr.json`` is still what this run read or wrote (re-read now); the others
     fail (into ``found``)."""
-    read = store.files.read(f"{array.folder}/zarr.json" for array in arrays)
+    read = store.files.read(array.at.file("zarr.json") for array in arrays)
     kept = []
     for array in arrays:
-        now = read[f"{array.folder}/zarr.json"]
+        now = read[array.at.file("zarr.json")]
         if isinstance(now, Exception) and not isinstance(now, FileNotFoundError):
             found.fail(array.path, f"zarr.json: {reason(now)}")
         elif now != current[array.path]:

@@ -58,11 +58,10 @@ def packed_right(
 def _made_right(pack: Pack, packed: Mapping[str, Packed | Exception]) -> str | None:
     """Why the array's shards cannot be switched to as made (None: they can): a shard not made, or
     a chunk file of the wrong size."""
-    folder = pack.array.folder
     for shard in pack.shards:
         result = packed[shard.path]
         if isinstance(result, Exception):
-            return f"{shard.path[len(folder) + 1 :]}: {reason(result)}; {_left(pack)}"
+            return f"{pack.array.at.below(shard.path)}: {reason(result)}; {_left(pack)}"
     fixed = _fixed_chunk_size(pack.sharded)
     for shard in pack.shards:
         result = packed[shard.path]
@@ -109,7 +108,7 @@ def unchanged(
     new = sorted(
         name
         for name in pack.sources.stored(names).values()
-        if f"{pack.array.folder}/{name}" not in known
+        if pack.array.at.file(name) not in known
     )
     if new:
         return f"{new[0]}: written by someone else while its shards were made: {_left(pack)}"
@@ -293,7 +292,7 @@ def _region(pack: Pack, index: tuple[int, ...]) -> tuple[slice, ...]:
 
 
 def _relative(pack: Pack, source: str | ByteRange) -> str:
-    return source_path(source)[len(pack.array.folder) + 1 :]
+    return pack.array.at.below(source_path(source))
 
 
 def _written_meanwhile(pack: Pack, source: str | ByteRange) -> str:
