@@ -533,3 +533,51 @@ def test_a_kept_v2_sharding_says_what_its_kept_chunk_files_cost_and_a_resharding
     )
     assert main(["to-v3", str(root), "--shard-size", f"{12 * 10 * 4}B"]) == 0
     assert "v2 chunk files kept beside the shards" not in capsys.readouterr().err
+
+
+@given(
+    shape=st.lists(st.integers(1, 300), min_size=1, max_size=3),
+    data=st.data(),
+    dtype=st.sampled_from(["|u1", "<i2", "<f4", "<f8", "|b1"]),
+    shard_size=st.sampled_from([64, 1000, 4096, 1 << 20]),
+)
+@settings(max_examples=60, deadline=None)
+def test_an_array_sharded_at_a_size_asks_for_the_shards_it_has_at_that_size(
+    shape: list[int], data: st.DataObject, dtype: str, shard_size: int
+) -> None:
+    """Worked out once (`plan.layouts`), the layouts of an array sharded at a size say that, asked
+    for the same size again, it has the shards asked for: a rerun reshards nothing. Its inner
+    chunks are the chunks it was sharded from, and its shards hold whole chunks."""
+    from numcodecs_bytes.store.layout import Location
+    from numcodecs_bytes.to_v3.rules.arrays import array_document
+    from numcodecs_bytes.to_v3.rules.plan import ArrayFound, layouts, reshard_from, shard_count
+    from numcodecs_bytes.to_v3.rules.sharding import sharded_document
+
+    chunks = [data.draw(st.integers(1, n), label="chunk") for n in shape]
+    zarray = {
+        "zarr_format": 2,
+        "shape": shape,
+        "chunks": chunks,
+        "dtype": dtype,
+        "compressor": None,
+        "fill_value": 0,
+        "order": "C",
+        "filters": None,
+    }
+    unsharded = array_document(zarray, {}).document
+    first = layouts(unsharded, shard_size, None)
+    assert first.now is None and first.problem is None
+    if first.asked is None:  # one chunk, or chunks larger than the size: left unsharded
+        return
+    assert list(first.asked.inner) == chunks
+    assert all(s % c == 0 for s, c in zip(first.asked.shape, chunks, strict=True))
+    sharded = sharded_document(unsharded, first.asked)
+    again = layouts(sharded, shard_size, None)
+    assert again.now is not None and again.asked is not None
+    assert (again.now.shape, again.now.inner) == (first.asked.shape, first.asked.inner)
+    assert again.asked.shape == again.now.shape
+    array = ArrayFound(Location("store", "a"), sharded, b"")
+    assert reshard_from(array, again) is None
+    assert shard_count(array, again) == shard_count(
+        ArrayFound(Location("store", "a"), unsharded, b""), first
+    )

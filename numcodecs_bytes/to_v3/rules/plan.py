@@ -15,6 +15,10 @@ Pure: documents, names and shard indexes in, a plan out. The array's
   (an unsharded array no shards can be made for from its document alone, no
   file named: `decided_by_document`).
 
+An array's shard layouts (the one it has, the one asked for) are worked out
+once from its document (`layouts`: zarr reads its data type) and passed on to
+each rule here.
+
 New shards never take the keys the array reads now: under Zarr v3's default
 keys with the other separator (``c/0/1`` where it reads ``c.0.1`` or v2 keys,
 ``c.0.1`` where it reads ``c/0/1``), so both live side by side until the
@@ -45,6 +49,7 @@ __all__ = [
     "ArrayFound",
     "Clear",
     "Finish",
+    "Layouts",
     "Leave",
     "OldShard",
     "Pack",
@@ -52,6 +57,7 @@ __all__ = [
     "chunk_keys",
     "decided_by_document",
     "keys_read",
+    "layouts",
     "may_hold_unread_shards",
     "plan",
     "reshard_from",
@@ -85,6 +91,18 @@ class ArrayFound(NamedTuple):
     def path(self) -> str:
         """Its path relative to the store, "" for the root."""
         return self.at.path
+
+
+class Layouts(NamedTuple):
+    """An array's shard layouts, worked out once from its document (`layouts`)."""
+
+    now: ShardLayout | None  # its shards' layout (`sharding.layout_of`); None: not sharded so
+    asked: ShardLayout | None  # the layout asked for it; None: none, or no shards can be made
+    asked_for: bool  # a shard size or a shard shape was asked for (of any array)
+    note: str | None = None  # why no shards can be made, where that is told
+    # why the layout asked for cannot be worked out (a shard shape that is not a multiple of its
+    # chunks): an unsharded array fails with it
+    problem: ValueError | None = None
 
 
 class OldShard(NamedTuple):
@@ -245,21 +263,37 @@ def v2_keys(zarray: dict[str, Any]) -> ChunkKeys:
     )
 
 
-def shard_count(array: ArrayFound, shard_size: int | None, explicit: Sequence[int] | None) -> int:
+def layouts(
+    document: dict[str, Any], shard_size: int | None, explicit: Sequence[int] | None
+) -> Layouts:
+    """An array's shard layouts from its document (``zarr.json`` as the store holds it now), for a
+    ``shard_size`` or an ``explicit`` shard shape asked for (`sharding.shard_layout`): sharded
+    already, the layout asked is that of its inner chunks."""
+    now = layout_of(document)
+    asked_for = shard_size is not None or explicit is not None
+    if now is None and chunk_keys(document) is None:
+        return Layouts(None, None, asked_for)
+    try:
+        asked, note = shard_layout(
+            inner_document(document) if now is not None else document, shard_size, explicit
+        )
+    except ValueError as exc:
+        return Layouts(now, None, asked_for, problem=exc)
+    return Layouts(now, asked, asked_for, note)
+
+
+def shard_count(array: ArrayFound, layouts: Layouts) -> int:
     """How many shards packing the array writes at most (0 where nothing is packed): what sizes a
     round."""
-    layout = _wanted(array.document, shard_size, explicit)
-    if layout is None:
+    if layouts.asked is None:
         return 0
     count = 1
-    for extent, size in zip(array.document["shape"], layout.shape, strict=True):
+    for extent, size in zip(array.document["shape"], layouts.asked.shape, strict=True):
         count *= -(-int(extent) // size)
     return count
 
 
-def decided_by_document(
-    array: ArrayFound, shard_size: int | None, explicit: Sequence[int] | None
-) -> bool:
+def decided_by_document(array: ArrayFound, layouts: Layouts) -> bool:
     """Whether `plan` decides from the array's document alone, with no file named: an unsharded
     array that no shards can be made for is left as it is, whatever files are below it (it is not
     read again nor listed: two requests an array on an object store, for each of a store's small
@@ -268,8 +302,8 @@ def decided_by_document(
         not array.removing
         and not array.retired
         and not array.leftovers
-        and layout_of(array.document) is None
-        and _wanted(array.document, shard_size, explicit) is None
+        and layouts.now is None
+        and layouts.asked is None
     )
 
 
@@ -288,70 +322,51 @@ def retiring(array: ArrayFound) -> tuple[dict[str, str], dict[str, str]]:
     return going, {name: v for name, v in array.retired.items() if name in read}
 
 
-def reshard_from(
-    array: ArrayFound, shard_size: int | None, explicit: Sequence[int] | None
-) -> ShardLayout | None:
+def reshard_from(array: ArrayFound, layouts: Layouts) -> ShardLayout | None:
     """The layout of the shards an array has now, where it is to be sharded anew (another shape
     asked for): its shards' indexes must then be read for `plan`; else None."""
-    old = layout_of(array.document)
-    if old is None or array.removing:
+    old, asked = layouts.now, layouts.asked
+    if old is None or array.removing or asked is None:
         return None
-    wanted = _wanted(array.document, shard_size, explicit)
-    return old if wanted is not None and wanted.shape != old.shape else None
-
-
-def _wanted(
-    document: dict[str, Any], shard_size: int | None, explicit: Sequence[int] | None
-) -> ShardLayout | None:
-    """The layout asked for an array (None where none is, or it cannot be sharded); a ValueError
-    where the shape asked is not a multiple of its chunks."""
-    old = layout_of(document)
-    unsharded = inner_document(document) if old is not None else document
-    if old is None and chunk_keys(document) is None:
-        return None
-    try:
-        layout, _ = shard_layout(unsharded, shard_size, explicit)
-    except ValueError:
-        return None
-    return layout
+    return old if asked.shape != old.shape else None
 
 
 def plan(
     array: ArrayFound,
+    layouts: Layouts,
     names: Iterable[str],
-    shard_size: int | None,
-    explicit: Sequence[int] | None,
     removing: bool,
     old_shards: Mapping[str, OldShard | Exception] | None = None,
 ) -> Plan:
-    """What becomes of ``array`` (see the module's docstring). ``names``: the files below its
-    folder; ``old_shards``: where it is resharded (`reshard_from`), its shards, by key.
+    """What becomes of ``array`` (see the module's docstring), whose shard ``layouts`` are
+    `layouts`'s. ``names``: the files below its folder; ``old_shards``: where it is resharded
+    (`reshard_from`), its shards, by key.
 
     Raises
     ------
     rules.UnconvertibleError
-        Where a shard shape asked for it is not a multiple of its chunks.
+        Where a shard shape asked for an unsharded array is not a multiple of its chunks.
     """
     names = list(names)
     if array.removing:
         return _finish(array, names)
-    old = layout_of(array.document)
-    if old is not None:
+    if layouts.now is not None:
         if old_shards is not None:
-            return _resharded(array, names, old, shard_size, explicit, old_shards)
-        return _sharded(array, names, old, shard_size, explicit, removing)
+            return _resharded(array, names, layouts, old_shards)
+        return _sharded(array, names, layouts.now, removing)
     keys = chunk_keys(array.document)
-    asked = shard_size is not None or explicit is not None
     if keys is None:
         return Leave(
             array,
             "left unsharded: its codecs or chunk keys are none that shards can be made of"
-            if asked and array.document.get("codecs")
+            if layouts.asked_for and array.document.get("codecs")
             else None,
         )
-    layout, note = shard_layout(array.document, shard_size, explicit)
+    if layouts.problem is not None:
+        raise layouts.problem
+    layout = layouts.asked
     if layout is None:
-        return Leave(array, note)
+        return Leave(array, layouts.note)
     layout = layout._replace(separator="/" if not keys.prefix else other_separator(keys.separator))
     stored = keys.stored(names)
     plans = shards_of(keys.shape, layout)
@@ -362,17 +377,14 @@ def plan(
 def _resharded(
     array: ArrayFound,
     names: list[str],
-    old: ShardLayout,
-    shard_size: int | None,
-    explicit: Sequence[int] | None,
+    layouts: Layouts,
     old_shards: Mapping[str, OldShard | Exception],
 ) -> Plan:
     """A sharded array in new shards: each inner chunk, a byte range of its shard now, into its new
     shard."""
+    old, layout = layouts.now, layouts.asked
+    assert old is not None and layout is not None  # `reshard_from` said so
     unsharded = inner_document(array.document)
-    layout, note = shard_layout(unsharded, shard_size, explicit)
-    if layout is None:
-        return Leave(array, note)
     layout = layout._replace(separator=other_separator(old.separator))
     shape = tuple(int(n) for n in array.document["shape"])
     sources = ChunkKeys(shape, old.shape, old.separator, "c")
@@ -402,8 +414,6 @@ def _sharded(
     array: ArrayFound,
     names: list[str],
     layout: ShardLayout,
-    shard_size: int | None,
-    explicit: Sequence[int] | None,
     removing: bool,
 ) -> Plan:
     """An array sharded already, in the shape asked for (or none asked): its v2 chunk files cleared

@@ -35,15 +35,16 @@ from ..rules.plan import (
     ArrayFound,
     Clear,
     Finish,
+    Layouts,
     Leave,
     Pack,
     Plan,
     decided_by_document,
+    layouts,
     plan,
     reshard_from,
     shard_count,
 )
-from ..rules.sharding import ShardLayout
 from .existing_shards import ShardsNow, read_shards
 from .packing import Packer, Packing, Sharding, ShardOptions
 
@@ -67,6 +68,7 @@ class ShardPass:
         self.current = sharding.switch.current
         self.packing = Packing(sharding)
         self.found = Findings()
+        self.layouts: dict[str, Layouts] = {}  # each array's, by path, worked out once
 
     def run(self, arrays: list[ArrayFound]) -> Findings:
         """Every array in rounds; the consolidated metadata brought up to date. What the pass
@@ -74,19 +76,26 @@ class ShardPass:
         alone: list[ArrayFound] = []
         planned: list[ArrayFound] = []
         for array in arrays:
-            (alone if self._decided_by_document(array) else planned).append(array)
+            shape = self.options.shapes.get(array.path)
+            try:
+                self.layouts[array.path] = layouts(array.document, self.options.size, shape)
+            except Exception as exc:  # a document zarr cannot read: that array's problem
+                self.found.fail(array.path, reason(exc))
+                continue
+            decided = decided_by_document(array, self.layouts[array.path])
+            (alone if decided else planned).append(array)
         for chosen in _plans(
             self.found,
             alone,
             {array.at.key: [] for array in alone},
             {},
-            self.options,
+            self.layouts,
             self.removing,
         ):
             assert isinstance(chosen, Leave)
             self._take(chosen, [], [])
         arrays = planned
-        counts = {array.path: self._count(array) for array in arrays}
+        counts = {array.path: shard_count(array, self.layouts[array.path]) for array in arrays}
         self.packing.total = sum(counts.values())
         round_: list[ArrayFound] = []
         for array in arrays:
@@ -101,12 +110,6 @@ class ShardPass:
         if not self.dry_run:
             self.found.add(self.switch.consolidations())
         return self.found
-
-    def _decided_by_document(self, array: ArrayFound) -> bool:
-        return decided_by_document(array, self.options.size, self.options.shapes.get(array.path))
-
-    def _count(self, array: ArrayFound) -> int:
-        return shard_count(array, self.options.size, self.options.shapes.get(array.path))
 
     def _round(self, arrays: list[ArrayFound]) -> None:
         arrays = (
@@ -128,12 +131,13 @@ class ShardPass:
         resharded = [
             (array.at, tuple(array.document["shape"]), old, names[array.at.key])
             for array in arrays
-            if array.at.key in names and (old := self._reshards(array)) is not None
+            if array.at.key in names
+            and (old := reshard_from(array, self.layouts[array.path])) is not None
         ]
         shards_now = read_shards(self.store, resharded)
         packs: list[Pack] = []
         clears: list[Clear] = []
-        for chosen in _plans(self.found, arrays, listed, shards_now, self.options, self.removing):
+        for chosen in _plans(self.found, arrays, listed, shards_now, self.layouts, self.removing):
             self._take(chosen, packs, clears)
         if self.dry_run:
             self.found.report.shards_to_write += sum(
@@ -157,9 +161,6 @@ class ShardPass:
         for each in clears:
             self.found.add(self.removals.would_remove(_sources(each.shards), "chunks"))
 
-    def _reshards(self, array: ArrayFound) -> ShardLayout | None:
-        return reshard_from(array, self.options.size, self.options.shapes.get(array.path))
-
     def _take(self, found: Plan, packs: list[Pack], clears: list[Clear]) -> None:
         if isinstance(found, Pack):
             packs.append(found)
@@ -179,20 +180,19 @@ def _plans(
     arrays: list[ArrayFound],
     listed: Mapping[str, list[str] | Exception],
     shards_now: Mapping[Location, ShardsNow],
-    options: ShardOptions,
+    layouts: Mapping[str, Layouts],
     removing: bool,
 ) -> Iterator[Plan]:
-    """Each array's plan from the files listed below it and its shards' indexes read now; an array
-    that cannot be planned fails (into ``found``)."""
+    """Each array's plan from its shard layouts (by path), the files listed below it and its
+    shards' indexes read now; an array that cannot be planned fails (into ``found``)."""
     for array in arrays:
         names = listed[array.at.key]
         if isinstance(names, Exception):
             found.fail(array.path, f"its files could not be listed: {reason(names)}")
             continue
         versions, old_shards = shards_now.get(array.at, ({}, None))
-        shape = options.shapes.get(array.path)
         try:
-            chosen = plan(array, names, options.size, shape, removing, old_shards)
+            chosen = plan(array, layouts[array.path], names, removing, old_shards)
         except Exception as exc:
             found.fail(array.path, reason(exc))
             continue
