@@ -50,7 +50,7 @@ class Node(NamedTuple):
     # an array's v2 metadata converted, unsharded (what its chunks are)
     conversion: dict[str, Any] | None = None
     # a killed run was removing its v2 files (see `store.layout.REMOVING_V2`)
-    removing_v2: bool = False
+    was_removing: bool = False
     # files a killed run switched the array away from (`store.layout.RETIRED`)
     retired: Mapping[str, str] = {}
     # its folder may hold shards a killed run placed that its zarr.json does not read

@@ -183,10 +183,10 @@ def convert_store(
             run.take(batch)
         run.take_nodes_the_walk_missed()
         run.write_groups()
-        removing = remove_v2_metadata and not run.report.failures
+        removes_v2 = remove_v2_metadata and not run.report.failures
         pack = _packer(store, client, location, store_options)
-        run.shard(ShardOptions(shard_size, shapes, pack, on_shards), removing)
-        if removing:
+        run.shard(ShardOptions(shard_size, shapes, pack, on_shards), removes_v2)
+        if removes_v2:
             run.remove_v2_metadata()
         return run.report
 
@@ -298,10 +298,10 @@ class _Run:
         written = {node.path for node in self.report.written}
         self.report.ome = [(path, kind) for path, kind in made_ome.items() if path in written]
 
-    def shard(self, options: ShardOptions, removing: bool) -> None:
+    def shard(self, options: ShardOptions, removes_v2: bool) -> None:
         """The sharding pass (`sharding_pass.rounds`) over the arrays it takes."""
         if self.metadata.to_shard:
-            sharding = Sharding(self.state, options, self.switch, self.removal, removing)
+            sharding = Sharding(self.state, options, self.switch, self.removal, removes_v2)
             self.record(ShardPass(sharding).run(list(self.metadata.to_shard.values())))
 
     def remove_v2_metadata(self) -> None:

@@ -132,7 +132,7 @@ class MetadataPass:
         """Whether the sharding pass takes an array: where shards are asked for, where a killed run
         was removing its v2 files or switching it to new shards (or placed shards its zarr.json
         does not read), and where a removing run finds it sharded with its v2 files kept."""
-        if self.options.sharding or node.removing_v2 or node.retired or node.leftovers:
+        if self.options.sharding or node.was_removing or node.retired or node.leftovers:
             return True
         return (
             self.options.remove_v2_metadata
@@ -190,7 +190,7 @@ def _found(node: Node, current: bytes) -> ArrayFound:
         node.shard_zarray,
         node.conversion,
         v2_metadata,
-        node.removing_v2,
+        node.was_removing,
         node.retired,
         node.leftovers,
     )

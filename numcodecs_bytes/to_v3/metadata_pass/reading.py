@@ -106,7 +106,7 @@ class NodeReader:
             consolidated = document.get("consolidated_metadata")
             if node.kind == "group" and isinstance(consolidated, dict):
                 self.index.listed.setdefault(path, v3_listing(consolidated))
-            if node.removing_v2:
+            if node.was_removing:
                 return node
             return node._replace(consolidates=path in self.index.listed)
         zattrs = parsed(".zattrs") if ".zattrs" in read else self._attributes_listed(path)
@@ -272,7 +272,7 @@ def _being_removed(
         shard_zarray=zarray,
         conversion=kept["unsharded"],
         chunk_names=folder.files,
-        removing_v2=True,
+        was_removing=True,
     )
     return node, note
 

@@ -80,7 +80,7 @@ class ArrayFound(NamedTuple):
     # its v2 metadata files as read, by name: their digests (for their removal)
     digests: Mapping[str, bytes] = {}
     # a killed run was removing its v2 chunk files (see `store.layout.REMOVING_V2`)
-    removing: bool = False
+    was_removing: bool = False
     # files a killed run switched away from, to remove: version by relative path
     retired: Mapping[str, str] = {}
     # its folder, as the walk listed it, may hold shards a killed run placed that its zarr.json
@@ -299,7 +299,7 @@ def decided_by_document(array: ArrayFound, layouts: Layouts) -> bool:
     read again nor listed: two requests an array on an object store, for each of a store's small
     arrays)."""
     return (
-        not array.removing
+        not array.was_removing
         and not array.retired
         and not array.leftovers
         and layouts.now is None
@@ -326,7 +326,7 @@ def reshard_from(array: ArrayFound, layouts: Layouts) -> ShardLayout | None:
     """The layout of the shards an array has now, where it is to be sharded anew (another shape
     asked for): its shards' indexes must then be read for `plan`; else None."""
     old, asked = layouts.now, layouts.asked
-    if old is None or array.removing or asked is None:
+    if old is None or array.was_removing or asked is None:
         return None
     return old if asked.shape != old.shape else None
 
@@ -335,7 +335,7 @@ def plan(
     array: ArrayFound,
     layouts: Layouts,
     names: Iterable[str],
-    removing: bool,
+    removes_v2: bool,
     old_shards: Mapping[str, OldShard | Exception] | None = None,
 ) -> Plan:
     """What becomes of ``array`` (see the module's docstring), whose shard ``layouts`` are
@@ -348,12 +348,12 @@ def plan(
         Where a shard shape asked for an unsharded array is not a multiple of its chunks.
     """
     names = list(names)
-    if array.removing:
+    if array.was_removing:
         return _finish(array, names)
     if layouts.now is not None:
         if old_shards is not None:
             return _resharded(array, names, layouts, old_shards)
-        return _sharded(array, names, layouts.now, removing)
+        return _sharded(array, names, layouts.now, removes_v2)
     keys = chunk_keys(array.document)
     if keys is None:
         return Leave(
@@ -414,11 +414,11 @@ def _sharded(
     array: ArrayFound,
     names: list[str],
     layout: ShardLayout,
-    removing: bool,
+    removes_v2: bool,
 ) -> Plan:
     """An array sharded already, in the shape asked for (or none asked): its v2 chunk files cleared
     where the run removes them."""
-    if array.v2 is None or array.conversion is None or not removing:
+    if array.v2 is None or array.conversion is None or not removes_v2:
         return Leave(array)
     keys = v2_keys(array.v2)
     stored = keys.stored(names)

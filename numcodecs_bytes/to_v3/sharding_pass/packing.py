@@ -54,7 +54,7 @@ class Sharding(NamedTuple):
     options: ShardOptions
     switch: Switch
     removals: Removals
-    removing: bool
+    removes_v2: bool  # this run removes v2 files (a killed run's: `ArrayFound.was_removing`)
 
 
 class Packing:
@@ -64,7 +64,7 @@ class Packing:
     def __init__(self, sharding: Sharding) -> None:
         self.store = sharding.state.store
         self.options, self.switch = sharding.options, sharding.switch
-        self.removals, self.removing = sharding.removals, sharding.removing
+        self.removals, self.removes_v2 = sharding.removals, sharding.removes_v2
         self.done = self.total = self.packed_bytes = 0
 
     def packed(self, packs: list[Pack]) -> Findings:
@@ -101,7 +101,7 @@ class Packing:
         found.add(switch_found)
         done = [pack for pack in good if pack.array.path in switched]
         for pack in done:
-            _count_packed(found, pack, packed, self.removing)
+            _count_packed(found, pack, packed, self.removes_v2)
         retiring = [
             pack.array._replace(retired=marks[pack.array.at])
             for pack in done
@@ -110,7 +110,7 @@ class Packing:
         going = [
             pack
             for pack in done
-            if self.removing and pack.array.v2 is not None and pack.old is None
+            if self.removes_v2 and pack.array.v2 is not None and pack.old is None
         ]
         if going or retiring:
             found.add(self.switch.consolidations())  # before anything it lists goes
@@ -172,7 +172,7 @@ def _removals(pack: Pack, packed: Mapping[str, Packed | Exception]) -> list[Remo
 
 
 def _count_packed(
-    found: Findings, pack: Pack, packed: Mapping[str, Packed | Exception], removing: bool
+    found: Findings, pack: Pack, packed: Mapping[str, Packed | Exception], removes_v2: bool
 ) -> None:
     """An array switched to its new shards, counted into ``found`` (with a note where chunk files
     were links)."""
@@ -185,13 +185,13 @@ def _count_packed(
     packed_bytes = sum(size or 0 for result in results for size in result.sizes)
     report.shard_bytes += packed_bytes
     report.copied_bytes += sum(result.copied for result in results)
-    if pack.old is None and pack.array.v2 is not None and not removing:
+    if pack.old is None and pack.array.v2 is not None and not removes_v2:
         report.kept_chunk_bytes += packed_bytes
     linked = sum(result.linked for result in results)
     if linked:
         gone = (
             "the links go with the chunk files, their targets stay"
-            if removing
+            if removes_v2
             else "the links stay"
         )
         found.note(

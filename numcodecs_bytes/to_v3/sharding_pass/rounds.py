@@ -64,7 +64,7 @@ class ShardPass:
         self.state = state = sharding.state
         self.store, self.dry_run = state.store, state.dry_run
         self.options, self.switch = sharding.options, sharding.switch
-        self.removals, self.removing = sharding.removals, sharding.removing
+        self.removals, self.removes_v2 = sharding.removals, sharding.removes_v2
         self.current = sharding.switch.current
         self.packing = Packing(sharding)
         self.found = Findings()
@@ -90,7 +90,7 @@ class ShardPass:
             {array.at.key: [] for array in alone},
             {},
             self.layouts,
-            self.removing,
+            self.removes_v2,
         ):
             assert isinstance(chosen, Leave)
             self._take(chosen, [], [])
@@ -137,7 +137,7 @@ class ShardPass:
         shards_now = read_shards(self.store, resharded)
         packs: list[Pack] = []
         clears: list[Clear] = []
-        for chosen in _plans(self.found, arrays, listed, shards_now, self.layouts, self.removing):
+        for chosen in _plans(self.found, arrays, listed, shards_now, self.layouts, self.removes_v2):
             self._take(chosen, packs, clears)
         if self.dry_run:
             self.found.report.shards_to_write += sum(
@@ -156,7 +156,7 @@ class ShardPass:
         for pack in packs:
             if pack.old is not None or pack.array.v2 is None:
                 self.found.add(self.removals.would_remove(pack.retired(), "replaced"))
-            elif self.removing:
+            elif self.removes_v2:
                 self.found.add(self.removals.would_remove(_sources(pack.shards), "chunks"))
         for each in clears:
             self.found.add(self.removals.would_remove(_sources(each.shards), "chunks"))
@@ -181,7 +181,7 @@ def _plans(
     listed: Mapping[str, list[str] | Exception],
     shards_now: Mapping[Location, ShardsNow],
     layouts: Mapping[str, Layouts],
-    removing: bool,
+    removes_v2: bool,
 ) -> Iterator[Plan]:
     """Each array's plan from its shard layouts (by path), the files listed below it and its
     shards' indexes read now; an array that cannot be planned fails (into ``found``)."""
@@ -192,7 +192,7 @@ def _plans(
             continue
         versions, old_shards = shards_now.get(array.at, ({}, None))
         try:
-            chosen = plan(array, layouts[array.path], names, removing, old_shards)
+            chosen = plan(array, layouts[array.path], names, removes_v2, old_shards)
         except Exception as exc:
             found.fail(array.path, reason(exc))
             continue
