@@ -44,9 +44,9 @@ The modules, each with one job: `options` (`StoreOptions`), `files` (the
 `listing` (folders as listings find them), `requests` (a network store's
 batches of requests), `per_path` (the batch methods made of one-path
 requests), `lease` (the lock of an object store), `local`, `fsspec_files`,
-`s3` and `object_files` (the backends; `cloud_options`: Azure's options as
-obstore takes them), `remote` (opening a URL), `engine` (opening, locking
-and walking a store); the chunk mover: `chunks` (the shard format, what
+`s3_objects` and `object_files` (the backends; `cloud_options`: Azure's options as
+obstore takes them), `remote` (opening a URL), `store` (opening, locking
+and walking a store); the chunk mover: `shard_format` (the shard format, what
 packing is asked and answers), `local_shards` and `disk` (a local disk's
 packing and durability), `object_packing` (packing through obstore),
 `distributed` (packing as dask tasks).
@@ -54,7 +54,7 @@ packing and durability), `object_packing` (packing through obstore),
 
 from __future__ import annotations
 
-from .engine import Store, StoreBatch, Walk, open_store
+from .store import Store, StoreBatch, Walk, open_store
 from .files import BATCH, ByteRange, Files, Folder, Removal, Replacement, digest
 from .options import JOBS, REQUEST_TIMEOUT, StoreOptions
 

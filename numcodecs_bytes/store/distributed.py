@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .engine import open_store
+from .store import open_store
 from .options import StoreOptions
 from .shard_format import Packed, Shard
 

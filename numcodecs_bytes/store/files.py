@@ -5,7 +5,7 @@ both.
 Each backend (`local`, `fsspec_files`, `object_files`, `s3_objects`)
 implements `Files`, and its packing strategy (`local_shards`,
 `fsspec_packing`, `object_packing`, `s3_copy`) `ShardPacking`; the tools
-reach them through `engine.Store`. Paths are the backend's own: under the
+reach them through `store.Store`. Paths are the backend's own: under the
 store's root, ``/``-separated on object stores.
 """
 

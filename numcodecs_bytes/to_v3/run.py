@@ -21,7 +21,7 @@ from ._zarr_api import zarr_api
 from .findings import Findings
 from .metadata_pass.batches import MetadataOptions, MetadataPass
 from .metadata_pass.group_writes import make_ome_05, write_groups
-from .metadata_pass.switch import Switch
+from .metadata_pass.zarr_json import ZarrJsonWriter
 from .nodes import Kept, NodeIndex, RunState
 from .removal.removals import Removals
 from .removal.v2_listings import listing_only_v2
@@ -273,8 +273,8 @@ class _Run:
         self.report = ConversionReport()
         self.index = NodeIndex()
         self.state = RunState(store, self.index, options.dry_run, options.on_removed)
-        self.switch = Switch(self.state)
-        self.metadata = MetadataPass(self.state, walk, options.metadata, self.switch)
+        self.zarr_json = ZarrJsonWriter(self.state)
+        self.metadata = MetadataPass(self.state, walk, options.metadata, self.zarr_json)
         self.removal = Removals(self.state)
 
     # -- the metadata pass -------------------------------------------------------------------------
@@ -294,14 +294,14 @@ class _Run:
         group's ``zarr.json`` (`write_groups`)."""
         made_ome, found = make_ome_05(self.index)
         self.record(found)
-        self.record(write_groups(self.index, self.store.at, self.switch))
+        self.record(write_groups(self.index, self.store.at, self.zarr_json))
         written = {node.path for node in self.report.written}
         self.report.ome = [(path, kind) for path, kind in made_ome.items() if path in written]
 
     def shard(self, options: ShardOptions, removes_v2: bool) -> None:
         """The sharding pass (`sharding_pass.rounds`) over the arrays it takes."""
         if self.metadata.to_shard:
-            sharding = Sharding(self.state, options, self.switch, self.removal, removes_v2)
+            sharding = Sharding(self.state, options, self.zarr_json, self.removal, removes_v2)
             self.record(ShardPass(sharding).run(list(self.metadata.to_shard.values())))
 
     def remove_v2_metadata(self) -> None:

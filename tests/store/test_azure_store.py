@@ -573,7 +573,7 @@ STOPS = {
         1,
     ),
     "its new shards packed": ("numcodecs_bytes.store.object_packing:ObjectPacking.pack", 1),
-    "its switch": ("numcodecs_bytes.to_v3.metadata_pass.switch:Switch.arrays", 1),
+    "its switch": ("numcodecs_bytes.to_v3.metadata_pass.zarr_json:ZarrJsonWriter.arrays", 1),
     "its first removal": ("numcodecs_bytes.store.object_files:ObjectFiles.remove", 1),
 }
 

@@ -253,7 +253,7 @@ STOPS = {
         1,
     ),
     "one of two new shards placed": ("numcodecs_bytes.store.local_shards:_placed_shard", 1),
-    "its switch": ("numcodecs_bytes.to_v3.metadata_pass.switch:Switch.arrays", 1),
+    "its switch": ("numcodecs_bytes.to_v3.metadata_pass.zarr_json:ZarrJsonWriter.arrays", 1),
     "its old shards removed, the list not yet": (
         "numcodecs_bytes.store.local_shards:LocalPacking.tidy",
         1,

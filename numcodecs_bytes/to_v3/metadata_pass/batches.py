@@ -1,6 +1,6 @@
 """The metadata pass of a run: the walk's batches taken, each node read (`reading`), settled where
 its ``zarr.json`` and v2 metadata disagree (`disagreements`), its sample checked (`sampling`), and
-an array's ``zarr.json`` written (`switch`); then the nodes only a consolidated metadata lists.
+an array's ``zarr.json`` written (`zarr_json`); then the nodes only a consolidated metadata lists.
 Each step returns what it found (`Findings`), which the run records before the next: a node's
 failure keeps the groups above it as they are."""
 
@@ -22,7 +22,7 @@ from ..rules.sharding import layout_of
 from .disagreements import disagreement, files_to_time, settle, settled_by_documents
 from .reading import NodeReader
 from .sampling import Sampler
-from .switch import Switch
+from .zarr_json import ZarrJsonWriter
 
 __all__ = ["MetadataOptions", "MetadataPass"]
 
@@ -41,12 +41,12 @@ class MetadataPass:
     takes, as it left them (``to_shard``)."""
 
     def __init__(
-        self, state: RunState, walk: Walk, options: MetadataOptions, switch: Switch
+        self, state: RunState, walk: Walk, options: MetadataOptions, zarr_json: ZarrJsonWriter
     ) -> None:
         self.store, self.index, self.walk, self.options = state.store, state.index, walk, options
         self.reader = NodeReader(self.index, options.oldest_zarr)
         self.sampler = Sampler(state.store.files)
-        self.switch = switch
+        self.zarr_json = zarr_json
         # the arrays the sharding pass takes, as this run left them
         self.to_shard: dict[str, ArrayFound] = {}
         self.groups_seen: set[str] = set()  # whose attributes gave their OME levels' names
@@ -120,12 +120,12 @@ class MetadataPass:
         if self.options.sample_check:
             arrays, checked = self.sampler.passing(arrays)
             taken.add(checked)
-        taken.add(self.switch.documents([(node, node.document) for node in arrays]))
+        taken.add(self.zarr_json.documents([(node, node.document) for node in arrays]))
         for node in arrays:
             if node.path not in taken.failed:
                 self.index.nodes[node.path] = node.kept()
                 if self._sharding_takes(node):
-                    self.to_shard[node.path] = _found(node, self.switch.current[node.path])
+                    self.to_shard[node.path] = _found(node, self.zarr_json.current[node.path])
         return taken
 
     def _sharding_takes(self, node: Node) -> bool:

@@ -13,7 +13,7 @@ from ..rules.documents import parents
 from ..rules.ome import kind_of, ome_05
 from ..rules.ome_validation import rejected
 from .groups import NotConsolidated, consolidated, groups_by_depth
-from .switch import Switch
+from .zarr_json import ZarrJsonWriter
 
 __all__ = ["OME_NOT_VALIDATED", "make_ome_05", "write_groups"]
 
@@ -62,7 +62,9 @@ OME_NOT_VALIDATED = (
 )
 
 
-def write_groups(index: NodeIndex, at: Callable[[str], Location], switch: Switch) -> Findings:
+def write_groups(
+    index: NodeIndex, at: Callable[[str], Location], zarr_json: ZarrJsonWriter
+) -> Findings:
     """Every group's ``zarr.json``, deepest first (a batch per depth), each only once everything
     below it converted; the root last. What was found."""
     found = Findings()
@@ -93,7 +95,7 @@ def write_groups(index: NodeIndex, at: Callable[[str], Location], switch: Switch
                     exc.failed_into(found, node.path)
                     continue
             writes.append((node, document))
-        written = switch.documents(writes)
+        written = zarr_json.documents(writes)
         found.add(written)
         blocked |= {parent for path in written.failed for parent in parents(path)}
         found.report.consolidated |= any(

@@ -1,6 +1,6 @@
 """A round's packing in the sharding pass (`rounds`): its new shards packed (`store.Store.packing`;
 on a dask cluster where asked), checked (`verify`), each array that passes switched to its new
-shards (`switch`), then what it read before and no longer reads removed.
+shards (`zarr_json`), then what it read before and no longer reads removed.
 
 1. The temporary files killed runs left where the new shards go are removed,
    then the shards packed: a source listed but gone meanwhile keeps its array
@@ -23,7 +23,7 @@ from typing import NamedTuple
 from ...store import Removal, Store
 from ...store.shard_format import Packed, Shard, source_path
 from ..findings import Findings
-from ..metadata_pass.switch import Switch
+from ..metadata_pass.zarr_json import ZarrJsonWriter
 from ..nodes import RunState
 from ..removal.removals import Removals
 from ..rules.plan import Pack
@@ -52,7 +52,7 @@ class Sharding(NamedTuple):
 
     state: RunState
     options: ShardOptions
-    switch: Switch
+    zarr_json: ZarrJsonWriter
     removals: Removals
     removes_v2: bool  # this run removes v2 files (a killed run's: `ArrayFound.was_removing`)
 
@@ -63,7 +63,7 @@ class Packing:
 
     def __init__(self, sharding: Sharding) -> None:
         self.store = sharding.state.store
-        self.options, self.switch = sharding.options, sharding.switch
+        self.options, self.zarr_json = sharding.options, sharding.zarr_json
         self.removals, self.removes_v2 = sharding.removals, sharding.removes_v2
         self.done = self.total = self.packed_bytes = 0
 
@@ -97,7 +97,7 @@ class Packing:
         marked, unmarked = self.removals.mark(marks)
         found.add(unmarked)
         switching = [pack for pack in good if pack.array.at not in marks or pack.array.at in marked]
-        switched, switch_found = self.switch.arrays(switching)
+        switched, switch_found = self.zarr_json.arrays(switching)
         found.add(switch_found)
         done = [pack for pack in good if pack.array.path in switched]
         for pack in done:
@@ -113,7 +113,7 @@ class Packing:
             if self.removes_v2 and pack.array.v2 is not None and pack.old is None
         ]
         if going or retiring:
-            found.add(self.switch.consolidations())  # before anything it lists goes
+            found.add(self.zarr_json.consolidations())  # before anything it lists goes
         found.add(self.removals.retire(retiring))
         found.add(
             self.removals.arrays(

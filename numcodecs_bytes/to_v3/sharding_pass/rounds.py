@@ -63,9 +63,9 @@ class ShardPass:
     def __init__(self, sharding: Sharding) -> None:
         self.state = state = sharding.state
         self.store, self.dry_run = state.store, state.dry_run
-        self.options, self.switch = sharding.options, sharding.switch
+        self.options, self.zarr_json = sharding.options, sharding.zarr_json
         self.removals, self.removes_v2 = sharding.removals, sharding.removes_v2
-        self.current = sharding.switch.current
+        self.current = sharding.zarr_json.current
         self.packing = Packing(sharding)
         self.found = Findings()
         self.layouts: dict[str, Layouts] = {}  # each array's, by path, worked out once
@@ -108,7 +108,7 @@ class ShardPass:
                 self._round(round_)
                 round_ = []
         if not self.dry_run:
-            self.found.add(self.switch.consolidations())
+            self.found.add(self.zarr_json.consolidations())
         return self.found
 
     def _round(self, arrays: list[ArrayFound]) -> None:

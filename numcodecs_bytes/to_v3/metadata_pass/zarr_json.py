@@ -1,7 +1,7 @@
 """The one writer of a run's ``zarr.json`` files: the documents the metadata pass converts
-(`Switch.documents`), the arrays switched to new shards (`Switch.arrays`), and the consolidated
-metadata above them (`Switch.consolidations`). Each returns what it found (`Findings`: each node
-written, with its notes, and those that were not), which the run records.
+(`ZarrJsonWriter.documents`), the arrays switched to new shards (`ZarrJsonWriter.arrays`), and
+the consolidated metadata above them (`ZarrJsonWriter.consolidations`). Each returns what it found
+(`Findings`: each node written, with its notes, and those that were not), which the run records.
 
 A ``zarr.json`` is created only where none exists, and replaced only while
 it holds what this run read or wrote (`store.Replacement`): an array whose
@@ -24,10 +24,10 @@ from ..rules.documents import encoded, parents, update
 from ..rules.plan import Pack
 from .groups import NotConsolidated, consolidated
 
-__all__ = ["Switch"]
+__all__ = ["ZarrJsonWriter"]
 
 
-class Switch:
+class ZarrJsonWriter:
     """The writer of one run's ``zarr.json`` files (see the module's docstring)."""
 
     def __init__(self, state: RunState) -> None:
