@@ -54,9 +54,9 @@ packing and durability), `object_packing` (packing through obstore),
 
 from __future__ import annotations
 
-from .store import Store, StoreBatch, Walk, open_store
 from .files import BATCH, ByteRange, Files, Folder, Removal, Replacement, digest
 from .options import JOBS, REQUEST_TIMEOUT, StoreOptions
+from .store import Store, StoreBatch, Walk, open_store
 
 __all__ = [
     "BATCH",

@@ -12,9 +12,9 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .store import open_store
 from .options import StoreOptions
 from .shard_format import Packed, Shard
+from .store import open_store
 
 __all__ = ["pack_on_cluster"]
 

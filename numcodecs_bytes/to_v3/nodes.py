@@ -57,6 +57,8 @@ class Node(NamedTuple):
     leftovers: bool = False
     # its folder's subfolders that hold chunks: the walk does not enter them
     leave_out: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what to tell of it once its zarr.json is written anew
+    standing: tuple[str, ...] = ()  # what to tell of it on every run, until the user acts
 
     @property
     def path(self) -> str:
@@ -77,6 +79,8 @@ class Node(NamedTuple):
             self.consolidates,
             self.readers,
             self.replaces,
+            self.notes,
+            self.standing,
         )
 
 
@@ -95,6 +99,8 @@ class Kept(NamedTuple):
     consolidates: bool = False  # a group whose consolidated metadata lists the nodes below it
     readers: ReadersNeed | None = None
     replaces: bool = False  # as `Node.replaces`
+    notes: tuple[str, ...] = ()  # as `Node.notes`
+    standing: tuple[str, ...] = ()  # as `Node.standing`
 
     @property
     def path(self) -> str:
@@ -113,15 +119,15 @@ class NodeIndex:
         self.failed: set[str] = set()
         # what each consolidated group's consolidated metadata lists
         self.listed: dict[str, Consolidation] = {}
-        # each node's notes, reported once its zarr.json is written
-        self.notes: dict[str, list[str]] = {}
-        # notes on what holds until the user acts: reported on every run
-        self.standing: dict[str, list[str]] = {}
         # nodes not found by the walk: their folders' files are not known
         self.unlisted: set[str] = set()
 
-    def note(self, path: str, what: str) -> None:
-        self.notes.setdefault(path, []).append(what)
+    def tell(self, path: str, what: str) -> None:
+        """``what`` to tell of a node the run keeps (`Kept.notes`), once its zarr.json is written;
+        nothing where the run does not keep it (it writes none)."""
+        node = self.nodes.get(path)
+        if node is not None:
+            self.nodes[path] = node._replace(notes=(*node.notes, what))
 
     def unreachable(self, path: str) -> bool:
         """Whether ``path`` lies in an array, or below a path that failed (not visited, not

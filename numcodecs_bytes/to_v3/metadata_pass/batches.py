@@ -166,15 +166,17 @@ class MetadataPass:
             elif problem is not None and not isinstance(problem, FileNotFoundError):
                 taken.fail(path, reason(problem))
             else:
+                group, listed = missing[path]
                 try:
-                    listing = Folder(at.key, (), ())
-                    node = self.reader.from_consolidation(listing, at, *missing[path])
+                    node = self.reader.from_consolidation(Folder(at.key, (), ()), at, group, listed)
                 except Exception as exc:
                     taken.fail(path, reason(exc))
                     continue
-                if node is not None and node.kind == "array":
+                if isinstance(node, str):  # left out of the group's consolidated metadata
+                    self.index.tell(group, node)
+                elif node.kind == "array":
                     taken.add(self._write_arrays([node]))
-                elif node is not None:
+                else:
                     self.index.nodes[path] = node.kept()
         return taken.add(self._take_nodes(found, walked=False))
 
@@ -254,12 +256,10 @@ def settled_by_times(
         else:
             kept.append(node)
             continue
-        if settled.note is not None:
-            index.note(node.path, settled.note)
-        if settled.standing is not None:
-            index.standing.setdefault(node.path, []).append(settled.standing)
         if settled.failure is not None:
             found.fail(node.path, settled.failure)
         if settled.node is not None:
-            kept.append(settled.node)
+            notes = (*settled.node.notes, *filter(None, [settled.note]))
+            standing = (*settled.node.standing, *filter(None, [settled.standing]))
+            kept.append(settled.node._replace(notes=notes, standing=standing))
     return kept, found

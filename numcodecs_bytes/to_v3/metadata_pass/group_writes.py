@@ -49,7 +49,7 @@ def make_ome_05(index: NodeIndex) -> tuple[dict[str, str], Findings]:
             for path, why in deepest.items()
         }
     for path, why in problems.items():
-        index.note(path, why)
+        index.tell(path, why)
     for path, document in made.items():
         nodes[path] = nodes[path]._replace(document=document)
     kinds = {path: kind_of(document) or "OME group" for path, document in sorted(made.items())}

@@ -1,8 +1,10 @@
 """Reading a node: its files as read (or its entry in a consolidated metadata) made a `nodes.Node`,
 its v3 document made by the rules (`rules`), with what the walk must not enter (its chunk folders).
 
-What it learns on the way goes into the run's `nodes.NodeIndex`: what each consolidated metadata
-lists, the arrays, each node's notes; nothing here reads or writes a store.
+What to tell of a node goes with it (`nodes.Node.notes`), for the writer of its ``zarr.json`` to
+report. What the run learns of the store on the way goes into its `nodes.NodeIndex`: what each
+consolidated metadata lists, the arrays (no node below one is read), the nodes only a listing
+names; nothing here reads or writes a store.
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ class NodeReader:
         (the walk does not enter them). An array that a killed run switched to new shards carries
         the files it was switching away from (`store.layout.RETIRED`), and one whose folder may
         hold shards a killed run placed says so (`plan.may_hold_unread_shards`): the rerun's
-        sharding pass takes them."""
-        node = self._node(folder, at, read)
+        sharding pass takes them. What to tell of it goes with it (`Node.notes`)."""
+        notes: list[str] = []
+        node = self._node(folder, at, read, notes)
+        node = node._replace(notes=(*node.notes, *notes))
         if node.kind == "array":
             node = node._replace(
                 leftovers=may_hold_unread_shards(node.document, folder.files, folder.subfolders)
@@ -68,7 +72,9 @@ class NodeReader:
             return node
         return node._replace(retired=_retired(retired))
 
-    def _node(self, folder: Folder, at: Location, read: dict[str, bytes | Exception]) -> Node:
+    def _node(
+        self, folder: Folder, at: Location, read: dict[str, bytes | Exception], notes: list[str]
+    ) -> Node:
         path = at.path
 
         def parsed(name: str) -> Any:
@@ -102,46 +108,46 @@ class NodeReader:
             # its v2 files removed by an earlier run: it stays as it is
             document = parsed("zarr.json")
             node, note = v3_node(folder, at, document, read.get(REMOVING_V2), digests, existing)
-            self._note(path, note)
+            notes += [note] if note is not None else []
             consolidated = document.get("consolidated_metadata")
             if node.kind == "group" and isinstance(consolidated, dict):
                 self.index.listed.setdefault(path, v3_listing(consolidated))
             if node.was_removing:
                 return node
             return node._replace(consolidates=path in self.index.listed)
-        zattrs = parsed(".zattrs") if ".zattrs" in read else self._attributes_listed(path)
+        zattrs = parsed(".zattrs") if ".zattrs" in read else self._attributes_listed(path, notes)
         if not isinstance(zattrs, dict):
             raise UnconvertibleError(f".zattrs must be an object, got {type(zattrs).__name__}")
         if ".zarray" not in read:
             if not isinstance(parsed(".zgroup"), dict):
                 raise UnconvertibleError(".zgroup is not Zarr v2 group metadata")
-            self._compare_with_listing(path, None, zattrs)
+            self._compare_with_listing(path, None, zattrs, notes)
             return self.converted(folder, at, None, zattrs, digests, existing)
         self.index.arrays.add(path)
         zarray = parsed(".zarray")
-        self._compare_with_listing(path, zarray, zattrs)
-        v2_array = self.as_stored(folder, path, zarray)
+        self._compare_with_listing(path, zarray, zattrs, notes)
+        v2_array = self.as_stored(folder, zarray, notes)
         leave_out = tuple(chunk_folders(folder.subfolders, folder.files, zarray))
         return self.converted(folder, at, v2_array, zattrs, digests, existing)._replace(
             leave_out=leave_out
         )
 
-    def _note(self, path: str, note: str | None) -> None:
-        if note is not None:
-            self.index.note(path, note)
-
-    def _attributes_listed(self, path: str) -> dict[str, Any]:
+    def _attributes_listed(self, path: str, notes: list[str]) -> dict[str, Any]:
         attributes, note = attributes_listed(self.index.listed, path)
-        self._note(path, note)
+        notes += [note] if note is not None else []
         return attributes
 
-    def _compare_with_listing(self, path: str, zarray: Any, zattrs: dict[str, Any]) -> None:
-        self._note(path, differs_from_listing(self.index.listed, path, zarray, zattrs))
+    def _compare_with_listing(
+        self, path: str, zarray: Any, zattrs: dict[str, Any], notes: list[str]
+    ) -> None:
+        note = differs_from_listing(self.index.listed, path, zarray, zattrs)
+        notes += [note] if note is not None else []
 
-    def as_stored(self, folder: Folder, path: str, metadata: Any) -> dict[str, Any]:
-        """A ``.zarray`` with the chunk layout the store shows where it says none (`as_stored`)."""
+    def as_stored(self, folder: Folder, metadata: Any, notes: list[str]) -> dict[str, Any]:
+        """A ``.zarray`` with the chunk layout the store shows where it says none (`as_stored`),
+        what to tell of it into ``notes``."""
         zarray, note = as_stored(folder, metadata)
-        self._note(path, note)
+        notes += [note] if note is not None else []
         return zarray
 
     def converted(
@@ -154,45 +160,41 @@ class NodeReader:
         existing: bytes | None,
         origin: str = "v2",
     ) -> Node:
-        """A v2 node (``zarray`` None: a group) made a v3 node by the rules (`converted`), its notes
-        kept."""
+        """A v2 node (``zarray`` None: a group) made a v3 node by the rules (`converted`), with what
+        to tell of it."""
         path = at.path
         listed = path not in self.index.unlisted
         names = self.level_names.get(path) if zarray is not None else None
         node, notes = converted(
             folder, at, zarray, zattrs, digests, existing, origin, self.oldest_zarr, listed, names
         )
-        for note in notes:
-            self.index.note(path, note)
-        return node
+        return node._replace(notes=(*node.notes, *notes))
 
     def from_consolidation(
         self, folder: Folder, at: Location, group: str, listed: Consolidation
-    ) -> Node | None:
+    ) -> Node | str:
         """A node known only from its entry in a consolidated metadata (its own files are gone):
-        converted from a v2 entry; a v3 entry is left out of the consolidation with a note. None
-        where there is no node to write; an entry that cannot be converted raises
+        converted from a v2 entry; a v3 entry is left out of the consolidation: what to tell of
+        that on the ``group`` instead of a node. An entry that cannot be converted raises
         `rules.UnconvertibleError` (or what its rules raise)."""
         path = at.path
         below = path[len(group) :].strip("/") if group else path
         entry = listed.entries[below]
         self.index.unlisted.add(path)
         if listed.zarr_format == 3:
-            self.index.note(
-                group,
-                f"{below}: in the consolidated metadata, but its zarr.json is gone: left out of it",
+            return (
+                f"{below}: in the consolidated metadata, but its zarr.json is gone: left out of it"
             )
-            return None
         zattrs, zarray = entry.get(".zattrs", {}), entry.get(".zarray")
         if not isinstance(zattrs, dict):
             raise UnconvertibleError("its .zattrs in .zmetadata is not an object")
-        v2_array = None if zarray is None else self.as_stored(folder, path, zarray)
+        notes: list[str] = []
+        v2_array = None if zarray is None else self.as_stored(folder, zarray, notes)
         node = self.converted(folder, at, v2_array, zattrs, {}, None, "consolidated")
-        self.index.note(
-            path,
-            "known only from .zmetadata (its own v2 files are gone): converted "
-            "from its entry there",
+        notes.append(
+            "known only from .zmetadata (its own v2 files are gone): converted from its entry there"
         )
+        node = node._replace(notes=(*node.notes, *notes))
         if node.kind == "array":
             self.index.arrays.add(path)
         return node

@@ -85,11 +85,10 @@ class ZarrJsonWriter:
         )
         self.current[node.path] = encoded(document) if action != "kept" else node.existing or b""
         found.report.converted.append(result)
-        notes = self.index.notes.pop(node.path, [])
-        for note in self.index.standing.pop(node.path, []):
+        for note in node.standing:
             found.note(node.path, note)
         if action != "kept":  # a rerun that writes nothing has nothing to tell again
-            for note in notes:
+            for note in node.notes:
                 found.note(node.path, note)
             if node.readers is not None:
                 found.report.readers.append((node.path or ".", node.readers))
