@@ -108,46 +108,39 @@ class NodeReader:
             # its v2 files removed by an earlier run: it stays as it is
             document = parsed("zarr.json")
             node, note = v3_node(folder, at, document, read.get(REMOVING_V2), digests, existing)
-            notes += [note] if note is not None else []
+            notes += filter(None, [note])
             consolidated = document.get("consolidated_metadata")
             if node.kind == "group" and isinstance(consolidated, dict):
                 self.index.listed.setdefault(path, v3_listing(consolidated))
             if node.was_removing:
                 return node
             return node._replace(consolidates=path in self.index.listed)
-        zattrs = parsed(".zattrs") if ".zattrs" in read else self._attributes_listed(path, notes)
+        if ".zattrs" in read:
+            zattrs = parsed(".zattrs")
+        else:
+            zattrs, note = attributes_listed(self.index.listed, path)
+            notes += filter(None, [note])
         if not isinstance(zattrs, dict):
             raise UnconvertibleError(f".zattrs must be an object, got {type(zattrs).__name__}")
         if ".zarray" not in read:
             if not isinstance(parsed(".zgroup"), dict):
                 raise UnconvertibleError(".zgroup is not Zarr v2 group metadata")
-            self._compare_with_listing(path, None, zattrs, notes)
+            notes += filter(None, [differs_from_listing(self.index.listed, path, None, zattrs)])
             return self.converted(folder, at, None, zattrs, digests, existing)
         self.index.arrays.add(path)
         zarray = parsed(".zarray")
-        self._compare_with_listing(path, zarray, zattrs, notes)
+        notes += filter(None, [differs_from_listing(self.index.listed, path, zarray, zattrs)])
         v2_array = self.as_stored(folder, zarray, notes)
         leave_out = tuple(chunk_folders(folder.subfolders, folder.files, zarray))
         return self.converted(folder, at, v2_array, zattrs, digests, existing)._replace(
             leave_out=leave_out
         )
 
-    def _attributes_listed(self, path: str, notes: list[str]) -> dict[str, Any]:
-        attributes, note = attributes_listed(self.index.listed, path)
-        notes += [note] if note is not None else []
-        return attributes
-
-    def _compare_with_listing(
-        self, path: str, zarray: Any, zattrs: dict[str, Any], notes: list[str]
-    ) -> None:
-        note = differs_from_listing(self.index.listed, path, zarray, zattrs)
-        notes += [note] if note is not None else []
-
     def as_stored(self, folder: Folder, metadata: Any, notes: list[str]) -> dict[str, Any]:
         """A ``.zarray`` with the chunk layout the store shows where it says none (`as_stored`),
         what to tell of it into ``notes``."""
         zarray, note = as_stored(folder, metadata)
-        notes += [note] if note is not None else []
+        notes += filter(None, [note])
         return zarray
 
     def converted(
