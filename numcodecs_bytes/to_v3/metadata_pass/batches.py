@@ -91,15 +91,16 @@ class MetadataPass:
         for folder, at in found:
             path = at.path
             files = {name: read[at.file(name)] for name in present[folder.path]}
+            if ".zarray" in folder.files:  # converted or not: no node below it is read
+                self.index.arrays.add(path)
             try:
                 node = self.reader.node(folder, at, files)
             # one node's problem, whatever it is, is reported; the rest converts
             except Exception as exc:
                 taken.fail(path, reason(exc))
-                if ".zarray" in folder.files:
-                    self.index.arrays.add(path)
-                    if walk is not None:  # no digit folder holds a node that zarr reads
-                        walk.leave_out(folder, chunk_folders(folder.subfolders, folder.files, None))
+                if ".zarray" in folder.files and walk is not None:
+                    # no digit folder holds a node that zarr reads
+                    walk.leave_out(folder, chunk_folders(folder.subfolders, folder.files, None))
                 continue
             if walk is not None:
                 walk.leave_out(folder, node.leave_out)
@@ -167,6 +168,7 @@ class MetadataPass:
                 taken.fail(path, reason(problem))
             else:
                 group, listed = missing[path]
+                self.index.unlisted.add(path)
                 try:
                     node = self.reader.from_consolidation(Folder(at.key, (), ()), at, group, listed)
                 except Exception as exc:
@@ -175,6 +177,7 @@ class MetadataPass:
                 if isinstance(node, str):  # left out of the group's consolidated metadata
                     self.index.tell(group, node)
                 elif node.kind == "array":
+                    self.index.arrays.add(path)
                     taken.add(self._write_arrays([node]))
                 else:
                     self.index.nodes[path] = node.kept()

@@ -2,9 +2,8 @@
 its v3 document made by the rules (`rules`), with what the walk must not enter (its chunk folders).
 
 What to tell of a node goes with it (`nodes.Node.notes`), for the writer of its ``zarr.json`` to
-report. What the run learns of the store on the way goes into its `nodes.NodeIndex`: what each
-consolidated metadata lists, the arrays (no node below one is read), the nodes only a listing
-names; nothing here reads or writes a store.
+report. What each consolidated metadata lists goes into the run's `nodes.NodeIndex` as it is read:
+the nodes below, and the node itself, are read against it. Nothing here reads or writes a store.
 """
 
 from __future__ import annotations
@@ -127,7 +126,6 @@ class NodeReader:
                 raise UnconvertibleError(".zgroup is not Zarr v2 group metadata")
             notes += filter(None, [differs_from_listing(self.index.listed, path, None, zattrs)])
             return self.converted(folder, at, None, zattrs, digests, existing)
-        self.index.arrays.add(path)
         zarray = parsed(".zarray")
         notes += filter(None, [differs_from_listing(self.index.listed, path, zarray, zattrs)])
         v2_array = self.as_stored(folder, zarray, notes)
@@ -173,7 +171,6 @@ class NodeReader:
         path = at.path
         below = path[len(group) :].strip("/") if group else path
         entry = listed.entries[below]
-        self.index.unlisted.add(path)
         if listed.zarr_format == 3:
             return (
                 f"{below}: in the consolidated metadata, but its zarr.json is gone: left out of it"
@@ -187,10 +184,7 @@ class NodeReader:
         notes.append(
             "known only from .zmetadata (its own v2 files are gone): converted from its entry there"
         )
-        node = node._replace(notes=(*node.notes, *notes))
-        if node.kind == "array":
-            self.index.arrays.add(path)
-        return node
+        return node._replace(notes=(*node.notes, *notes))
 
 
 def as_stored(folder: Folder, metadata: Any) -> tuple[dict[str, Any], str | None]:
