@@ -1,7 +1,7 @@
-"""The nodes a run finds, as values (`Node`), and what the run knows of them so far (`NodeIndex`):
+"""The nodes a run finds, as values (`Node` as its batch reads it, `Kept` as the run keeps it, each
+with where it lies and what to tell of it), and what the run knows of them so far (`NodeIndex`):
 those converted, the arrays (no node below one is part of the hierarchy), the paths that failed,
-what each consolidated metadata lists, and each node's notes. Reading a node from its files is
-`reading`'s.
+what each consolidated metadata lists. Reading a node from its files is `reading`'s.
 """
 
 from __future__ import annotations
