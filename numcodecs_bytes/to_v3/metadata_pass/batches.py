@@ -20,7 +20,7 @@ from ..rules.ome import level_dimension_names
 from ..rules.plan import ArrayFound
 from ..rules.sharding import layout_of
 from .disagreements import disagreement, files_to_time, settle, settled_by_documents
-from .reading import NodeReader
+from .reading import NodeReader, consolidation_of
 from .sampling import Sampler
 from .zarr_json import ZarrJsonWriter
 
@@ -94,6 +94,9 @@ class MetadataPass:
             if ".zarray" in folder.files:  # converted or not: no node below it is read
                 self.index.arrays.add(path)
             try:
+                listing = consolidation_of(files)
+                if listing is not None:
+                    self.index.listed[path] = listing
                 node = self.reader.node(folder, at, files)
             # one node's problem, whatever it is, is reported; the rest converts
             except Exception as exc:

@@ -2,13 +2,15 @@
 its v3 document made by the rules (`rules`), with what the walk must not enter (its chunk folders).
 
 What to tell of a node goes with it (`nodes.Node.notes`), for the writer of its ``zarr.json`` to
-report. What each consolidated metadata lists goes into the run's `nodes.NodeIndex` as it is read:
-the nodes below, and the node itself, are read against it. Nothing here reads or writes a store.
+report. The reader reads what the run knows (`nodes.NodeIndex`: what each consolidated metadata
+lists, which the run keeps from `consolidation_of` before it reads the node) and writes none of it.
+Nothing here reads or writes a store.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -87,8 +89,6 @@ class NodeReader:
         existing = read.get("zarr.json")
         if isinstance(existing, Exception):
             raise existing
-        if ".zmetadata" in read:
-            self.index.listed[path] = listing_of(parsed(".zmetadata"))
         if ".zarray" not in read and ".zgroup" not in read:
             if existing is None and ".zmetadata" in read:
                 # zarr 2's open_consolidated opens it as a group, with the attributes its .zattrs
@@ -108,9 +108,6 @@ class NodeReader:
             document = parsed("zarr.json")
             node, note = v3_node(folder, at, document, read.get(REMOVING_V2), digests, existing)
             notes += filter(None, [note])
-            consolidated = document.get("consolidated_metadata")
-            if node.kind == "group" and isinstance(consolidated, dict):
-                self.index.listed.setdefault(path, v3_listing(consolidated))
             if node.was_removing:
                 return node
             return node._replace(consolidates=path in self.index.listed)
@@ -206,6 +203,27 @@ def as_stored(folder: Folder, metadata: Any) -> tuple[dict[str, Any], str | None
         "its .zarray names no dimension_separator, but its chunks lie in nested folders (0/0), as "
         "zarr before 2.8 wrote them: converted with the separator '/'"
     )
+
+
+def consolidation_of(read: Mapping[str, bytes | Exception]) -> Consolidation | None:
+    """What a node's consolidated metadata lists, from its files as ``read`` (by name): its
+    ``.zmetadata``'s, else the ``consolidated_metadata`` of a v3 group's ``zarr.json`` with no v2
+    metadata beside it; None where it has neither. The run keeps it before it reads the node: the
+    node, and the nodes below it, are read against it."""
+    existing = read.get("zarr.json")
+    if isinstance(existing, Exception):
+        raise existing
+    if ".zmetadata" in read:
+        return listing_of(_parsed(".zmetadata", read[".zmetadata"]))
+    if ".zarray" in read or ".zgroup" in read or existing is None:
+        return None
+    document = _parsed("zarr.json", existing)
+    if not isinstance(document, dict) or document.get("zarr_format") != 3:
+        return None  # not a v3 node: its reading says so
+    consolidated = document.get("consolidated_metadata")
+    if document.get("node_type") == "array" or not isinstance(consolidated, dict):
+        return None
+    return v3_listing(consolidated)
 
 
 def v3_node(
