@@ -69,6 +69,7 @@ CASES = {
 def test_the_reader_writes_nothing_into_what_the_run_knows(case: str, kept: bool) -> None:
     """Whether or not the run kept the node's listing first, the reader leaves what the run knows
     as it was; with it kept, the node is read against it."""
+    pytest.importorskip("zarr", minversion="3", reason="the rules convert with zarr 3")
     files, listing_format = CASES[case]
     index = NodeIndex()
     listing = consolidation_of(files)
