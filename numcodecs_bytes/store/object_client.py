@@ -158,13 +158,10 @@ class ObjectClient(PerPath):
             pass
 
     async def delete(self, path: str) -> None:
-        import obstore
-
+        """The object at ``path`` removed (none there: nothing to do), while the run holds the
+        lock."""
         self.before_write()
-        try:
-            await obstore.delete_async(self.store, self.key(path))
-        except FileNotFoundError:
-            pass
+        await self.discard(path)
 
     def found(self, listings: dict[str, Listing]) -> list[Folder]:
         """The folders of one batch of the walk; the versions of their metadata files kept (what

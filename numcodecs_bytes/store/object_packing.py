@@ -201,10 +201,10 @@ def _reader(
                 data = await files.in_time(files.range_of(*read))
                 memory.saw(len(data))
             except FileNotFoundError:
-                raise gone(source_path(read).rsplit("/", 1)[-1]) from None
+                raise gone(_name(source_path(read))) from None
         version = await versions[read.path]
         if version is None:
-            raise gone(read.path.rsplit("/", 1)[-1])
+            raise gone(_name(read.path))
         return data, version
 
     return source
